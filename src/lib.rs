@@ -1,0 +1,14 @@
+//! kubectl-cilium-gc: find and safely delete stale CiliumIdentity objects.
+//!
+//! The library holds everything; the `kubectl-cilium_gc` binary only parses,
+//! runs and maps errors to exit codes. The decision ([`policy::decide`]) is a
+//! pure function; the I/O around it lives in `cluster`, `usage`, `scan` and
+//! `sweep`. The simulated API server used by `demo` and the tests is [`sim`];
+//! nothing in the GC core imports it.
+
+pub mod exit;
+pub mod model;
+pub mod policy;
+pub mod report;
+pub mod selector;
+pub mod sim;

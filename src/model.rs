@@ -1,0 +1,459 @@
+//! The few fields of Cilium objects this tool reads, decoded leniently.
+//!
+//! We never hold whole objects: a CiliumIdentity becomes an [`Identity`]
+//! (a few short strings) and an endpoint becomes the identity ids it
+//! references. A malformed object does not fail a page: it decodes to a
+//! [`Malformed`] record that is reported, and the run goes on.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// Annotation cilium-operator sets on an unused identity; agents remove it
+/// when they reuse the identity.
+pub const HEARTBEAT_ANNOTATION: &str = "io.cilium.heartbeat";
+/// Label carrying the pod namespace an identity was allocated for.
+pub const NAMESPACE_LABEL: &str = "io.kubernetes.pod.namespace";
+/// API group of all Cilium resources.
+pub const CILIUM_GROUP: &str = "cilium.io";
+
+/// A Cilium resource we read, with where it lives in the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `ciliumidentities.cilium.io/v2`, cluster-scoped.
+    Identity,
+    /// `ciliumendpoints.cilium.io/v2`, namespaced.
+    Endpoint,
+    /// `ciliumendpointslices.cilium.io/v2alpha1`, cluster-scoped.
+    EndpointSlice,
+}
+
+impl Kind {
+    /// Plural resource name, as in URLs and RBAC rules.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Kind::Identity => "ciliumidentities",
+            Kind::Endpoint => "ciliumendpoints",
+            Kind::EndpointSlice => "ciliumendpointslices",
+        }
+    }
+    /// API version of the served resource.
+    pub fn version(self) -> &'static str {
+        match self {
+            Kind::Identity | Kind::Endpoint => "v2",
+            Kind::EndpointSlice => "v2alpha1",
+        }
+    }
+    /// The Kind, as in objects.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Kind::Identity => "CiliumIdentity",
+            Kind::Endpoint => "CiliumEndpoint",
+            Kind::EndpointSlice => "CiliumEndpointSlice",
+        }
+    }
+    /// Name of the CustomResourceDefinition object.
+    pub fn crd_name(self) -> String {
+        format!("{}.{}", self.plural(), CILIUM_GROUP)
+    }
+    /// Collection path across the whole cluster (all namespaces for endpoints).
+    pub fn collection_path(self) -> String {
+        format!(
+            "/apis/{}/{}/{}",
+            CILIUM_GROUP,
+            self.version(),
+            self.plural()
+        )
+    }
+    /// Path of one cluster-scoped object.
+    pub fn object_path(self, name: &str) -> String {
+        format!("{}/{}", self.collection_path(), name)
+    }
+}
+
+/// The newest `managedFields` entry: our best guess at who changed an object
+/// last (a client program, not a user; audit logs name users).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Field manager, e.g. `cilium-agent`.
+    pub manager: String,
+    /// `Update` or `Apply`.
+    pub operation: String,
+    /// When that manager last changed a field.
+    pub time: Option<Timestamp>,
+}
+
+/// What we keep of one CiliumIdentity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Identity {
+    /// `metadata.name`: the numeric identity, as a string.
+    pub name: String,
+    /// `metadata.uid`, for delete preconditions.
+    pub uid: String,
+    /// `metadata.resourceVersion`, for delete preconditions.
+    pub resource_version: String,
+    /// `metadata.creationTimestamp`.
+    pub created_at: Option<Timestamp>,
+    /// `metadata.labels` (the selector of `-l` applies to these).
+    pub labels: BTreeMap<String, String>,
+    /// Pod namespace the identity was allocated for, when known.
+    pub namespace: Option<String>,
+    /// Raw value of the `io.cilium.heartbeat` annotation, if present.
+    pub mark: Option<String>,
+    /// Newest managedFields entry.
+    pub last_change: Option<Change>,
+}
+
+impl Identity {
+    /// The numeric identity, when the name is a number.
+    pub fn numeric_id(&self) -> Option<u64> {
+        parse_id(&self.name)
+    }
+}
+
+/// Parse an identity name: plain decimal digits only (no sign, no spaces).
+pub fn parse_id(name: &str) -> Option<u64> {
+    if name.is_empty() || name.len() > 19 || !name.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    name.parse().ok()
+}
+
+/// An object in a list or watch that we could not decode; reported, skipped.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Malformed {
+    /// Which resource it was.
+    pub kind: Kind,
+    /// Name, if the metadata was readable.
+    pub name: Option<String>,
+    /// Namespace, if any and readable.
+    pub namespace: Option<String>,
+    /// What was wrong.
+    pub problem: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireManagedField {
+    #[serde(default)]
+    manager: Option<String>,
+    #[serde(default)]
+    operation: Option<String>,
+    #[serde(default)]
+    time: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireMeta {
+    name: Option<String>,
+    uid: Option<String>,
+    resource_version: Option<String>,
+    #[serde(default)]
+    creation_timestamp: Option<String>,
+    #[serde(default)]
+    labels: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    annotations: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    managed_fields: Option<Vec<WireManagedField>>,
+}
+
+#[derive(Deserialize)]
+struct WireIdentity {
+    metadata: Option<WireMeta>,
+    #[serde(rename = "security-labels", default)]
+    security_labels: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Deserialize)]
+struct NameOnly {
+    metadata: Option<NameOnlyMeta>,
+}
+#[derive(Deserialize)]
+struct NameOnlyMeta {
+    name: Option<serde_json::Value>,
+    namespace: Option<serde_json::Value>,
+}
+
+/// Best-effort name and namespace of an object that failed to decode.
+fn salvage_names(raw: &str) -> (Option<String>, Option<String>) {
+    let Ok(n) = serde_json::from_str::<NameOnly>(raw) else {
+        return (None, None);
+    };
+    let Some(m) = n.metadata else {
+        return (None, None);
+    };
+    let s = |v: Option<serde_json::Value>| v.and_then(|v| v.as_str().map(str::to_owned));
+    (s(m.name), s(m.namespace))
+}
+
+fn parse_time(s: &str) -> Option<Timestamp> {
+    s.parse::<Timestamp>().ok()
+}
+
+/// Decode one CiliumIdentity from its JSON. Requires name, uid and
+/// resourceVersion (without them it cannot be deleted safely).
+pub fn decode_identity(raw: &RawValue) -> Result<Identity, Malformed> {
+    let text = raw.get();
+    let bad = |problem: String| {
+        let (name, namespace) = salvage_names(text);
+        Malformed {
+            kind: Kind::Identity,
+            name,
+            namespace,
+            problem,
+        }
+    };
+    let wire: WireIdentity =
+        serde_json::from_str(text).map_err(|e| bad(format!("undecodable object: {e}")))?;
+    let meta = wire.metadata.ok_or_else(|| bad("no metadata".into()))?;
+    let name = meta
+        .name
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| bad("no metadata.name".into()))?;
+    let uid = meta
+        .uid
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| bad("no metadata.uid".into()))?;
+    let resource_version = meta
+        .resource_version
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| bad("no metadata.resourceVersion".into()))?;
+    let labels = meta.labels.unwrap_or_default();
+    let namespace = labels.get(NAMESPACE_LABEL).cloned().or_else(|| {
+        wire.security_labels
+            .as_ref()
+            .and_then(|s| s.get(&format!("k8s:{NAMESPACE_LABEL}")).cloned())
+    });
+    let mark = meta
+        .annotations
+        .and_then(|mut a| a.remove(HEARTBEAT_ANNOTATION));
+    let last_change = newest_change(meta.managed_fields.unwrap_or_default());
+    Ok(Identity {
+        name,
+        uid,
+        resource_version,
+        created_at: meta.creation_timestamp.as_deref().and_then(parse_time),
+        labels,
+        namespace,
+        mark,
+        last_change,
+    })
+}
+
+fn newest_change(fields: Vec<WireManagedField>) -> Option<Change> {
+    fields
+        .into_iter()
+        .map(|f| Change {
+            manager: f.manager.unwrap_or_default(),
+            operation: f.operation.unwrap_or_default(),
+            time: f.time.as_deref().and_then(parse_time),
+        })
+        .max_by_key(|c| c.time)
+}
+
+/// The identity ids one endpoint object references, with its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointRefs {
+    /// `namespace/name` of a CEP, or `name` of a CES.
+    pub key: String,
+    /// Referenced identity ids (one for a CEP, many for a CES); empty when the
+    /// endpoint has no identity yet.
+    pub ids: Vec<u64>,
+}
+
+/// Accept an id as a JSON number or a numeric string (seen from some
+/// serializers); anything else is "no id".
+fn lenient_id(v: &serde_json::Value) -> Option<u64> {
+    match v {
+        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::String(s) => parse_id(s),
+        _ => None,
+    }
+    .filter(|id| *id != 0)
+}
+
+#[derive(Deserialize)]
+struct WireEndpoint {
+    metadata: Option<WireKeyMeta>,
+    #[serde(default)]
+    status: Option<WireEndpointStatus>,
+}
+#[derive(Deserialize)]
+struct WireKeyMeta {
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+#[derive(Deserialize)]
+struct WireEndpointStatus {
+    #[serde(default)]
+    identity: Option<WireEndpointIdentity>,
+}
+#[derive(Deserialize)]
+struct WireEndpointIdentity {
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct WireSlice {
+    metadata: Option<WireKeyMeta>,
+    #[serde(default)]
+    endpoints: Option<Vec<WireCoreEndpoint>>,
+}
+#[derive(Deserialize)]
+struct WireCoreEndpoint {
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+}
+
+/// Decode a CiliumEndpoint (`status.identity.id`). A CEP without status or
+/// with id 0 has no identity yet and references nothing.
+pub fn decode_endpoint(raw: &str) -> Result<EndpointRefs, Malformed> {
+    let bad = |problem: String| {
+        let (name, namespace) = salvage_names(raw);
+        Malformed {
+            kind: Kind::Endpoint,
+            name,
+            namespace,
+            problem,
+        }
+    };
+    let wire: WireEndpoint =
+        serde_json::from_str(raw).map_err(|e| bad(format!("undecodable object: {e}")))?;
+    let meta = wire.metadata.ok_or_else(|| bad("no metadata".into()))?;
+    let name = meta.name.ok_or_else(|| bad("no metadata.name".into()))?;
+    let key = format!("{}/{}", meta.namespace.unwrap_or_default(), name);
+    let ids = wire
+        .status
+        .and_then(|s| s.identity)
+        .and_then(|i| i.id)
+        .as_ref()
+        .and_then(lenient_id)
+        .into_iter()
+        .collect();
+    Ok(EndpointRefs { key, ids })
+}
+
+/// Decode a CiliumEndpointSlice (`endpoints[].id`).
+pub fn decode_slice(raw: &str) -> Result<EndpointRefs, Malformed> {
+    let bad = |problem: String| {
+        let (name, namespace) = salvage_names(raw);
+        Malformed {
+            kind: Kind::EndpointSlice,
+            name,
+            namespace,
+            problem,
+        }
+    };
+    let wire: WireSlice =
+        serde_json::from_str(raw).map_err(|e| bad(format!("undecodable object: {e}")))?;
+    let meta = wire.metadata.ok_or_else(|| bad("no metadata".into()))?;
+    let name = meta.name.ok_or_else(|| bad("no metadata.name".into()))?;
+    let ids = wire
+        .endpoints
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|e| e.id.as_ref().and_then(lenient_id))
+        .collect();
+    Ok(EndpointRefs { key: name, ids })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    #[test]
+    fn decodes_a_real_identity() {
+        let id = decode_identity(&raw(
+            r#"{"apiVersion":"cilium.io/v2","kind":"CiliumIdentity","metadata":{"name":"12345","uid":"u1","resourceVersion":"7",
+            "creationTimestamp":"2026-01-01T00:00:00Z","labels":{"io.kubernetes.pod.namespace":"team-a"},
+            "annotations":{"io.cilium.heartbeat":"2026-01-02T00:00:00.123456789Z"},
+            "managedFields":[{"manager":"cilium-agent","operation":"Update","time":"2026-01-01T00:00:00Z"},
+                             {"manager":"cilium-operator-generic","operation":"Update","time":"2026-01-02T00:00:00Z"}]},
+            "security-labels":{"k8s:io.kubernetes.pod.namespace":"team-a"}}"#,
+        ))
+        .unwrap();
+        assert_eq!(id.numeric_id(), Some(12345));
+        assert_eq!(id.namespace.as_deref(), Some("team-a"));
+        assert_eq!(id.mark.as_deref(), Some("2026-01-02T00:00:00.123456789Z"));
+        assert_eq!(id.last_change.unwrap().manager, "cilium-operator-generic");
+    }
+
+    #[test]
+    fn namespace_falls_back_to_security_labels() {
+        let id = decode_identity(&raw(
+            r#"{"metadata":{"name":"300","uid":"u","resourceVersion":"1"},"security-labels":{"k8s:io.kubernetes.pod.namespace":"b"}}"#,
+        ))
+        .unwrap();
+        assert_eq!(id.namespace.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn malformed_identities_are_reported_not_fatal() {
+        let cases = [
+            (r#"{"metadata":{"name":"1","resourceVersion":"1"}}"#, "uid"),
+            (r#"{"metadata":{"uid":"u","resourceVersion":"1"}}"#, "name"),
+            (r#"{"kind":"CiliumIdentity"}"#, "metadata"),
+            (
+                r#"{"metadata":{"name":"9","uid":"u","resourceVersion":"1","labels":{"a":7}}}"#,
+                "undecodable",
+            ),
+        ];
+        for (json, want) in cases {
+            let err = decode_identity(&raw(json)).unwrap_err();
+            assert!(err.problem.contains(want), "{json}: {}", err.problem);
+        }
+        let err = decode_identity(&raw(
+            r#"{"metadata":{"name":"9","uid":"u","resourceVersion":"1","labels":{"a":7}}}"#,
+        ))
+        .unwrap_err();
+        assert_eq!(err.name.as_deref(), Some("9"));
+    }
+
+    #[test]
+    fn parse_id_is_strict() {
+        assert_eq!(parse_id("256"), Some(256));
+        for bad in ["", "-1", "+5", " 5", "5a", "abc", "99999999999999999999999"] {
+            assert_eq!(parse_id(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn endpoints_decode_leniently() {
+        let e = decode_endpoint(
+            r#"{"metadata":{"name":"p","namespace":"n"},"status":{"identity":{"id":4242}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            e,
+            EndpointRefs {
+                key: "n/p".into(),
+                ids: vec![4242]
+            }
+        );
+        let e = decode_endpoint(
+            r#"{"metadata":{"name":"p","namespace":"n"},"status":{"identity":{"id":"4242"}}}"#,
+        )
+        .unwrap();
+        assert_eq!(e.ids, vec![4242]);
+        for no_id in [
+            r#"{"metadata":{"name":"p","namespace":"n"}}"#,
+            r#"{"metadata":{"name":"p","namespace":"n"},"status":{"identity":{"id":0}}}"#,
+            r#"{"metadata":{"name":"p","namespace":"n"},"status":{"identity":{"id":true}}}"#,
+        ] {
+            assert!(decode_endpoint(no_id).unwrap().ids.is_empty(), "{no_id}");
+        }
+        assert!(decode_endpoint(r#"{"metadata":{"namespace":"n"}}"#).is_err());
+        let s = decode_slice(r#"{"metadata":{"name":"ces-1"},"namespace":"n","endpoints":[{"id":1000,"name":"a"},{"id":1001},{"name":"x"}]}"#).unwrap();
+        assert_eq!(s.ids, vec![1000, 1001]);
+    }
+}

@@ -1,0 +1,456 @@
+//! The decision: is this identity stale, and why. Pure: no I/O, no clock.
+//!
+//! The semantics are cilium-operator's, so running both never fights: an
+//! identity is collected only when no endpoint uses it *and* the operator's
+//! heartbeat mark on it is older than the heartbeat timeout. An unmarked
+//! identity is left to the operator (or marked by us with `--mark`), because
+//! an agent may be about to reuse it; the mark is the handshake that proves
+//! nobody did for a whole timeout.
+
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use jiff::Timestamp;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::model::Identity;
+use crate::selector::Selector;
+
+/// Why an identity was or was not chosen. Exactly one per identity.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    /// Referenced by a CiliumEndpoint or CiliumEndpointSlice.
+    InUse,
+    /// Non-numeric name, or outside this cluster's local identity range.
+    NotLocal,
+    /// Excluded by `--selector`, `--namespace` or `--min-age`.
+    Filtered,
+    /// Unused but without a heartbeat mark: left for the operator (or marked with `--mark`).
+    Unmarked,
+    /// Unused and marked, but the mark is younger than the heartbeat timeout.
+    MarkTooRecent,
+    /// The heartbeat mark is not an RFC 3339 time: never deleted.
+    MalformedMark,
+    /// Unused, marked, mark older than the heartbeat timeout: a deletion candidate.
+    Stale,
+}
+
+impl Reason {
+    /// Every reason, in report order.
+    pub const ALL: [Reason; 7] = [
+        Reason::InUse,
+        Reason::NotLocal,
+        Reason::Filtered,
+        Reason::Unmarked,
+        Reason::MarkTooRecent,
+        Reason::MalformedMark,
+        Reason::Stale,
+    ];
+
+    /// The kebab-case name used in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::InUse => "in-use",
+            Reason::NotLocal => "not-local",
+            Reason::Filtered => "filtered",
+            Reason::Unmarked => "unmarked",
+            Reason::MarkTooRecent => "mark-too-recent",
+            Reason::MalformedMark => "malformed-mark",
+            Reason::Stale => "stale",
+        }
+    }
+}
+
+/// The verdict on one identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decision {
+    /// Why.
+    pub reason: Reason,
+    /// The parsed heartbeat mark, when there is a valid one.
+    pub marked_at: Option<Timestamp>,
+}
+
+impl Decision {
+    /// Whether the identity may be deleted now.
+    pub fn is_candidate(&self) -> bool {
+        self.reason == Reason::Stale
+    }
+}
+
+/// The user's and the cluster's settings that shape a decision.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Identities this cluster allocates (from cluster-id and max-connected-clusters).
+    pub local_range: RangeInclusive<u64>,
+    /// How old a heartbeat mark must be before the identity may go.
+    pub heartbeat_timeout: Duration,
+    /// `-l`: only identities whose labels match.
+    pub selector: Option<Selector>,
+    /// `-n`: only identities of these pod namespaces (empty = all).
+    pub namespaces: Vec<String>,
+    /// `--min-age`: only identities created at least this long ago.
+    pub min_age: Option<Duration>,
+}
+
+/// Smallest identity a cluster allocates; below are reserved identities.
+pub const MIN_LOCAL_IDENTITY: u64 = 256;
+
+/// The local identity range of a cluster, as Cilium computes it: the cluster id
+/// takes the bits above the local identity bits (16 with up to 255 connected
+/// clusters, 15 with 511).
+pub fn local_range(cluster_id: u64, max_connected_clusters: u64) -> RangeInclusive<u64> {
+    let shift = if max_connected_clusters > 255 { 15 } else { 16 };
+    let base = cluster_id << shift;
+    (base + MIN_LOCAL_IDENTITY)..=(base + (1u64 << shift) - 1)
+}
+
+/// Decide one identity. `refs` is how many endpoints reference its id right
+/// now; `now` is the clock marks are judged by (the server's, see `clock`).
+pub fn decide(identity: &Identity, refs: u32, policy: &Policy, now: Timestamp) -> Decision {
+    let marked_at = identity.mark.as_deref().and_then(parse_mark);
+    let verdict = |reason| Decision { reason, marked_at };
+    let Some(id) = identity.numeric_id() else {
+        return verdict(Reason::NotLocal);
+    };
+    if refs > 0 {
+        return verdict(Reason::InUse);
+    }
+    if !policy.local_range.contains(&id) {
+        return verdict(Reason::NotLocal);
+    }
+    if is_filtered(identity, policy, now) {
+        return verdict(Reason::Filtered);
+    }
+    if identity.mark.is_none() {
+        return verdict(Reason::Unmarked);
+    }
+    let Some(mark) = marked_at else {
+        return verdict(Reason::MalformedMark);
+    };
+    // A mark in the future (clock skew) has a negative age: too recent.
+    let old_enough = now
+        .duration_since(mark)
+        .try_into()
+        .is_ok_and(|age: Duration| age > policy.heartbeat_timeout);
+    if old_enough {
+        verdict(Reason::Stale)
+    } else {
+        verdict(Reason::MarkTooRecent)
+    }
+}
+
+fn is_filtered(identity: &Identity, policy: &Policy, now: Timestamp) -> bool {
+    if let Some(sel) = &policy.selector {
+        if !sel.matches(&identity.labels) {
+            return true;
+        }
+    }
+    if !policy.namespaces.is_empty()
+        && !identity
+            .namespace
+            .as_ref()
+            .is_some_and(|ns| policy.namespaces.contains(ns))
+    {
+        return true;
+    }
+    if let Some(min_age) = policy.min_age {
+        // Unknown creation time: we cannot prove the age, so it is filtered.
+        let old_enough = identity.created_at.is_some_and(|c| {
+            now.duration_since(c)
+                .try_into()
+                .is_ok_and(|age: Duration| age >= min_age)
+        });
+        if !old_enough {
+            return true;
+        }
+    }
+    false
+}
+
+/// Parse an `io.cilium.heartbeat` value. The operator writes RFC 3339 with
+/// nanoseconds; any RFC 3339 time with an offset is accepted.
+pub fn parse_mark(s: &str) -> Option<Timestamp> {
+    s.trim().parse::<Timestamp>().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    const NOW: &str = "2026-06-01T12:00:00Z";
+
+    fn now() -> Timestamp {
+        NOW.parse().unwrap()
+    }
+
+    fn ident(name: &str, mark: Option<&str>) -> Identity {
+        Identity {
+            name: name.into(),
+            uid: "uid".into(),
+            resource_version: "1".into(),
+            created_at: Some("2026-05-01T00:00:00Z".parse().unwrap()),
+            labels: BTreeMap::from([
+                (
+                    "io.kubernetes.pod.namespace".to_string(),
+                    "prod".to_string(),
+                ),
+                ("app".to_string(), "web".to_string()),
+            ]),
+            namespace: Some("prod".into()),
+            mark: mark.map(str::to_owned),
+            last_change: None,
+        }
+    }
+
+    fn policy() -> Policy {
+        Policy {
+            local_range: local_range(0, 255),
+            heartbeat_timeout: Duration::from_secs(30 * 60),
+            selector: None,
+            namespaces: vec![],
+            min_age: None,
+        }
+    }
+
+    const OLD: &str = "2026-06-01T11:00:00.123456789Z"; // 1 h before NOW
+    const YOUNG: &str = "2026-06-01T11:50:00Z"; // 10 min before NOW
+
+    #[test]
+    fn decision_table() {
+        let p = policy();
+        let with = |f: &dyn Fn(&mut Policy)| {
+            let mut p = policy();
+            f(&mut p);
+            p
+        };
+        let cases: Vec<(&str, Identity, u32, Policy, Reason)> = vec![
+            (
+                "stale",
+                ident("1000", Some(OLD)),
+                0,
+                p.clone(),
+                Reason::Stale,
+            ),
+            (
+                "in use beats everything",
+                ident("1000", Some(OLD)),
+                1,
+                p.clone(),
+                Reason::InUse,
+            ),
+            (
+                "in use, unmarked",
+                ident("1000", None),
+                3,
+                p.clone(),
+                Reason::InUse,
+            ),
+            (
+                "non-numeric",
+                ident("abc", Some(OLD)),
+                0,
+                p.clone(),
+                Reason::NotLocal,
+            ),
+            (
+                "reserved id",
+                ident("255", Some(OLD)),
+                0,
+                p.clone(),
+                Reason::NotLocal,
+            ),
+            (
+                "lowest local",
+                ident("256", Some(OLD)),
+                0,
+                p.clone(),
+                Reason::Stale,
+            ),
+            (
+                "highest local",
+                ident("65535", Some(OLD)),
+                0,
+                p.clone(),
+                Reason::Stale,
+            ),
+            (
+                "above range",
+                ident("65536", Some(OLD)),
+                0,
+                p.clone(),
+                Reason::NotLocal,
+            ),
+            (
+                "unmarked",
+                ident("1000", None),
+                0,
+                p.clone(),
+                Reason::Unmarked,
+            ),
+            (
+                "young mark",
+                ident("1000", Some(YOUNG)),
+                0,
+                p.clone(),
+                Reason::MarkTooRecent,
+            ),
+            (
+                "future mark (skew)",
+                ident("1000", Some("2026-06-01T13:00:00Z")),
+                0,
+                p.clone(),
+                Reason::MarkTooRecent,
+            ),
+            (
+                "mark exactly at timeout",
+                ident("1000", Some("2026-06-01T11:30:00Z")),
+                0,
+                p.clone(),
+                Reason::MarkTooRecent,
+            ),
+            (
+                "garbage mark",
+                ident("1000", Some("yesterday")),
+                0,
+                p.clone(),
+                Reason::MalformedMark,
+            ),
+            (
+                "empty mark",
+                ident("1000", Some("")),
+                0,
+                p.clone(),
+                Reason::MalformedMark,
+            ),
+            (
+                "offset mark",
+                ident("1000", Some("2026-06-01T13:00:00+02:00")),
+                0,
+                p.clone(),
+                Reason::Stale,
+            ),
+            (
+                "selector miss",
+                ident("1000", Some(OLD)),
+                0,
+                with(&|p| p.selector = Some(Selector::parse("app=db").unwrap())),
+                Reason::Filtered,
+            ),
+            (
+                "selector hit",
+                ident("1000", Some(OLD)),
+                0,
+                with(&|p| p.selector = Some(Selector::parse("app=web").unwrap())),
+                Reason::Stale,
+            ),
+            (
+                "namespace miss",
+                ident("1000", Some(OLD)),
+                0,
+                with(&|p| p.namespaces = vec!["dev".into()]),
+                Reason::Filtered,
+            ),
+            (
+                "namespace hit",
+                ident("1000", Some(OLD)),
+                0,
+                with(&|p| p.namespaces = vec!["dev".into(), "prod".into()]),
+                Reason::Stale,
+            ),
+            (
+                "too young to touch",
+                ident("1000", Some(OLD)),
+                0,
+                with(&|p| p.min_age = Some(Duration::from_secs(90 * 86400))),
+                Reason::Filtered,
+            ),
+            (
+                "old enough",
+                ident("1000", Some(OLD)),
+                0,
+                with(&|p| p.min_age = Some(Duration::from_secs(86400))),
+                Reason::Stale,
+            ),
+            (
+                "filter before mark",
+                ident("1000", None),
+                0,
+                with(&|p| p.namespaces = vec!["dev".into()]),
+                Reason::Filtered,
+            ),
+            (
+                "cluster 3 range",
+                ident("1000", Some(OLD)),
+                0,
+                with(&|p| p.local_range = local_range(3, 255)),
+                Reason::NotLocal,
+            ),
+            (
+                "cluster 3 id",
+                ident(&((3u64 << 16) + 1000).to_string(), Some(OLD)),
+                0,
+                with(&|p| p.local_range = local_range(3, 255)),
+                Reason::Stale,
+            ),
+            (
+                "short timeout",
+                ident("1000", Some(YOUNG)),
+                0,
+                with(&|p| p.heartbeat_timeout = Duration::from_secs(60)),
+                Reason::Stale,
+            ),
+        ];
+        for (what, id, refs, pol, want) in cases {
+            assert_eq!(decide(&id, refs, &pol, now()).reason, want, "{what}");
+        }
+    }
+
+    #[test]
+    fn unknown_creation_time_is_filtered_by_min_age() {
+        let mut id = ident("1000", Some(OLD));
+        id.created_at = None;
+        let mut p = policy();
+        p.min_age = Some(Duration::from_secs(1));
+        assert_eq!(decide(&id, 0, &p, now()).reason, Reason::Filtered);
+        p.min_age = None;
+        assert_eq!(decide(&id, 0, &p, now()).reason, Reason::Stale);
+    }
+
+    #[test]
+    fn namespace_filter_excludes_identities_without_namespace() {
+        let mut id = ident("1000", Some(OLD));
+        id.namespace = None;
+        let mut p = policy();
+        p.namespaces = vec!["prod".into()];
+        assert_eq!(decide(&id, 0, &p, now()).reason, Reason::Filtered);
+    }
+
+    #[test]
+    fn local_ranges_match_cilium() {
+        assert_eq!(local_range(0, 255), 256..=65535);
+        assert_eq!(local_range(1, 255), 65792..=131071);
+        assert_eq!(local_range(0, 511), 256..=32767);
+        assert_eq!(local_range(2, 511), 65792..=98303);
+        assert_eq!(local_range(0, 255).count(), 65280);
+    }
+
+    #[test]
+    fn only_stale_is_a_candidate_and_mark_is_returned() {
+        let d = decide(&ident("1000", Some(OLD)), 0, &policy(), now());
+        assert!(d.is_candidate());
+        assert_eq!(d.marked_at, Some(OLD.parse().unwrap()));
+        for r in Reason::ALL {
+            let d = Decision {
+                reason: r,
+                marked_at: None,
+            };
+            assert_eq!(d.is_candidate(), r == Reason::Stale);
+            assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
+        }
+    }
+}

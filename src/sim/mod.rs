@@ -1,0 +1,1 @@
+//! A simulated Kubernetes API server (placeholder; see issue 2).
