@@ -9,6 +9,7 @@
 pub mod exit;
 pub mod model;
 pub mod policy;
+pub mod rbac;
 pub mod report;
 pub mod selector;
 pub mod sim;

@@ -1,0 +1,105 @@
+//! The permissions a run needs: one list, used by preflight's
+//! SelfSubjectAccessReviews and by the least-privilege RBAC in
+//! `examples/cronjob.yaml` (a test keeps the two equal).
+
+use crate::model::{Kind, CILIUM_GROUP};
+
+/// One permission: a verb on a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Permission {
+    /// API group (`cilium.io`, or `""` for core).
+    pub group: &'static str,
+    /// Plural resource.
+    pub resource: &'static str,
+    /// RBAC verb.
+    pub verb: &'static str,
+    /// Whether the resource is namespaced and the permission is needed only in
+    /// the cilium namespace (a Role, not a ClusterRole).
+    pub namespaced: bool,
+    /// When the permission is needed.
+    pub needed_for: Need,
+}
+
+/// When a permission is needed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Need {
+    /// Every run, `scan` included.
+    Always,
+    /// Only when the run deletes (`delete`, dry-run included).
+    Delete,
+    /// Only with `--mark`.
+    Mark,
+    /// Only when the CiliumEndpointSlice CRD is installed.
+    Slices,
+    /// Nice to have: without it defaults are assumed (the cilium-config ConfigMap).
+    Optional,
+}
+
+const fn cilium(kind: Kind, verb: &'static str, needed_for: Need) -> Permission {
+    Permission {
+        group: CILIUM_GROUP,
+        resource: match kind {
+            Kind::Identity => "ciliumidentities",
+            Kind::Endpoint => "ciliumendpoints",
+            Kind::EndpointSlice => "ciliumendpointslices",
+        },
+        verb,
+        namespaced: false,
+        needed_for,
+    }
+}
+
+/// Every permission any run may need.
+pub const PERMISSIONS: &[Permission] = &[
+    cilium(Kind::Identity, "list", Need::Always),
+    cilium(Kind::Identity, "get", Need::Delete),
+    cilium(Kind::Identity, "delete", Need::Delete),
+    cilium(Kind::Identity, "patch", Need::Mark),
+    cilium(Kind::Endpoint, "list", Need::Always),
+    cilium(Kind::Endpoint, "watch", Need::Always),
+    cilium(Kind::EndpointSlice, "list", Need::Slices),
+    cilium(Kind::EndpointSlice, "watch", Need::Slices),
+    Permission {
+        group: "apiextensions.k8s.io",
+        resource: "customresourcedefinitions",
+        verb: "get",
+        namespaced: false,
+        needed_for: Need::Always,
+    },
+    Permission {
+        group: "",
+        resource: "configmaps",
+        verb: "get",
+        namespaced: true,
+        needed_for: Need::Optional,
+    },
+];
+
+/// The permissions a run with these settings must have.
+pub fn required(deleting: bool, marking: bool, slices: bool) -> Vec<Permission> {
+    PERMISSIONS
+        .iter()
+        .copied()
+        .filter(|p| match p.needed_for {
+            Need::Always => true,
+            Need::Delete => deleting,
+            Need::Mark => marking,
+            Need::Slices => slices,
+            Need::Optional => false,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_needs_no_write_verbs() {
+        let verbs: Vec<_> = required(false, false, true).iter().map(|p| p.verb).collect();
+        assert!(!verbs.contains(&"delete") && !verbs.contains(&"patch"));
+        let all = required(true, true, true);
+        assert!(all.iter().any(|p| p.verb == "delete" && p.resource == "ciliumidentities"));
+        assert!(all.iter().any(|p| p.verb == "patch"));
+    }
+}
