@@ -6,10 +6,18 @@
 //! `sweep`. The simulated API server used by `demo` and the tests is [`sim`];
 //! nothing in the GC core imports it.
 
+pub mod cli;
+pub mod cluster;
 pub mod exit;
 pub mod model;
 pub mod policy;
 pub mod rbac;
 pub mod report;
+pub mod retry;
+pub mod scan;
 pub mod selector;
 pub mod sim;
+pub mod stats;
+pub mod stop;
+pub mod sweep;
+pub mod usage;

@@ -60,13 +60,6 @@ pub const PERMISSIONS: &[Permission] = &[
     cilium(Kind::EndpointSlice, "list", Need::Slices),
     cilium(Kind::EndpointSlice, "watch", Need::Slices),
     Permission {
-        group: "apiextensions.k8s.io",
-        resource: "customresourcedefinitions",
-        verb: "get",
-        namespaced: false,
-        needed_for: Need::Always,
-    },
-    Permission {
         group: "",
         resource: "configmaps",
         verb: "get",

@@ -135,7 +135,9 @@ pub enum Mode {
 }
 
 /// Which identities get an entry in `items`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum ItemsMode {
     /// Every identity, in-use ones included.

@@ -1,0 +1,389 @@
+//! Command-line flags: clap derive, validated into [`crate::config`] values
+//! before any network call (ripgrep's low/high split).
+//!
+//! kubectl passes none of its own flags to plugins, so the connection flags
+//! kubectl users expect (`--kubeconfig`, `--context`, `--as`, ...) are parsed
+//! here and applied the way kubectl applies them.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::exit::Exit;
+use crate::report::ItemsMode;
+
+/// Parse a human duration: `30m`, `2h`, `90s`, `1h30m`, or plain seconds (`45`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    humantime::parse_duration(t).map_err(|e| format!("{e} (examples: 30m, 2h, 90s, 1h30m)"))
+}
+
+/// Find and safely delete stale Cilium identities.
+///
+/// Lists CiliumIdentity objects, decides which are stale (unused by any
+/// CiliumEndpoint or CiliumEndpointSlice and marked by cilium-operator longer
+/// ago than the heartbeat timeout), deletes them at a controlled rate with
+/// per-item conflict handling, and writes a machine-readable report.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl-cilium_gc",
+    version,
+    propagate_version = true,
+    after_help = Exit::HELP,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// Connection flags, as kubectl's.
+    #[command(flatten)]
+    pub kube: KubeArgs,
+    /// Increase log detail on stderr (-v: info, -vv: debug, -vvv: trace).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// When to colour the text output.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
+    pub color: ColorChoice,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Decide which identities are stale and why; never writes.
+    #[command(after_help = Exit::HELP)]
+    Scan(ScanArgs),
+    /// Delete stale identities (asks first on a terminal; requires --yes otherwise).
+    #[command(after_help = Exit::HELP)]
+    Delete(DeleteArgs),
+    /// Start a simulated cluster and run the real code path against it.
+    #[command(after_help = Exit::HELP)]
+    Demo(DemoArgs),
+    /// Report on the health of the identity space (read-only).
+    Diagnose(DiagnoseArgs),
+    /// Print the JSON Schema of the report.
+    Schema(SchemaArgs),
+    /// Print the version and git commit.
+    Version,
+    /// Print a shell completion script.
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    #[command(hide = true)]
+    Man,
+    /// Serve a simulated cluster until killed (for benchmarks).
+    #[command(hide = true, name = "sim-serve")]
+    SimServe(SimServeArgs),
+}
+
+/// kubectl's connection flags.
+#[derive(Debug, Clone, Default, Args)]
+pub struct KubeArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long, global = true)]
+    pub context: Option<String>,
+    /// The kubeconfig cluster to use.
+    #[arg(long, global = true)]
+    pub cluster: Option<String>,
+    /// The kubeconfig user to use.
+    #[arg(long, global = true)]
+    pub user: Option<String>,
+    /// The address and port of the Kubernetes API server.
+    #[arg(short = 's', long, global = true, value_name = "URL")]
+    pub server: Option<String>,
+    /// Bearer token for authentication to the API server.
+    #[arg(long, global = true, hide_env_values = true)]
+    pub token: Option<String>,
+    /// Path to a cert file for the certificate authority.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub certificate_authority: Option<PathBuf>,
+    /// Do not verify the server's certificate (insecure).
+    #[arg(long, global = true)]
+    pub insecure_skip_tls_verify: bool,
+    /// Server name to use for server certificate validation.
+    #[arg(long, global = true)]
+    pub tls_server_name: Option<String>,
+    /// Username to impersonate for the operation.
+    #[arg(long = "as", global = true, value_name = "USER")]
+    pub as_user: Option<String>,
+    /// Group to impersonate (repeatable).
+    #[arg(long = "as-group", global = true, value_name = "GROUP")]
+    pub as_group: Vec<String>,
+    /// Time to wait for a single request (e.g. 30s, 1m; 0 = no limit).
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub request_timeout: Option<Duration>,
+}
+
+/// Output format of the report on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum OutputFormat {
+    /// A summary for humans.
+    #[default]
+    Text,
+    /// The report as one JSON document.
+    Json,
+    /// The report as YAML.
+    Yaml,
+}
+
+/// When to use colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ColorChoice {
+    /// On a terminal, unless NO_COLOR is set.
+    #[default]
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// `--dry-run` values, as kubectl's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum DryRun {
+    /// Really delete.
+    #[default]
+    None,
+    /// Send the deletes with dryRun=All: the server validates, nothing is deleted.
+    Server,
+}
+
+/// Flags shared by scan and delete.
+#[derive(Debug, Clone, Args)]
+pub struct ScanArgs {
+    /// Namespace of the cilium-config ConfigMap.
+    #[arg(long, default_value = "kube-system")]
+    pub cilium_namespace: String,
+    /// Only identities whose labels match this selector (e.g. app=web,tier!=db).
+    #[arg(short = 'l', long)]
+    pub selector: Option<String>,
+    /// Only identities of pods in these namespaces (repeatable or comma-separated).
+    #[arg(short = 'n', long = "namespace", value_delimiter = ',')]
+    pub namespaces: Vec<String>,
+    /// Only identities created at least this long ago (e.g. 24h).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub min_age: Option<Duration>,
+    /// How old a heartbeat mark must be [default: cilium-config's identity-heartbeat-timeout, else 30m].
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub heartbeat_timeout: Option<Duration>,
+    /// Identities per list request.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    pub page_size: u32,
+    /// Output format of the report on stdout.
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+    /// Also write the JSON report to this file (atomically), whatever -o says.
+    #[arg(long, value_name = "PATH")]
+    pub report_file: Option<PathBuf>,
+    /// Which identities get an item in the report.
+    #[arg(long, value_enum, default_value_t = ItemsMode::Unused)]
+    pub items: ItemsMode,
+}
+
+/// Flags of delete.
+#[derive(Debug, Clone, Args)]
+pub struct DeleteArgs {
+    /// Flags shared with scan.
+    #[command(flatten)]
+    pub scan: ScanArgs,
+    /// Parallel delete workers.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub concurrency: u32,
+    /// Deletes per second, client-side (0 = unlimited; 40 is cilium-operator's 2500/min).
+    #[arg(long, default_value_t = 40.0)]
+    pub qps: f64,
+    /// Burst of the rate limiter [default: qps].
+    #[arg(long)]
+    pub burst: Option<u32>,
+    /// Retries of one identity after 409 Conflict, re-deciding each time.
+    #[arg(long, default_value_t = 3)]
+    pub max_conflict_retries: u32,
+    /// Retries of one request after 5xx, timeouts and resets.
+    #[arg(long, default_value_t = 5)]
+    pub max_retries: u32,
+    /// `server` sends the same deletes with dryRun=All: nothing is deleted.
+    #[arg(long, value_enum, default_value_t = DryRun::None, num_args = 0..=1, default_missing_value = "server")]
+    pub dry_run: DryRun,
+    /// Refuse (exit 5, nothing deleted) when there are more candidates than this.
+    #[arg(long, value_name = "N")]
+    pub max_deletions: Option<u64>,
+    /// Refuse (exit 5, nothing deleted) when candidates exceed this percent of scanned identities.
+    #[arg(long, value_name = "P")]
+    pub max_percent: Option<f64>,
+    /// Do not ask for confirmation (required without a terminal).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Delete even when the cluster has zero endpoints (recorded in the report).
+    #[arg(long)]
+    pub force: bool,
+    /// Annotate unused unmarked identities with a heartbeat mark, so a later run can collect them.
+    #[arg(long)]
+    pub mark: bool,
+}
+
+/// Flags of demo.
+#[derive(Debug, Clone, Args)]
+pub struct DemoArgs {
+    /// Simulated cluster to start (small, seed, hostile, no-endpoints, forbidden, kvstore, ...).
+    #[arg(long, default_value = "small")]
+    pub scenario: String,
+    /// Only scan; do not delete.
+    #[arg(long)]
+    pub scan_only: bool,
+    /// Delete flags (demo implies --yes).
+    #[command(flatten)]
+    pub delete: DeleteArgs,
+}
+
+/// Flags of diagnose.
+#[derive(Debug, Clone, Args)]
+pub struct DiagnoseArgs {
+    /// Namespace of the cilium-config ConfigMap.
+    #[arg(long, default_value = "kube-system")]
+    pub cilium_namespace: String,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+    /// Replace namespaces, label values and the server URL with stable hashes.
+    #[arg(long)]
+    pub redact: bool,
+    /// Identities per list request.
+    #[arg(long, default_value_t = 500)]
+    pub page_size: u32,
+    /// Run against a simulated cluster of this scenario instead of a real one.
+    #[arg(long, hide = true)]
+    pub demo_scenario: Option<String>,
+}
+
+/// Which schema to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum SchemaKind {
+    /// The GC report (scan, delete, demo).
+    #[default]
+    Report,
+    /// The diagnose report.
+    Diagnosis,
+}
+
+/// Flags of schema.
+#[derive(Debug, Clone, Args)]
+pub struct SchemaArgs {
+    /// Which document's schema.
+    #[arg(value_enum, default_value_t = SchemaKind::Report)]
+    pub kind: SchemaKind,
+}
+
+/// Flags of sim-serve.
+#[derive(Debug, Clone, Args)]
+pub struct SimServeArgs {
+    /// Scenario preset.
+    #[arg(long, default_value = "small")]
+    pub scenario: String,
+    /// Where to write the kubeconfig.
+    #[arg(long)]
+    pub kubeconfig_out: PathBuf,
+    /// Override the number of identities.
+    #[arg(long)]
+    pub identities: Option<usize>,
+    /// Override the number of CiliumEndpoints.
+    #[arg(long)]
+    pub endpoints: Option<usize>,
+    /// Stop the cluster actors.
+    #[arg(long)]
+    pub no_actors: bool,
+}
+
+/// The name users type: `kubectl cilium-gc` when run as a kubectl plugin.
+pub fn display_name(argv0: &str) -> &'static str {
+    let base = std::path::Path::new(argv0)
+        .file_name()
+        .and_then(|s| s.to_str())
+        .unwrap_or(argv0);
+    if base.starts_with("kubectl-") {
+        "kubectl cilium-gc"
+    } else {
+        "kubectl-cilium_gc"
+    }
+}
+
+/// Build the clap command with the right display name.
+pub fn command(argv0: &str) -> clap::Command {
+    use clap::CommandFactory;
+    let name = display_name(argv0);
+    Cli::command().name(name).bin_name(name).display_name(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::FromArgMatches;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        let m = command("kubectl-cilium_gc").try_get_matches_from(args)?;
+        Cli::from_arg_matches(&m)
+    }
+
+    #[test]
+    fn durations_as_humans_type_them() {
+        assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
+        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("45").unwrap(), Duration::from_secs(45));
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn delete_flags_and_kubectl_flags_parse() {
+        let cli = parse(&[
+            "x", "delete", "--context", "prod", "--as", "sre", "--as-group", "a", "--as-group", "b",
+            "-s", "https://h:6443", "--qps", "0", "--concurrency", "32", "-n", "a,b", "--dry-run=server",
+            "--heartbeat-timeout", "1h", "-o", "json", "--yes",
+        ])
+        .unwrap();
+        assert_eq!(cli.kube.context.as_deref(), Some("prod"));
+        assert_eq!(cli.kube.as_group, vec!["a", "b"]);
+        let Command::Delete(d) = cli.command else { panic!() };
+        assert_eq!(d.qps, 0.0);
+        assert_eq!(d.scan.namespaces, vec!["a", "b"]);
+        assert_eq!(d.dry_run, DryRun::Server);
+        assert_eq!(d.scan.output, OutputFormat::Json);
+        assert!(d.yes);
+    }
+
+    #[test]
+    fn bad_flags_are_usage_errors() {
+        for args in [
+            &["x", "delete", "--qps", "fast"][..],
+            &["x", "scan", "--min-age", "soon"],
+            &["x", "scan", "--page-size", "0"],
+            &["x", "delete", "--concurrency", "0"],
+            &["x", "frobnicate"],
+        ] {
+            let e = parse(args).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn plugin_name_in_usage() {
+        assert_eq!(display_name("/usr/local/bin/kubectl-cilium_gc"), "kubectl cilium-gc");
+        assert_eq!(display_name("target/debug/other"), "kubectl-cilium_gc");
+        let help = command("kubectl-cilium_gc").render_help().to_string();
+        assert!(help.contains("kubectl cilium-gc"), "{help}");
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        command("x").debug_assert();
+    }
+}

@@ -1,0 +1,170 @@
+//! What an API answer means for the caller, and how long to wait before
+//! trying again. Pure: tested without a server.
+//!
+//! The rules are the Kubernetes API conventions' ("HTTP Status codes"):
+//! 409 means the object changed, so re-read and decide again (never a blind
+//! retry, never the end of the run); 404 on delete means someone else already
+//! collected it; 429 asks us to wait at least `Retry-After`; 5xx and
+//! transport failures are retried with capped exponential backoff and jitter;
+//! 401/403 stop the run; 410 on a list continue token restarts or continues
+//! the list.
+
+use std::time::Duration;
+
+use rand::Rng;
+
+/// The class of one answer (or of a request that got none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Class {
+    /// 2xx.
+    Success,
+    /// 404: the object (or, as text, the path) does not exist.
+    NotFound,
+    /// 409: a precondition or optimistic lock failed: the object changed.
+    Conflict,
+    /// 410 Expired: a continue token or watch resourceVersion is too old.
+    /// Carries the server's token for an inconsistent continuation, if any.
+    Expired {
+        /// `metadata.continue` of the Status, if the server offered one.
+        continue_token: Option<String>,
+    },
+    /// 429: wait, then retry.
+    Throttled {
+        /// `Retry-After` (header, or `details.retryAfterSeconds`).
+        retry_after: Option<Duration>,
+    },
+    /// 5xx, timeout or connection failure: retry with backoff.
+    Transient {
+        /// `Retry-After`, if the server sent one.
+        retry_after: Option<Duration>,
+    },
+    /// 401: credentials rejected.
+    Unauthorized,
+    /// 403: not allowed.
+    Forbidden,
+    /// Any other 4xx (400, 415, 422, ...): our request is wrong; do not retry.
+    Rejected,
+}
+
+impl Class {
+    /// Whether the same request may be sent again after waiting.
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Class::Throttled { .. } | Class::Transient { .. })
+    }
+}
+
+/// Classify an HTTP answer from its status code, `Retry-After` header and
+/// decoded `Status` body (if the body was a Status).
+pub fn classify(
+    code: u16,
+    retry_after_header: Option<&str>,
+    status_retry_after: Option<u32>,
+    status_continue: Option<&str>,
+) -> Class {
+    let retry_after = retry_after_header
+        .and_then(parse_retry_after)
+        .or_else(|| status_retry_after.filter(|s| *s > 0).map(|s| Duration::from_secs(s.into())));
+    match code {
+        200..=299 => Class::Success,
+        401 => Class::Unauthorized,
+        403 => Class::Forbidden,
+        404 => Class::NotFound,
+        409 => Class::Conflict,
+        410 => Class::Expired {
+            continue_token: status_continue.filter(|t| !t.is_empty()).map(str::to_owned),
+        },
+        429 => Class::Throttled { retry_after },
+        500..=599 => Class::Transient { retry_after },
+        _ => Class::Rejected,
+    }
+}
+
+/// `Retry-After` in delta-seconds (what kube-apiserver sends). An HTTP date
+/// is not used by the API server; we ignore it and fall back to backoff.
+pub fn parse_retry_after(v: &str) -> Option<Duration> {
+    v.trim().parse::<u64>().ok().map(Duration::from_secs)
+}
+
+/// Capped exponential backoff with full jitter: attempt `n` (0-based) waits a
+/// random time in `[base*2^n / 2, base*2^n]`, at most `cap`; never less than
+/// the server's `Retry-After`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Backoff {
+    /// First delay.
+    pub base: Duration,
+    /// Longest delay.
+    pub cap: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            base: Duration::from_millis(200),
+            cap: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Backoff {
+    /// The delay before retry number `attempt` (0-based).
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>, rng: &mut impl Rng) -> Duration {
+        let exp = self.base.saturating_mul(1u32 << attempt.min(16)).min(self.cap);
+        let half = exp / 2;
+        let jitter = if half.is_zero() {
+            Duration::ZERO
+        } else {
+            Duration::from_nanos(rng.random_range(0..=half.as_nanos() as u64))
+        };
+        (half + jitter).max(retry_after.unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    #[test]
+    fn classification_follows_api_conventions() {
+        assert_eq!(classify(200, None, None, None), Class::Success);
+        assert_eq!(classify(202, None, None, None), Class::Success);
+        assert_eq!(classify(404, None, None, None), Class::NotFound);
+        assert_eq!(classify(409, None, None, None), Class::Conflict);
+        assert_eq!(classify(401, None, None, None), Class::Unauthorized);
+        assert_eq!(classify(403, None, None, None), Class::Forbidden);
+        assert_eq!(classify(422, None, None, None), Class::Rejected);
+        assert_eq!(classify(415, None, None, None), Class::Rejected);
+        assert_eq!(
+            classify(429, Some("3"), None, None),
+            Class::Throttled { retry_after: Some(Duration::from_secs(3)) }
+        );
+        // A Status-shaped 429 without the header still carries retryAfterSeconds.
+        assert_eq!(
+            classify(429, None, Some(2), None),
+            Class::Throttled { retry_after: Some(Duration::from_secs(2)) }
+        );
+        assert_eq!(classify(429, Some("soon"), None, None), Class::Throttled { retry_after: None });
+        assert_eq!(classify(503, None, Some(5), None), Class::Transient { retry_after: Some(Duration::from_secs(5)) });
+        assert_eq!(classify(500, None, None, None), Class::Transient { retry_after: None });
+        assert_eq!(
+            classify(410, None, None, Some("tok")),
+            Class::Expired { continue_token: Some("tok".into()) }
+        );
+        assert_eq!(classify(410, None, None, Some("")), Class::Expired { continue_token: None });
+        assert!(classify(504, None, None, None).is_retryable());
+        assert!(!classify(409, None, None, None).is_retryable());
+    }
+
+    #[test]
+    fn backoff_grows_is_capped_and_honours_retry_after() {
+        let b = Backoff { base: Duration::from_millis(100), cap: Duration::from_secs(1) };
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for attempt in 0..20 {
+            let exp = (Duration::from_millis(100) * (1 << attempt.min(16))).min(Duration::from_secs(1));
+            let d = b.delay(attempt, None, &mut rng);
+            assert!(d >= exp / 2 && d <= exp, "attempt {attempt}: {d:?}");
+        }
+        let d = b.delay(0, Some(Duration::from_secs(4)), &mut rng);
+        assert_eq!(d, Duration::from_secs(4));
+    }
+}

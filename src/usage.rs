@@ -1,0 +1,605 @@
+//! Which identities are in use, kept live for the whole run.
+//!
+//! kube-runtime watchers over CiliumEndpoints (and CiliumEndpointSlices when
+//! that CRD exists) feed an index of id → reference count. Nothing is decided
+//! before the first full list of every source ([`UsageHandle::wait_ready`]),
+//! and deletes pause while a source re-lists or just failed, because then the
+//! index may miss an endpoint created meanwhile.
+//!
+//! *Memory:* only counts are held: per endpoint a 128-bit hash of its key and
+//! its ids, per id a counter; never the objects. Decoding reads only
+//! `metadata.{name,namespace,resourceVersion}`, `status.identity.id` and
+//! `endpoints[].id`, and is lenient: a wrong type yields "no id", never an
+//! error that would stall the watcher.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::marker::PhantomData;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api as KubeApi, ApiResource};
+use kube::core::DynamicResourceScope;
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::Resource;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::model::{Kind, CILIUM_GROUP};
+use crate::stats::Stats;
+
+/// How long deletes pause after a watcher error: the watcher re-watches
+/// within its backoff (under a second at first); events missed meanwhile
+/// arrive then, or a re-list starts.
+pub const DEGRADED_PAUSE: Duration = Duration::from_secs(5);
+
+/// One endpoint object as the watcher decodes it: its key and the identity
+/// ids it references.
+#[derive(Debug, Clone)]
+pub struct UsageObject {
+    meta: ObjectMeta,
+    ids: Vec<u64>,
+}
+
+impl Resource for UsageObject {
+    type DynamicType = ApiResource;
+    type Scope = DynamicResourceScope;
+    fn group(dt: &ApiResource) -> Cow<'_, str> {
+        dt.group.as_str().into()
+    }
+    fn version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.version.as_str().into()
+    }
+    fn kind(dt: &ApiResource) -> Cow<'_, str> {
+        dt.kind.as_str().into()
+    }
+    fn api_version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.api_version.as_str().into()
+    }
+    fn plural(dt: &ApiResource) -> Cow<'_, str> {
+        dt.plural.as_str().into()
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.meta
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.meta
+    }
+}
+
+// Lenient decoding: every wrapper below yields "nothing" for JSON of the
+// wrong shape (draining it), so one odd field never fails a whole list page.
+
+/// A JSON object decoded as `T` (whose fields must be lenient too).
+struct Obj<T>(Option<T>);
+impl<T> Default for Obj<T> {
+    fn default() -> Self {
+        Obj(None)
+    }
+}
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Obj<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(|t| Obj(Some(t)))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Obj(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(Obj(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Obj(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Obj(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Obj(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Obj(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Obj(None))
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(Obj(None))
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// A JSON array of lenient elements.
+struct List<T>(Vec<T>);
+impl<T> Default for List<T> {
+    fn default() -> Self {
+        List(Vec::new())
+    }
+}
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = List<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut v = Vec::new();
+                while let Some(t) = seq.next_element::<T>()? {
+                    v.push(t);
+                }
+                Ok(List(v))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(List(Vec::new()))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(List(Vec::new()))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(List(Vec::new()))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(List(Vec::new()))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(List(Vec::new()))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(List(Vec::new()))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(List(Vec::new()))
+            }
+            fn visit_none<E>(self) -> Result<Self::Value, E> {
+                Ok(List(Vec::new()))
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// A JSON string; anything else is `None`.
+#[derive(Default)]
+struct Str(Option<String>);
+impl<'de> Deserialize<'de> for Str {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Str;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Str, E> {
+                Ok(Str(Some(v)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Str(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Str(None))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Str, E> {
+                Ok(Str(Some(v.to_owned())))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Str, E> {
+                Ok(Str(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Str, E> {
+                Ok(Str(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Str, E> {
+                Ok(Str(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Str, E> {
+                Ok(Str(None))
+            }
+            fn visit_unit<E>(self) -> Result<Str, E> {
+                Ok(Str(None))
+            }
+            fn visit_none<E>(self) -> Result<Str, E> {
+                Ok(Str(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An identity id: a non-negative number or a numeric string; anything else
+/// (and 0, "no identity yet") is `None`.
+#[derive(Default)]
+struct Id(Option<u64>);
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Id;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an identity id")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
+                Ok(Id(Some(v).filter(|v| *v != 0)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id, E> {
+                Ok(Id(u64::try_from(v).ok().filter(|v| *v != 0)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
+                Ok(Id(crate::model::parse_id(v).filter(|v| *v != 0)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Id(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Id(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Id, E> {
+                Ok(Id(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Id, E> {
+                Ok(Id(None))
+            }
+            fn visit_unit<E>(self) -> Result<Id, E> {
+                Ok(Id(None))
+            }
+            fn visit_none<E>(self) -> Result<Id, E> {
+                Ok(Id(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct WireMeta {
+    #[serde(default)]
+    name: Str,
+    #[serde(default)]
+    namespace: Str,
+    #[serde(default)]
+    resource_version: Str,
+    #[serde(default)]
+    uid: Str,
+}
+
+#[derive(Deserialize, Default)]
+struct WireStatus {
+    #[serde(default)]
+    identity: Obj<WireIdentity>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireIdentity {
+    #[serde(default)]
+    id: Id,
+}
+
+#[derive(Deserialize, Default)]
+struct WireObject {
+    #[serde(default)]
+    metadata: Obj<WireMeta>,
+    #[serde(default)]
+    status: Obj<WireStatus>,
+    #[serde(default)]
+    endpoints: List<Obj<WireIdentity>>,
+}
+
+impl<'de> Deserialize<'de> for UsageObject {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let w = Obj::<WireObject>::deserialize(d)?
+            .0
+            .ok_or_else(|| de::Error::custom("not an object"))?;
+        let m = w.metadata.0.unwrap_or_default();
+        let from_status = w.status.0.and_then(|s| s.identity.0).and_then(|i| i.id.0);
+        let from_slice = w.endpoints.0.into_iter().filter_map(|e| e.0.and_then(|i| i.id.0));
+        let mut ids: Vec<u64> = from_status.into_iter().chain(from_slice).collect();
+        ids.shrink_to_fit();
+        Ok(UsageObject {
+            meta: ObjectMeta {
+                name: m.name.0,
+                namespace: m.namespace.0,
+                resource_version: m.resource_version.0,
+                uid: m.uid.0,
+                ..ObjectMeta::default()
+            },
+            ids,
+        })
+    }
+}
+
+/// Counts for one source (CEPs or CESs).
+#[derive(Debug, Default)]
+struct Index {
+    by_key: HashMap<u128, Box<[u64]>>,
+    refs: HashMap<u64, u32>,
+}
+
+impl Index {
+    fn key(obj: &UsageObject) -> u128 {
+        let mut lo = DefaultHasher::new();
+        let mut hi = DefaultHasher::new();
+        (0u8, &obj.meta.namespace, &obj.meta.name).hash(&mut lo);
+        (1u8, &obj.meta.namespace, &obj.meta.name).hash(&mut hi);
+        (u128::from(hi.finish()) << 64) | u128::from(lo.finish())
+    }
+    fn apply(&mut self, obj: &UsageObject) {
+        let old = self.by_key.insert(Self::key(obj), obj.ids.clone().into_boxed_slice());
+        self.release(old);
+        for id in obj.ids.iter() {
+            *self.refs.entry(*id).or_insert(0) += 1;
+        }
+    }
+    fn delete(&mut self, obj: &UsageObject) {
+        let old = self.by_key.remove(&Self::key(obj));
+        self.release(old);
+    }
+    fn release(&mut self, old: Option<Box<[u64]>>) {
+        for id in old.iter().flat_map(|ids| ids.iter()) {
+            if let Some(c) = self.refs.get_mut(id) {
+                *c -= 1;
+                if *c == 0 {
+                    self.refs.remove(id);
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Source {
+    live: Index,
+    /// Filled between `Init` and `InitDone`.
+    relisting: Option<Index>,
+    synced_once: bool,
+    degraded_until: Option<Instant>,
+}
+
+impl Source {
+    fn ready(&self, now: Instant) -> bool {
+        self.synced_once && self.relisting.is_none() && self.degraded_until.is_none_or(|t| t <= now)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    sources: Mutex<HashMap<Kind, Source>>,
+    changed: Notify,
+}
+
+/// A live view of identity usage. Cheap to clone.
+#[derive(Debug, Clone, Default)]
+pub struct UsageHandle {
+    shared: Arc<Shared>,
+}
+
+/// What to watch.
+#[derive(Debug, Clone, Copy)]
+pub struct Sources {
+    /// Watch CiliumEndpoints.
+    pub endpoints: bool,
+    /// Watch CiliumEndpointSlices.
+    pub slices: bool,
+}
+
+fn api_resource(kind: Kind) -> ApiResource {
+    ApiResource {
+        group: CILIUM_GROUP.into(),
+        version: kind.version().into(),
+        api_version: format!("{CILIUM_GROUP}/{}", kind.version()),
+        kind: kind.kind().into(),
+        plural: kind.plural().into(),
+    }
+}
+
+impl UsageHandle {
+    /// Start the watchers. Returns at once; call [`UsageHandle::wait_ready`].
+    pub fn start(client: kube::Client, sources: Sources, page_size: u32, stats: Arc<Stats>) -> Self {
+        let handle = UsageHandle::default();
+        let kinds = [
+            (Kind::Endpoint, sources.endpoints),
+            (Kind::EndpointSlice, sources.slices),
+        ];
+        for (kind, on) in kinds {
+            if !on {
+                continue;
+            }
+            handle.shared.sources.lock().unwrap().insert(kind, Source::default());
+            let h = handle.clone();
+            let client = client.clone();
+            let stats = stats.clone();
+            tokio::spawn(async move { h.run(kind, client, page_size, stats).await });
+        }
+        handle
+    }
+
+    async fn run(self, kind: Kind, client: kube::Client, page_size: u32, stats: Arc<Stats>) {
+        let api: KubeApi<UsageObject> = KubeApi::all_with(client, &api_resource(kind));
+        let config = watcher::Config::default().page_size(page_size);
+        let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(ev) => self.on_event(kind, ev, &stats),
+                Err(e) => {
+                    tracing::warn!(kind = kind.plural(), "watcher error, restarting: {e}");
+                    Stats::bump(&stats.watcher_restarts);
+                    self.with(kind, |s| s.degraded_until = Some(Instant::now() + DEGRADED_PAUSE));
+                }
+            }
+        }
+    }
+
+    fn with(&self, kind: Kind, f: impl FnOnce(&mut Source)) {
+        if let Some(s) = self.shared.sources.lock().unwrap().get_mut(&kind) {
+            f(s);
+        }
+        self.shared.changed.notify_waiters();
+    }
+
+    fn on_event(&self, kind: Kind, ev: Event<UsageObject>, stats: &Stats) {
+        self.with(kind, |s| match ev {
+            Event::Init => {
+                if s.synced_once {
+                    Stats::bump(&stats.watcher_restarts);
+                }
+                s.relisting = Some(Index::default());
+            }
+            Event::InitApply(o) => s.relisting.get_or_insert_with(Index::default).apply(&o),
+            Event::InitDone => {
+                if let Some(fresh) = s.relisting.take() {
+                    s.live = fresh;
+                }
+                s.synced_once = true;
+            }
+            Event::Apply(o) => s.live.apply(&o),
+            Event::Delete(o) => s.live.delete(&o),
+        });
+    }
+
+    /// Wait until every source has listed fully, is not re-listing, and has
+    /// not just failed. Deletes call this right before deciding.
+    pub async fn wait_ready(&self) {
+        loop {
+            let notified = self.shared.changed.notified();
+            let wake = {
+                let now = Instant::now();
+                let sources = self.shared.sources.lock().unwrap();
+                if sources.values().all(|s| s.ready(now)) {
+                    return;
+                }
+                sources.values().filter_map(|s| s.degraded_until).filter(|t| *t > now).min()
+            };
+            match wake {
+                Some(t) => {
+                    tokio::select! {
+                        _ = notified => {}
+                        _ = tokio::time::sleep_until(t) => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+
+    /// Endpoints referencing `id` right now (over all sources).
+    pub fn refs(&self, id: u64) -> u32 {
+        let sources = self.shared.sources.lock().unwrap();
+        sources.values().map(|s| s.live.refs.get(&id).copied().unwrap_or(0)).sum()
+    }
+
+    /// Number of objects per source right now.
+    pub fn object_count(&self, kind: Kind) -> u64 {
+        let sources = self.shared.sources.lock().unwrap();
+        sources.get(&kind).map_or(0, |s| s.live.by_key.len() as u64)
+    }
+
+    /// Distinct identity ids referenced right now.
+    pub fn referenced_ids(&self) -> Vec<u64> {
+        let sources = self.shared.sources.lock().unwrap();
+        let mut ids: Vec<u64> = sources.values().flat_map(|s| s.live.refs.keys().copied()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(json: &str) -> UsageObject {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn decodes_endpoints_and_slices_leniently() {
+        let cep = obj(r#"{"metadata":{"name":"p","namespace":"n","resourceVersion":"5"},"status":{"identity":{"id":4242,"labels":["k8s:a=b"]},"networking":{"addressing":[]}}}"#);
+        assert_eq!(cep.ids, vec![4242]);
+        assert_eq!(cep.meta.resource_version.as_deref(), Some("5"));
+        let ces = obj(r#"{"metadata":{"name":"ces"},"namespace":"n","endpoints":[{"id":1},{"id":"2"},{"id":0},{"name":"x"},{"id":true},"junk"]}"#);
+        assert_eq!(ces.ids, vec![1, 2]);
+        for junk in [
+            r#"{"metadata":{"name":"p"},"status":"weird"}"#,
+            r#"{"metadata":{"name":"p"},"status":{"identity":[1,2]}}"#,
+            r#"{"metadata":{"name":7}}"#,
+            r#"{"metadata":{"name":"p"},"status":{"identity":{"id":-5}}}"#,
+            r#"{"metadata":{"name":"p"},"status":{"identity":{"id":1.5}}}"#,
+            r#"{"metadata":{"name":"p"},"status":null}"#,
+        ] {
+            assert!(obj(junk).ids.is_empty(), "{junk}");
+        }
+        assert!(serde_json::from_str::<UsageObject>("[1]").is_err() || obj("[1]").ids.is_empty());
+    }
+
+    #[test]
+    fn index_counts_references_through_changes() {
+        let mut ix = Index::default();
+        let a = obj(r#"{"metadata":{"name":"a","namespace":"n"},"status":{"identity":{"id":10}}}"#);
+        let b = obj(r#"{"metadata":{"name":"b","namespace":"n"},"status":{"identity":{"id":10}}}"#);
+        let a2 = obj(r#"{"metadata":{"name":"a","namespace":"n"},"status":{"identity":{"id":11}}}"#);
+        ix.apply(&a);
+        ix.apply(&b);
+        assert_eq!(ix.refs.get(&10), Some(&2));
+        ix.apply(&a2); // a moved to identity 11
+        assert_eq!(ix.refs.get(&10), Some(&1));
+        assert_eq!(ix.refs.get(&11), Some(&1));
+        ix.delete(&b);
+        assert_eq!(ix.refs.get(&10), None);
+        ix.delete(&b); // a repeated delete is harmless
+        assert_eq!(ix.refs.get(&11), Some(&1));
+        // same name in another namespace is another endpoint
+        let other = obj(r#"{"metadata":{"name":"a","namespace":"m"},"status":{"identity":{"id":11}}}"#);
+        ix.apply(&other);
+        assert_eq!(ix.refs.get(&11), Some(&2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn not_ready_until_synced_and_while_relisting() {
+        let h = UsageHandle::default();
+        h.shared.sources.lock().unwrap().insert(Kind::Endpoint, Source::default());
+        let stats = Stats::default();
+        let ready = |h: &UsageHandle| {
+            let h = h.clone();
+            async move { tokio::time::timeout(Duration::from_millis(10), h.wait_ready()).await.is_ok() }
+        };
+        assert!(!ready(&h).await);
+        h.on_event(Kind::Endpoint, Event::Init, &stats);
+        h.on_event(Kind::Endpoint, Event::InitApply(obj(r#"{"metadata":{"name":"a","namespace":"n"},"status":{"identity":{"id":10}}}"#)), &stats);
+        assert!(!ready(&h).await);
+        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+        assert!(ready(&h).await);
+        assert_eq!(h.refs(10), 1);
+        // A re-list keeps the old counts live but blocks deletes until done.
+        h.on_event(Kind::Endpoint, Event::Init, &stats);
+        assert!(!ready(&h).await);
+        assert_eq!(h.refs(10), 1);
+        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+        assert_eq!(h.refs(10), 0, "the re-list did not contain it");
+        assert_eq!(Stats::get(&stats.watcher_restarts), 1);
+        // After an error, deletes wait out the pause.
+        h.with(Kind::Endpoint, |s| s.degraded_until = Some(Instant::now() + DEGRADED_PAUSE));
+        assert!(!ready(&h).await);
+        tokio::time::sleep(DEGRADED_PAUSE).await;
+        assert!(ready(&h).await);
+    }
+}
