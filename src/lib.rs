@@ -9,8 +9,11 @@
 pub mod cli;
 pub mod cluster;
 pub mod exit;
+pub mod gc;
 pub mod model;
 pub mod policy;
+pub mod preflight;
+pub mod progress;
 pub mod rbac;
 pub mod report;
 pub mod retry;

@@ -1,1 +1,50 @@
-fn main() {}
+//! `kubectl-cilium_gc`: parse, run, map to an exit code. Nothing else.
+
+use std::process::ExitCode;
+
+use clap::FromArgMatches;
+use kubectl_cilium_gc::{app, cli, exit::Exit};
+
+fn main() -> ExitCode {
+    let argv0 = std::env::args().next().unwrap_or_default();
+    let matches = match cli::command(&argv0).try_get_matches() {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+    };
+    let cli = match cli::Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return Exit::Usage.into();
+        }
+    };
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return Exit::Unexpected.into();
+        }
+    };
+    runtime.block_on(app::run(cli, &argv0)).into()
+}
+
+/// Logs go to stderr; stdout is the report's alone.
+fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("KUBECTL_CILIUM_GC_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("kubectl_cilium_gc={level},kube={level}")));
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .with_target(false)
+        .init();
+}

@@ -1,0 +1,107 @@
+//! Dispatch a parsed command line to the subcommand that serves it, and
+//! write its output: the report on stdout, nothing else there.
+
+use std::io::Write;
+
+use crate::cli::{Cli, Command, ScanArgs};
+use crate::exit::Exit;
+use crate::gc::{self, GcSettings, Ui};
+use crate::report::Report;
+use crate::stop::Stop;
+
+/// Run the command; returns the exit status. Errors are printed once, on
+/// stderr, as one line.
+pub async fn run(cli: Cli, argv0: &str) -> Exit {
+    let stop = Stop::default();
+    match cli.command {
+        Command::Scan(args) => match GcSettings::for_scan(args) {
+            Ok(s) => gc_and_emit(&cli.kube, s, &stop, &Ui::detect()).await,
+            Err(e) => usage_error(&e.to_string()),
+        },
+        Command::Delete(args) => match GcSettings::for_delete(args) {
+            Ok(s) => gc_and_emit(&cli.kube, s, &stop, &Ui::detect()).await,
+            Err(e) => usage_error(&e.to_string()),
+        },
+        Command::Demo(args) => crate::demo::run(args, &stop).await,
+        Command::Diagnose(_) => usage_error("diagnose is not available yet"),
+        Command::Schema(_) => print_json(&crate::report::schema()),
+        Command::Version => {
+            let t = gc::tool();
+            let commit = t.commit.as_deref().unwrap_or("unknown");
+            println_or_pipe(&format!("{} {} (commit {commit})", t.name, t.version))
+        }
+        Command::Completion { shell } => {
+            let mut cmd = crate::cli::command(argv0);
+            let name = cmd.get_name().to_owned();
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut cmd, name, &mut buf);
+            write_stdout(&buf)
+        }
+        Command::Man => {
+            let mut buf = Vec::new();
+            match clap_mangen::Man::new(crate::cli::command("kubectl-cilium_gc")).render(&mut buf) {
+                Ok(()) => write_stdout(&buf),
+                Err(e) => usage_error(&e.to_string()),
+            }
+        }
+        Command::SimServe(args) => crate::demo::serve(args).await,
+    }
+}
+
+/// Run scan/delete with signal handling and write the report.
+pub async fn gc_and_emit(kube: &crate::cli::KubeArgs, s: GcSettings, stop: &Stop, ui: &Ui) -> Exit {
+    stop.listen_for_signals();
+    let (report, exit) = gc::run(kube, &s, stop, ui).await;
+    emit(&report, &s.scan, exit)
+}
+
+/// Write the report: to stdout as `-o` says, and to `--report-file`.
+pub fn emit(report: &Report, args: &ScanArgs, exit: Exit) -> Exit {
+    let mut exit = exit;
+    if let Some(path) = &args.report_file {
+        if let Err(e) = crate::render::write_report_file(path, report) {
+            eprintln!("error: cannot write report file {}: {e}", path.display());
+            exit = exit.max(Exit::Unexpected);
+        }
+    }
+    if let Some(a) = &report.aborted {
+        eprintln!("error: {}", a.message);
+    }
+    let mut buf = Vec::new();
+    if let Err(e) = crate::render::render(report, args.output, &mut buf) {
+        eprintln!("error: cannot render the report: {e}");
+        return Exit::Unexpected;
+    }
+    match write_stdout(&buf) {
+        Exit::Success => exit,
+        other => other,
+    }
+}
+
+fn usage_error(message: &str) -> Exit {
+    eprintln!("error: {message}");
+    Exit::Usage
+}
+
+fn print_json(v: &serde_json::Value) -> Exit {
+    let mut s = serde_json::to_string_pretty(v).expect("JSON values serialize");
+    s.push('\n');
+    write_stdout(s.as_bytes())
+}
+
+fn println_or_pipe(line: &str) -> Exit {
+    write_stdout(format!("{line}\n").as_bytes())
+}
+
+/// Write to stdout; a closed pipe (`| head`) is not an error.
+pub fn write_stdout(bytes: &[u8]) -> Exit {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Exit::Success,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Success,
+        Err(e) => {
+            eprintln!("error: writing to stdout: {e}");
+            Exit::Unexpected
+        }
+    }
+}

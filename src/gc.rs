@@ -1,0 +1,697 @@
+//! One scan or delete run, end to end, always ending in a [`Report`].
+//!
+//! Order matters for safety: connect; preflight (CRDs, cilium-config,
+//! permissions) before anything else; usage watchers synced before the first
+//! decision; the list scanned and decided; the zero-endpoints and
+//! blast-radius checks and the confirmation before the first write; then the
+//! marks and deletes. Any stop (signal, lost permission, refusal) still
+//! produces a complete report with the exit code it explains.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+
+use crate::cli::{DeleteArgs, DryRun, KubeArgs, ScanArgs};
+use crate::cluster::{Api, Endpoint};
+use crate::exit::Exit;
+use crate::model::{Identity, Kind, Malformed};
+use crate::policy::{self, decide, Policy, Reason};
+use crate::preflight::{self, CiliumSettings};
+use crate::progress::Progress;
+use crate::report::{
+    self, Abort, AbortReason, ClusterInfo, ErrorKind, IdRange, Item, ItemsMode, Mode,
+    Options, Outcome, Preflight, Report, RunError, Summary, Tool,
+};
+use crate::retry::Class;
+use crate::scan::{self, ScanError};
+use crate::selector::Selector;
+use crate::stats::Stats;
+use crate::stop::{Stop, StopReason};
+use crate::sweep::{self, Action, ItemResult, SweepConfig};
+use crate::usage::UsageHandle;
+
+/// How long to wait for the endpoint watchers' first full list.
+pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+/// Run-level errors kept in the report; the rest are counted.
+pub const MAX_REPORTED_ERRORS: usize = 1000;
+
+/// Everything a run was asked to do, validated.
+#[derive(Debug, Clone)]
+pub struct GcSettings {
+    /// Scan, delete, or server dry-run.
+    pub mode: Mode,
+    /// Listing, filtering and output flags.
+    pub scan: ScanArgs,
+    /// Parsed `-l`.
+    pub selector: Option<Selector>,
+    /// Delete workers.
+    pub concurrency: u32,
+    /// Writes per second (0 = unlimited).
+    pub qps: f64,
+    /// Limiter burst.
+    pub burst: u32,
+    /// Conflicts per item.
+    pub max_conflict_retries: u32,
+    /// Transient retries per request.
+    pub max_retries: u32,
+    /// Blast radius: count.
+    pub max_deletions: Option<u64>,
+    /// Blast radius: percent of scanned.
+    pub max_percent: Option<f64>,
+    /// No confirmation prompt.
+    pub yes: bool,
+    /// Delete despite zero endpoints.
+    pub force: bool,
+    /// Mark unmarked unused identities.
+    pub mark: bool,
+}
+
+/// A flag combination that makes no sense (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct SettingsError(pub String);
+
+impl GcSettings {
+    /// Settings of `scan`.
+    pub fn for_scan(scan: ScanArgs) -> Result<Self, SettingsError> {
+        let selector = parse_selector(&scan)?;
+        Ok(GcSettings {
+            mode: Mode::Scan,
+            scan,
+            selector,
+            concurrency: 1,
+            qps: 0.0,
+            burst: 1,
+            max_conflict_retries: 0,
+            max_retries: 5,
+            max_deletions: None,
+            max_percent: None,
+            yes: false,
+            force: false,
+            mark: false,
+        })
+    }
+
+    /// Settings of `delete`.
+    pub fn for_delete(d: DeleteArgs) -> Result<Self, SettingsError> {
+        if !d.qps.is_finite() || d.qps < 0.0 {
+            return Err(SettingsError(format!("--qps must be 0 (unlimited) or positive, not {}", d.qps)));
+        }
+        if let Some(p) = d.max_percent {
+            if !(p > 0.0 && p <= 100.0) {
+                return Err(SettingsError(format!("--max-percent must be in (0, 100], not {p}")));
+            }
+        }
+        if d.burst == Some(0) {
+            return Err(SettingsError("--burst must be at least 1".into()));
+        }
+        let selector = parse_selector(&d.scan)?;
+        let burst = d.burst.unwrap_or_else(|| (d.qps.ceil() as u32).max(1));
+        Ok(GcSettings {
+            mode: if d.dry_run == DryRun::Server { Mode::DryRunServer } else { Mode::Delete },
+            scan: d.scan,
+            selector,
+            concurrency: d.concurrency,
+            qps: d.qps,
+            burst,
+            max_conflict_retries: d.max_conflict_retries,
+            max_retries: d.max_retries,
+            max_deletions: d.max_deletions,
+            max_percent: d.max_percent,
+            yes: d.yes,
+            force: d.force,
+            mark: d.mark,
+        })
+    }
+
+    fn writes(&self) -> bool {
+        self.mode != Mode::Scan
+    }
+}
+
+fn parse_selector(scan: &ScanArgs) -> Result<Option<Selector>, SettingsError> {
+    scan.selector
+        .as_deref()
+        .map(Selector::parse)
+        .transpose()
+        .map_err(|e| SettingsError(e.to_string()))
+}
+
+/// How the run talks to the person at the terminal.
+#[derive(Debug, Clone)]
+pub struct Ui {
+    /// Progress display (stderr).
+    pub progress: Progress,
+    /// Whether a confirmation can be asked (stdin and stderr are terminals).
+    pub interactive: bool,
+}
+
+impl Ui {
+    /// Detect from the process's terminals.
+    pub fn detect() -> Self {
+        let tty = std::io::stderr().is_terminal();
+        Ui {
+            progress: Progress::new(tty),
+            interactive: tty && std::io::stdin().is_terminal(),
+        }
+    }
+    /// No terminal at all (tests, demo in CI).
+    pub fn headless() -> Self {
+        Ui {
+            progress: Progress::hidden(),
+            interactive: false,
+        }
+    }
+}
+
+/// The tool's version and commit.
+pub fn tool() -> Tool {
+    Tool {
+        name: "kubectl-cilium-gc".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        commit: option_env!("KUBECTL_CILIUM_GC_COMMIT").map(str::to_owned).filter(|c| !c.is_empty()),
+    }
+}
+
+/// What the run accumulated; becomes the report.
+struct Run {
+    started: Timestamp,
+    clock: Instant,
+    mode: Mode,
+    options: Options,
+    cluster: ClusterInfo,
+    preflight: Preflight,
+    summary: Summary,
+    items: Vec<Item>,
+    errors: Vec<RunError>,
+    dropped_errors: u64,
+    aborted: Option<Abort>,
+    interrupted: bool,
+}
+
+impl Run {
+    fn new(s: &GcSettings, kube: &KubeArgs) -> Self {
+        Run {
+            started: Timestamp::now(),
+            clock: Instant::now(),
+            mode: s.mode,
+            options: options(s, kube, None),
+            cluster: ClusterInfo::default(),
+            preflight: Preflight::default(),
+            summary: Summary::default(),
+            items: Vec::new(),
+            errors: Vec::new(),
+            dropped_errors: 0,
+            aborted: None,
+            interrupted: false,
+        }
+    }
+
+    fn error(&mut self, kind: ErrorKind, message: impl Into<String>) {
+        if self.errors.len() < MAX_REPORTED_ERRORS {
+            self.errors.push(RunError { kind, message: message.into() });
+        } else {
+            self.dropped_errors += 1;
+        }
+    }
+
+    fn abort(&mut self, reason: AbortReason, message: impl Into<String>, exit: Exit) -> Exit {
+        let message = message.into();
+        tracing::error!("{message}");
+        self.aborted = Some(Abort { reason, message });
+        exit
+    }
+
+    fn finish(mut self, exit: Exit, stats: &Stats) -> Report {
+        let s = &mut self.summary;
+        s.conflicts = Stats::get(&stats.conflicts);
+        s.retries = Stats::get(&stats.retries);
+        s.throttled = Stats::get(&stats.throttled);
+        s.server_errors = Stats::get(&stats.server_errors);
+        s.list_pages = Stats::get(&stats.list_pages);
+        s.list_restarts = Stats::get(&stats.list_restarts);
+        s.watcher_restarts = Stats::get(&stats.watcher_restarts);
+        if self.dropped_errors > 0 {
+            self.errors.push(RunError {
+                kind: ErrorKind::Other,
+                message: format!("{} more errors not listed", self.dropped_errors),
+            });
+        }
+        let finished = Timestamp::now();
+        Report {
+            schema: report::SCHEMA_ID.into(),
+            api_version: report::API_VERSION.into(),
+            kind: report::KIND.into(),
+            tool: tool(),
+            cluster: self.cluster,
+            started_at: self.started,
+            finished_at: finished,
+            duration_seconds: round3(self.clock.elapsed().as_secs_f64()),
+            mode: self.mode,
+            options: self.options,
+            exit_code: exit.code(),
+            interrupted: self.interrupted,
+            aborted: self.aborted,
+            preflight: self.preflight,
+            summary: self.summary,
+            items: self.items,
+            errors: self.errors,
+        }
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn options(s: &GcSettings, kube: &KubeArgs, cilium: Option<&CiliumSettings>) -> Options {
+    let range = cilium.map_or(policy::local_range(0, 255), |c| {
+        policy::local_range(c.cluster_id, c.max_connected_clusters)
+    });
+    Options {
+        cilium_namespace: s.scan.cilium_namespace.clone(),
+        selector: s.scan.selector.clone(),
+        namespaces: s.scan.namespaces.clone(),
+        min_age_seconds: s.scan.min_age.map(|d| d.as_secs_f64()),
+        heartbeat_timeout_seconds: cilium
+            .map(|c| c.heartbeat_timeout)
+            .or(s.scan.heartbeat_timeout)
+            .unwrap_or(preflight::DEFAULT_HEARTBEAT_TIMEOUT)
+            .as_secs_f64(),
+        local_range: IdRange { min: *range.start(), max: *range.end() },
+        page_size: s.scan.page_size,
+        concurrency: s.concurrency,
+        qps: s.qps,
+        burst: s.burst,
+        max_conflict_retries: s.max_conflict_retries,
+        max_retries: s.max_retries,
+        max_deletions: s.max_deletions,
+        max_percent: s.max_percent,
+        mark: s.mark,
+        force: s.force,
+        items: s.scan.items,
+        request_timeout_seconds: kube.request_timeout.map(|d| d.as_secs_f64()),
+    }
+}
+
+/// Run scan or delete against the cluster the flags name.
+pub async fn run(kube: &KubeArgs, s: &GcSettings, stop: &Stop, ui: &Ui) -> (Report, Exit) {
+    let stats = Arc::new(Stats::default());
+    let mut run = Run::new(s, kube);
+    let exit = execute(kube, s, stop, ui, &mut run, &stats).await;
+    ui.progress.finish();
+    let exit = match stop.reason() {
+        Some(StopReason::Interrupt) => Exit::Interrupted,
+        Some(StopReason::Terminate) => Exit::Terminated,
+        _ => exit,
+    };
+    if matches!(exit, Exit::Interrupted | Exit::Terminated) {
+        run.interrupted = true;
+        if run.aborted.is_none() {
+            run.aborted = Some(Abort {
+                reason: AbortReason::Interrupted,
+                message: "stopped by signal: no delete was started after it".into(),
+            });
+        }
+    }
+    (run.finish(exit, &stats), exit)
+}
+
+async fn execute(kube: &KubeArgs, s: &GcSettings, stop: &Stop, ui: &Ui, run: &mut Run, stats: &Arc<Stats>) -> Exit {
+    // Connect.
+    let (api, endpoint) = match Api::connect(kube, stats.clone()).await {
+        Ok(x) => x,
+        Err(e) => {
+            run.error(ErrorKind::Connection, e.to_string());
+            return run.abort(AbortReason::ReadFailed, e.to_string(), Exit::Usage);
+        }
+    };
+    run.cluster.server = Some(endpoint.server.clone());
+    run.cluster.context = endpoint.context.clone();
+    if let Err(exit) = reach(&api, &endpoint, s, run).await {
+        return exit;
+    }
+
+    // Preflight, before anything is written.
+    let crds = match preflight::fetch_crds(&api, s.max_retries).await {
+        Ok(c) => c,
+        Err(e) => return run.abort(AbortReason::ReadFailed, e, Exit::Unexpected),
+    };
+    let (data, config_problem) =
+        preflight::fetch_cilium_config(&api, &s.scan.cilium_namespace, s.max_retries).await;
+    if let Some(p) = config_problem {
+        run.error(ErrorKind::ConfigUnavailable, p);
+    }
+    let cilium = preflight::settings_from_config(data.as_ref(), s.scan.heartbeat_timeout);
+    for w in &cilium.warnings {
+        tracing::warn!("{w}");
+        run.error(ErrorKind::ConfigUnavailable, w.clone());
+    }
+    run.cluster.cilium_config = cilium.values.clone();
+    run.options = options(s, kube, Some(&cilium));
+    let wanted = preflight::wanted_permissions(s.writes(), s.mark, crds.slices);
+    let (missing, perm_warnings) =
+        preflight::fetch_missing_permissions(&api, &wanted, &s.scan.cilium_namespace, s.max_retries).await;
+    for w in perm_warnings {
+        run.error(ErrorKind::Preflight, w);
+    }
+    run.preflight.checks = preflight::evaluate(crds, &cilium, &missing);
+    if let Some(failed) = run.preflight.checks.iter().find(|c| !c.passed).cloned() {
+        run.error(ErrorKind::Preflight, failed.message.clone());
+        return run.abort(AbortReason::PreflightRefused, failed.message, Exit::Refused);
+    }
+    if stop.is_stopped() {
+        return Exit::Interrupted;
+    }
+
+    // Usage, live for the rest of the run.
+    let usage = UsageHandle::start(
+        api.client(),
+        preflight::usage_sources(crds, &cilium),
+        s.scan.page_size,
+        stats.clone(),
+    );
+    ui.progress.listing("syncing endpoints");
+    tokio::select! {
+        r = tokio::time::timeout(SYNC_TIMEOUT, usage.wait_ready()) => if r.is_err() {
+            let m = format!("the endpoint watchers did not complete their first list within {}s", SYNC_TIMEOUT.as_secs());
+            return run.abort(AbortReason::ReadFailed, m, Exit::Unexpected);
+        },
+        _ = stop.wait() => return Exit::Interrupted,
+    }
+    run.summary.endpoints = usage.object_count(Kind::Endpoint);
+    run.summary.endpoint_slices = usage.object_count(Kind::EndpointSlice);
+
+    // Scan and decide.
+    let policy = Policy {
+        local_range: policy::local_range(cilium.cluster_id, cilium.max_connected_clusters),
+        heartbeat_timeout: cilium.heartbeat_timeout,
+        selector: s.selector.clone(),
+        namespaces: s.scan.namespaces.clone(),
+        min_age: s.scan.min_age,
+    };
+    ui.progress.listing("listing identities");
+    let mut plan = Plan::default();
+    let scanned = scan::scan_identities(&api, s.scan.page_size, s.max_retries, stop, |item| {
+        ui.progress.page_tick();
+        plan.take(item, &usage, &policy, api.clock.now(), s, run);
+    })
+    .await;
+    if let Err(e) = scanned {
+        return match e {
+            ScanError::Interrupted => Exit::Interrupted,
+            ScanError::Denied(_) => run.abort(AbortReason::PermissionLost, e.to_string(), Exit::Refused),
+            ScanError::NotInstalled(_) => run.abort(AbortReason::PreflightRefused, e.to_string(), Exit::Refused),
+            _ => run.abort(AbortReason::ReadFailed, e.to_string(), Exit::Unexpected),
+        };
+    }
+    let candidates = plan.candidates.len() as u64;
+    run.summary.candidates = candidates;
+
+    // Checks that need the scan.
+    let ep = preflight::endpoints_check(run.summary.endpoints, run.summary.endpoint_slices, run.summary.scanned, s.force);
+    let ep_failed = !ep.passed;
+    run.preflight.forced = s.force && run.summary.endpoints + run.summary.endpoint_slices == 0 && run.summary.scanned > 0;
+    run.preflight.checks.push(ep.clone());
+    if s.mode == Mode::Scan {
+        if ep_failed {
+            run.error(ErrorKind::Preflight, ep.message);
+        }
+        for &i in &plan.candidate_items {
+            if let Some(i) = i {
+                run.items[i].outcome = Outcome::WouldDelete;
+            }
+        }
+        return Exit::Success;
+    }
+    if ep_failed {
+        mark_not_attempted(run, &plan);
+        return run.abort(AbortReason::PreflightRefused, ep.message, Exit::Refused);
+    }
+    if let Some(why) = blast_radius(candidates, run.summary.scanned, s) {
+        mark_not_attempted(run, &plan);
+        run.summary.not_attempted = candidates;
+        return run.abort(AbortReason::BlastRadius, why, Exit::BlastRadius);
+    }
+    if !confirm(s, &plan, &endpoint, ui) {
+        mark_not_attempted(run, &plan);
+        run.summary.not_attempted = candidates;
+        return run.abort(AbortReason::NotConfirmed, "not confirmed: nothing was changed", Exit::Usage);
+    }
+
+    // Write.
+    let cfg = SweepConfig {
+        concurrency: s.concurrency,
+        qps: s.qps,
+        burst: s.burst,
+        max_conflict_retries: s.max_conflict_retries,
+        max_retries: s.max_retries,
+        dry_run: s.mode == Mode::DryRunServer,
+        policy,
+    };
+    let Plan { candidates: targets, candidate_items, to_mark, mark_items, .. } = plan;
+    if s.mark && !to_mark.is_empty() {
+        ui.progress.start_phase("marking", to_mark.len() as u64);
+        let results = sweep::sweep(&api, &usage, to_mark, Action::Mark, &cfg, stop, |_| ui.progress.inc()).await;
+        apply(run, &mark_items, results);
+    }
+    ui.progress.start_phase("deleting", targets.len() as u64);
+    let started = Instant::now();
+    let results = sweep::sweep(&api, &usage, targets, Action::Delete, &cfg, stop, |_| ui.progress.inc()).await;
+    let elapsed = started.elapsed().as_secs_f64();
+    apply(run, &candidate_items, results);
+    if elapsed > 0.0 {
+        run.summary.delete_rate_per_second = round3(run.summary.deleted as f64 / elapsed);
+    }
+    match stop.reason() {
+        Some(StopReason::PermissionLost) => {
+            return run.abort(
+                AbortReason::PermissionLost,
+                "permission lost during the run (401/403): no further writes were started",
+                Exit::Refused,
+            )
+        }
+        Some(_) => return Exit::Interrupted,
+        None => {}
+    }
+    if run.summary.failed > 0 {
+        Exit::PartialFailure
+    } else {
+        Exit::Success
+    }
+}
+
+/// Reach the server (`/version`) so an unreachable server or rejected
+/// credentials fail early with a clear message.
+async fn reach(api: &Api, endpoint: &Endpoint, s: &GcSettings, run: &mut Run) -> Result<(), Exit> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Version {
+        git_version: Option<String>,
+    }
+    let a = api.get("/version", s.max_retries.min(2)).await;
+    match a.class {
+        Class::Success => {
+            run.cluster.kubernetes_version = a.json::<Version>().ok().and_then(|v| v.git_version);
+            Ok(())
+        }
+        Class::Unauthorized => {
+            let m = format!("the API server at {} rejected the credentials (401 Unauthorized)", endpoint.server);
+            run.error(ErrorKind::Forbidden, m.clone());
+            Err(run.abort(AbortReason::PreflightRefused, m, Exit::Refused))
+        }
+        // Some servers forbid /version to unprivileged users: not fatal.
+        Class::Forbidden | Class::NotFound => Ok(()),
+        _ => {
+            let m = format!("cannot reach the API server at {}: {}", endpoint.server, a.message);
+            run.error(ErrorKind::Connection, m.clone());
+            Err(run.abort(AbortReason::ReadFailed, m, Exit::Usage))
+        }
+    }
+}
+
+/// What the scan decided: counts, items, and what to write.
+#[derive(Default)]
+struct Plan {
+    candidates: Vec<Identity>,
+    candidate_items: Vec<Option<usize>>,
+    to_mark: Vec<Identity>,
+    mark_items: Vec<Option<usize>>,
+}
+
+impl Plan {
+    fn take(
+        &mut self,
+        item: Result<Identity, Malformed>,
+        usage: &UsageHandle,
+        policy: &Policy,
+        now: Timestamp,
+        s: &GcSettings,
+        run: &mut Run,
+    ) {
+        let mut identity = match item {
+            Ok(i) => i,
+            Err(bad) => {
+                run.summary.malformed += 1;
+                let name = bad.name.as_deref().unwrap_or("<no name>");
+                run.error(ErrorKind::MalformedObject, format!("ciliumidentity {name}: {} (skipped)", bad.problem));
+                return;
+            }
+        };
+        run.summary.scanned += 1;
+        let refs = identity.numeric_id().map_or(0, |id| usage.refs(id));
+        let d = decide(&identity, refs, policy, now);
+        run.summary.reasons.add(d.reason);
+        identity.labels = Default::default(); // not needed after the decision
+        let candidate = d.is_candidate();
+        let markable = s.mark && d.reason == Reason::Unmarked;
+        let keep = match s.scan.items {
+            ItemsMode::All => true,
+            ItemsMode::Unused => d.reason != Reason::InUse,
+            ItemsMode::Actionable => candidate || markable,
+            ItemsMode::None => false,
+        };
+        let index = keep.then(|| {
+            run.items.push(Item {
+                name: identity.name.clone(),
+                id: identity.numeric_id(),
+                namespace: identity.namespace.clone(),
+                created_at: identity.created_at,
+                marked_at: d.marked_at,
+                reason: d.reason,
+                outcome: Outcome::Skipped,
+                attempts: 0,
+                conflicts: Vec::new(),
+                last_error: None,
+            });
+            run.items.len() - 1
+        });
+        if candidate {
+            self.candidates.push(identity);
+            self.candidate_items.push(index);
+        } else if markable {
+            self.to_mark.push(identity);
+            self.mark_items.push(index);
+        }
+    }
+}
+
+fn mark_not_attempted(run: &mut Run, plan: &Plan) {
+    for i in plan.candidate_items.iter().chain(&plan.mark_items).flatten() {
+        run.items[*i].outcome = Outcome::NotAttempted;
+    }
+}
+
+/// `--max-deletions` / `--max-percent`: why the plan is too big, if it is.
+pub fn blast_radius(candidates: u64, scanned: u64, s: &GcSettings) -> Option<String> {
+    if let Some(max) = s.max_deletions {
+        if candidates > max {
+            return Some(format!(
+                "{candidates} identities would be deleted, more than --max-deletions {max}: nothing was deleted"
+            ));
+        }
+    }
+    if let Some(p) = s.max_percent {
+        let share = if scanned == 0 { 0.0 } else { candidates as f64 * 100.0 / scanned as f64 };
+        if share > p {
+            return Some(format!(
+                "{candidates} of {scanned} identities ({share:.1}%) would be deleted, more than --max-percent {p}: nothing was deleted"
+            ));
+        }
+    }
+    None
+}
+
+/// Ask on the terminal unless `--yes` (or a dry run, which changes nothing).
+fn confirm(s: &GcSettings, plan: &Plan, endpoint: &Endpoint, ui: &Ui) -> bool {
+    if s.yes || s.mode == Mode::DryRunServer || (plan.candidates.is_empty() && plan.to_mark.is_empty()) {
+        return true;
+    }
+    if !ui.interactive {
+        return false;
+    }
+    let mut err = std::io::stderr();
+    let _ = write!(
+        err,
+        "About to delete {} stale identities{} on {}{}.\nProceed? [y/N] ",
+        plan.candidates.len(),
+        if s.mark { format!(" and mark {} unmarked ones", plan.to_mark.len()) } else { String::new() },
+        endpoint.server,
+        endpoint.context.as_deref().map(|c| format!(" (context {c})")).unwrap_or_default(),
+    );
+    let _ = err.flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() {
+        return false;
+    }
+    matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes")
+}
+
+fn apply(run: &mut Run, indices: &[Option<usize>], results: Vec<ItemResult>) {
+    for (index, r) in indices.iter().zip(results) {
+        let s = &mut run.summary;
+        match r.outcome {
+            Outcome::Deleted => s.deleted += 1,
+            Outcome::AlreadyGone => s.already_gone += 1,
+            Outcome::Reclaimed => s.reclaimed += 1,
+            Outcome::Failed => s.failed += 1,
+            Outcome::Marked => s.marked += 1,
+            Outcome::NotAttempted => s.not_attempted += 1,
+            Outcome::Skipped | Outcome::WouldDelete => {}
+        }
+        if let Some(i) = index {
+            let item = &mut run.items[*i];
+            item.outcome = r.outcome;
+            item.reason = r.reason;
+            item.attempts = r.attempts;
+            item.conflicts = r.conflicts;
+            item.last_error = r.last_error;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn settings(args: &[&str]) -> GcSettings {
+        let mut v = vec!["x", "delete"];
+        v.extend_from_slice(args);
+        let cli = crate::cli::Cli::parse_from(v);
+        let crate::cli::Command::Delete(d) = cli.command else { unreachable!() };
+        GcSettings::for_delete(d).unwrap()
+    }
+
+    #[test]
+    fn blast_radius_limits() {
+        assert!(blast_radius(10, 100, &settings(&[])).is_none());
+        assert!(blast_radius(10, 100, &settings(&["--max-deletions", "10"])).is_none());
+        assert!(blast_radius(11, 100, &settings(&["--max-deletions", "10"])).unwrap().contains("--max-deletions 10"));
+        assert!(blast_radius(50, 100, &settings(&["--max-percent", "50"])).is_none());
+        assert!(blast_radius(51, 100, &settings(&["--max-percent", "50"])).unwrap().contains("51.0%"));
+        assert!(blast_radius(0, 0, &settings(&["--max-percent", "1"])).is_none());
+    }
+
+    #[test]
+    fn delete_settings_validate() {
+        let s = settings(&["--qps", "100"]);
+        assert_eq!(s.burst, 100);
+        assert_eq!(settings(&["--qps", "0"]).burst, 1);
+        assert_eq!(settings(&["--dry-run=server"]).mode, Mode::DryRunServer);
+        let bad = |args: &[&str]| {
+            let mut v = vec!["x", "delete"];
+            v.extend_from_slice(args);
+            let cli = crate::cli::Cli::parse_from(v);
+            let crate::cli::Command::Delete(d) = cli.command else { unreachable!() };
+            GcSettings::for_delete(d).is_err()
+        };
+        assert!(bad(&["--qps=-1"]));
+        assert!(bad(&["--max-percent", "0"]));
+        assert!(bad(&["--max-percent", "101"]));
+        assert!(bad(&["--burst", "0"]));
+        assert!(bad(&["-l", "a in x"]));
+    }
+}
