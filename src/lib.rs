@@ -10,6 +10,7 @@ pub mod exit;
 pub mod model;
 pub mod policy;
 pub mod rbac;
+pub mod render;
 pub mod report;
 pub mod selector;
 pub mod sim;
