@@ -15,6 +15,7 @@ pub mod policy;
 pub mod preflight;
 pub mod progress;
 pub mod rbac;
+pub mod render;
 pub mod report;
 pub mod retry;
 pub mod scan;

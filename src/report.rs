@@ -498,10 +498,52 @@ pub fn outcome_counts(items: &[Item]) -> BTreeMap<&'static str, u64> {
 }
 
 /// The JSON Schema of [`Report`], draft 2020-12, with our `$id`.
+///
+/// This is what `schema/report-v1.json` holds; `tests/it/report.rs` fails when
+/// the two differ. Besides schemars' output it lists every enum's values in
+/// `enum` (next to the per-value descriptions in `oneOf`), so tools that only
+/// read `enum` (editors, code generators) still see the lower-kebab names.
+/// No object sets `additionalProperties: false`: v1 gains optional fields,
+/// and a v1 consumer must accept a newer v1 report.
 pub fn schema() -> serde_json::Value {
-    let mut s = serde_json::to_value(schemars::schema_for!(Report)).expect("schema serializes");
-    if let Some(obj) = s.as_object_mut() {
-        obj.insert("$id".into(), SCHEMA_ID.into());
+    let generated = serde_json::to_value(schemars::schema_for!(Report)).expect("schema serializes");
+    let serde_json::Value::Object(generated) = generated else {
+        unreachable!("a struct's schema is an object")
+    };
+    // `$schema` and `$id` first, for people reading the file.
+    let mut root = serde_json::Map::new();
+    if let Some(draft) = generated.get("$schema") {
+        root.insert("$schema".into(), draft.clone());
     }
-    s
+    root.insert("$id".into(), SCHEMA_ID.into());
+    for (k, v) in generated {
+        if k != "$schema" {
+            root.insert(k, v);
+        }
+    }
+    if let Some(serde_json::Value::Object(defs)) = root.get_mut("$defs") {
+        for def in defs.values_mut() {
+            list_enum_values(def);
+        }
+    }
+    serde_json::Value::Object(root)
+}
+
+/// Adds `"type": "string", "enum": [..]` to a unit-variant enum's schema,
+/// which schemars writes as `oneOf` of documented `const`s.
+fn list_enum_values(def: &mut serde_json::Value) {
+    let Some(obj) = def.as_object_mut() else {
+        return;
+    };
+    let Some(serde_json::Value::Array(variants)) = obj.get("oneOf") else {
+        return;
+    };
+    let values: Option<Vec<serde_json::Value>> = variants
+        .iter()
+        .map(|v| v.get("const").filter(|c| c.is_string()).cloned())
+        .collect();
+    if let Some(values) = values {
+        obj.insert("type".into(), "string".into());
+        obj.insert("enum".into(), values.into());
+    }
 }

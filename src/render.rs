@@ -1,0 +1,981 @@
+//! Rendering the [`Report`]: text for humans, JSON or YAML for machines.
+//!
+//! Pure: [`render`] writes to any `Write` and reads no environment, clock or
+//! terminal; the caller decides colour once with [`color_allowed`] and passes
+//! it in a [`Style`]. That is what makes every format testable byte for byte.
+//! JSON and YAML are the [`Report`] itself, one document, nothing else, so
+//! `-o json | jq` works with stderr discarded. The text form is a summary; it
+//! ends with the [`next_steps`] a human should take.
+//!
+//! [`write_report_file`] is the one function here that touches the
+//! filesystem: `--report-file` must never leave half a report behind.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{self, Write};
+use std::path::Path;
+
+use owo_colors::OwoColorize;
+use serde::Serialize;
+
+use crate::policy::Reason;
+use crate::report::{AbortReason, Mode, Outcome, Report};
+
+/// `-o`: how the report is written to stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// A summary for humans, with the next step to take.
+    #[default]
+    Text,
+    /// The report as one pretty-printed JSON document (`schema/report-v1.json`).
+    Json,
+    /// The report as one YAML document, same fields as JSON.
+    Yaml,
+}
+
+/// `--color`: when the text output may use colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// Colour when stdout is a terminal and `NO_COLOR` is not set.
+    #[default]
+    Auto,
+    /// Always colour, even into a pipe or with `NO_COLOR` set.
+    Always,
+    /// Never colour.
+    Never,
+}
+
+/// How text is drawn. JSON and YAML ignore it: they are never coloured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Style {
+    /// Emit ANSI colour codes.
+    pub color: bool,
+}
+
+/// Whether to colour, following <https://no-color.org>: `NO_COLOR` set to a
+/// non-empty value turns colour off in `auto` only; an explicit
+/// `--color=always` is the user asking, and wins.
+///
+/// `no_color_env` is "`NO_COLOR` is present and not empty"; see
+/// [`no_color_env`] for reading it.
+pub fn color_allowed(choice: ColorChoice, stdout_is_terminal: bool, no_color_env: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => stdout_is_terminal && !no_color_env,
+    }
+}
+
+/// Whether `NO_COLOR` is set to a non-empty value (no-color.org: an empty
+/// value counts as unset). The only function here that reads the environment.
+pub fn no_color_env() -> bool {
+    std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
+}
+
+/// Writes `report` to `out` in `format`.
+///
+/// JSON is exactly one pretty document followed by a newline; YAML is one
+/// document; text is the human summary, coloured only when `style.color`.
+/// Errs only when `out` does (a closed pipe is the caller's to treat as
+/// success).
+pub fn render(
+    report: &Report,
+    format: OutputFormat,
+    style: Style,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    match format {
+        OutputFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::from)?;
+            out.write_all(b"\n")
+        }
+        OutputFormat::Yaml => {
+            let yaml = serde_yaml::to_string(report).map_err(io::Error::other)?;
+            out.write_all(yaml.as_bytes())
+        }
+        OutputFormat::Text => out.write_all(text(report, style).as_bytes()),
+    }
+}
+
+/// Writes `report` as JSON to `path` atomically: to a temporary file in the
+/// same directory, flushed to disk, then renamed over `path`. A crash or a
+/// full disk leaves either the old file or the new one, never half a report.
+///
+/// Errs when the directory is not writable or the disk is full; the
+/// temporary file is removed then. Not worth retrying.
+pub fn write_report_file(path: &Path, report: &Report) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let file_name = path.file_name().ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, "report path has no file name")
+    })?;
+    let mut json = serde_json::to_vec_pretty(report).map_err(io::Error::from)?;
+    json.push(b'\n');
+
+    // Same directory, so the rename cannot cross filesystems; `create_new`
+    // so we never write through someone else's file or symlink.
+    let (tmp_path, mut file) = (0u32..)
+        .map(|n| {
+            let mut name = std::ffi::OsString::from(".");
+            name.push(file_name);
+            name.push(format!(".{}.{n}.tmp", std::process::id()));
+            dir.join(name)
+        })
+        .take(100)
+        .find_map(|p| {
+            match std::fs::File::options()
+                .write(true)
+                .create_new(true)
+                .open(&p)
+            {
+                Ok(f) => Some(Ok((p, f))),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => None,
+                Err(e) => Some(Err(e)),
+            }
+        })
+        .unwrap_or_else(|| {
+            Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "no free temporary file name next to the report",
+            ))
+        })?;
+
+    let written = file
+        .write_all(&json)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| {
+            drop(file);
+            std::fs::rename(&tmp_path, path)
+        });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp_path);
+        return Err(e);
+    }
+    // Make the rename itself durable. Directories cannot be opened for this
+    // on every platform, so this is best effort.
+    #[cfg(unix)]
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// What a human should do next, one sentence each, most urgent first.
+/// Empty when there is nothing to do.
+pub fn next_steps(report: &Report) -> Vec<String> {
+    let s = &report.summary;
+    let r = &s.reasons;
+    let timeout = human_duration(report.options.heartbeat_timeout_seconds);
+    let mut steps = Vec::new();
+
+    let aborted = report.aborted.as_ref().map(|a| a.reason);
+    if report.interrupted || aborted == Some(AbortReason::Interrupted) {
+        steps.push(if s.not_attempted > 0 {
+            format!(
+                "The run was interrupted with {} {} not attempted: rerun to finish",
+                thousands(s.not_attempted),
+                plural(s.not_attempted, "candidate", "candidates"),
+            )
+        } else {
+            "The run was interrupted: rerun to finish".to_string()
+        });
+    }
+    match aborted {
+        Some(AbortReason::BlastRadius) => {
+            let mut limits = Vec::new();
+            if let Some(n) = report.options.max_deletions {
+                limits.push(format!("--max-deletions {}", thousands(n)));
+            }
+            if let Some(p) = report.options.max_percent {
+                limits.push(format!("--max-percent {p}"));
+            }
+            let limit = if limits.is_empty() {
+                "the blast-radius limit".to_string()
+            } else {
+                limits.join(" / ")
+            };
+            steps.push(format!(
+                "{} {} exceed {limit}: nothing was deleted; check them, then raise \
+                 --max-deletions (or --max-percent) or narrow the run with -l/-n",
+                thousands(s.candidates),
+                plural(s.candidates, "candidate", "candidates"),
+            ));
+        }
+        Some(AbortReason::PreflightRefused) => steps.push(
+            "Preflight refused the run: fix the failed checks listed above and rerun".to_string(),
+        ),
+        Some(AbortReason::PermissionLost) => steps.push(
+            "Permission was lost during the run: check the RBAC (examples/cronjob.yaml lists \
+             what is needed) and rerun"
+                .to_string(),
+        ),
+        Some(AbortReason::NotConfirmed) => steps.push(
+            "Nothing was deleted without confirmation: rerun with --yes to delete non-interactively"
+                .to_string(),
+        ),
+        Some(AbortReason::ReadFailed) | Some(AbortReason::Unexpected) => {
+            steps.push("The run stopped early: see the errors above and rerun".to_string())
+        }
+        Some(AbortReason::Interrupted) | None => {}
+    }
+    if s.failed > 0 {
+        steps.push(format!(
+            "{} {} failed: see the failed items; rerun to retry them",
+            thousands(s.failed),
+            plural(s.failed, "deletion", "deletions"),
+        ));
+    }
+    match report.mode {
+        Mode::Scan if r.stale > 0 => steps.push(format!(
+            "{} {} stale: run `kubectl cilium-gc delete` to remove them",
+            thousands(r.stale),
+            plural(r.stale, "identity is", "identities are"),
+        )),
+        Mode::DryRunServer if s.deleted > 0 => steps.push(format!(
+            "The server accepted {} {}: run `kubectl cilium-gc delete` without \
+             --dry-run=server to delete them",
+            thousands(s.deleted),
+            plural(s.deleted, "deletion", "deletions"),
+        )),
+        _ => {}
+    }
+    if r.unmarked > 0 {
+        let n = thousands(r.unmarked);
+        let are = plural(r.unmarked, "identity is", "identities are");
+        match report.mode {
+            Mode::Scan => steps.push(format!(
+                "{n} unused {are} unmarked: run `kubectl cilium-gc delete --mark`, \
+                 then again after {timeout}"
+            )),
+            Mode::Delete | Mode::DryRunServer if !report.options.mark => steps.push(format!(
+                "{n} unused {are} unmarked: rerun with --mark, then again after {timeout}"
+            )),
+            _ => {}
+        }
+    }
+    if report.mode != Mode::Scan && s.marked > 0 {
+        steps.push(format!(
+            "{} {} marked: rerun after {timeout} to delete those still unused",
+            thousands(s.marked),
+            plural(s.marked, "identity was", "identities were"),
+        ));
+    }
+    if report.mode != Mode::Scan && r.mark_too_recent > 0 {
+        steps.push(format!(
+            "{} marked {} not past the {timeout} heartbeat timeout yet: rerun later",
+            thousands(r.mark_too_recent),
+            plural(r.mark_too_recent, "identity is", "identities are"),
+        ));
+    }
+    steps
+}
+
+/// `1234567` as `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Seconds as a short human duration: `30m`, `2h`, `1h30m`, `45s`, `2d`.
+/// Rounded to whole seconds; `0s` for zero or less.
+pub fn human_duration(seconds: f64) -> String {
+    let total = if seconds.is_finite() && seconds > 0.0 {
+        seconds.round() as u64
+    } else {
+        0
+    };
+    if total == 0 {
+        return "0s".to_string();
+    }
+    let mut out = String::new();
+    let mut rest = total;
+    for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)] {
+        let n = rest / size;
+        rest %= size;
+        if n > 0 {
+            let _ = write!(out, "{n}{unit}");
+        }
+    }
+    out
+}
+
+/// A run's wall time: `850ms`, `12.4s`, then [`human_duration`].
+fn run_duration(seconds: f64) -> String {
+    if !seconds.is_finite() || seconds < 0.0 {
+        "?".to_string()
+    } else if seconds < 1.0 {
+        format!("{}ms", (seconds * 1000.0).round() as u64)
+    } else if seconds < 60.0 {
+        format!("{seconds:.1}s")
+    } else {
+        human_duration(seconds)
+    }
+}
+
+fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+/// The lower-kebab name serde gives a unit enum variant.
+fn kebab<T: Serialize>(v: &T) -> String {
+    match serde_json::to_value(v) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => "?".to_string(),
+    }
+}
+
+/// The colour of a value in the counts table.
+#[derive(Clone, Copy)]
+enum Tone {
+    Plain,
+    Bold,
+    Good,
+    Warn,
+    Bad,
+}
+
+/// Yellow when something happened that deserves a look.
+fn warn_if(n: u64) -> Tone {
+    if n > 0 {
+        Tone::Warn
+    } else {
+        Tone::Plain
+    }
+}
+
+/// Colours that vanish when colour is off.
+struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    fn apply(&self, s: &str, f: impl Fn(&str) -> String) -> String {
+        if self.on {
+            f(s)
+        } else {
+            s.to_string()
+        }
+    }
+    fn tone(&self, s: &str, tone: Tone) -> String {
+        match tone {
+            Tone::Plain => s.to_string(),
+            Tone::Bold => self.bold(s),
+            Tone::Good => self.green(s),
+            Tone::Warn => self.yellow(s),
+            Tone::Bad => self.red(s),
+        }
+    }
+    fn bold(&self, s: &str) -> String {
+        self.apply(s, |s| s.bold().to_string())
+    }
+    fn dim(&self, s: &str) -> String {
+        self.apply(s, |s| s.dimmed().to_string())
+    }
+    fn red(&self, s: &str) -> String {
+        self.apply(s, |s| s.red().bold().to_string())
+    }
+    fn yellow(&self, s: &str) -> String {
+        self.apply(s, |s| s.yellow().to_string())
+    }
+    fn green(&self, s: &str) -> String {
+        self.apply(s, |s| s.green().to_string())
+    }
+    fn cyan(&self, s: &str) -> String {
+        self.apply(s, |s| s.cyan().to_string())
+    }
+}
+
+/// Most failed items listed in the text output; the rest are in `-o json`.
+const MAX_FAILED_SHOWN: usize = 20;
+/// Most conflict managers listed in the text output.
+const MAX_MANAGERS_SHOWN: usize = 5;
+/// Width of the label column of the counts table.
+const LABEL_WIDTH: usize = 22;
+
+/// The human summary. Returns a `String` so colour codes never split a write.
+fn text(report: &Report, style: Style) -> String {
+    let p = Paint { on: style.color };
+    let s = &report.summary;
+    let mut o = String::new();
+
+    // Header: what, where, how long.
+    let mode = match report.mode {
+        Mode::Scan => "scan",
+        Mode::Delete => "delete",
+        Mode::DryRunServer => "delete --dry-run=server",
+    };
+    let mut cluster = report
+        .cluster
+        .server
+        .clone()
+        .unwrap_or_else(|| "unknown server".to_string());
+    if let Some(ctx) = &report.cluster.context {
+        let _ = write!(cluster, " (context {ctx})");
+    }
+    let _ = writeln!(
+        o,
+        "{} {} on {} in {}",
+        p.bold("cilium-gc"),
+        p.bold(mode),
+        cluster,
+        run_duration(report.duration_seconds),
+    );
+    if report.mode == Mode::DryRunServer {
+        let _ = writeln!(
+            o,
+            "{}",
+            p.yellow("server-side dry run: nothing was deleted")
+        );
+    }
+
+    // Banners.
+    if let Some(a) = &report.aborted {
+        let _ = writeln!(
+            o,
+            "{}",
+            p.red(&format!("ABORTED ({}): {}", kebab(&a.reason), a.message))
+        );
+    }
+    if report.interrupted && report.aborted.is_none() {
+        let _ = writeln!(o, "{}", p.red("INTERRUPTED: the run stopped early"));
+    }
+    for c in report.preflight.checks.iter().filter(|c| !c.passed) {
+        let _ = writeln!(
+            o,
+            "{} {}: {}",
+            p.red("preflight failed"),
+            kebab(&c.name),
+            c.message
+        );
+    }
+    o.push('\n');
+
+    // Counts.
+    let row = |o: &mut String, indent: usize, label: &str, value: String, tone: Tone| {
+        let label = format!("{:indent$}{label}", "");
+        let value = p.tone(&format!("{value:>12}"), tone);
+        let _ = writeln!(o, "  {label:<LABEL_WIDTH$} {value}");
+    };
+    let n = |v: u64| thousands(v);
+    row(&mut o, 0, "scanned", n(s.scanned), Tone::Plain);
+    let mut reasons: Vec<(Reason, u64)> = Reason::ALL
+        .iter()
+        .map(|&r| (r, s.reasons.get(r)))
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    // Largest first; ties keep report order (the sort is stable).
+    reasons.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+    for (r, count) in reasons {
+        row(&mut o, 2, r.as_str(), n(count), Tone::Plain);
+    }
+    row(&mut o, 0, "candidates", n(s.candidates), Tone::Bold);
+    if report.mode != Mode::Scan {
+        let deleted = if report.mode == Mode::DryRunServer {
+            "validated"
+        } else {
+            "deleted"
+        };
+        row(&mut o, 0, deleted, n(s.deleted), Tone::Good);
+        row(&mut o, 0, "already gone", n(s.already_gone), Tone::Plain);
+        row(&mut o, 0, "reclaimed", n(s.reclaimed), Tone::Plain);
+        let failed = if s.failed > 0 { Tone::Bad } else { Tone::Plain };
+        row(&mut o, 0, "failed", n(s.failed), failed);
+        row(
+            &mut o,
+            0,
+            "not attempted",
+            n(s.not_attempted),
+            warn_if(s.not_attempted),
+        );
+    }
+    if report.mode != Mode::Scan || s.marked > 0 {
+        row(&mut o, 0, "marked", n(s.marked), Tone::Plain);
+    }
+    row(&mut o, 0, "conflicts", n(s.conflicts), warn_if(s.conflicts));
+    row(&mut o, 0, "retries", n(s.retries), warn_if(s.retries));
+    row(&mut o, 0, "throttled", n(s.throttled), warn_if(s.throttled));
+    row(
+        &mut o,
+        0,
+        "server errors",
+        n(s.server_errors),
+        warn_if(s.server_errors),
+    );
+    let pages = format!("{} / {}", n(s.list_pages), n(s.list_restarts));
+    row(&mut o, 0, "list pages / restarts", pages, Tone::Plain);
+    let restarts = s.watcher_restarts;
+    row(
+        &mut o,
+        0,
+        "watcher restarts",
+        n(restarts),
+        warn_if(restarts),
+    );
+    if s.malformed > 0 {
+        row(&mut o, 0, "malformed objects", n(s.malformed), Tone::Warn);
+    }
+    if report.mode != Mode::Scan {
+        let rate = format!("{:.1}/s", s.delete_rate_per_second);
+        row(&mut o, 0, "delete rate", rate, Tone::Plain);
+    }
+
+    // Failed items.
+    let failed: Vec<_> = report
+        .items
+        .iter()
+        .filter(|i| i.outcome == Outcome::Failed)
+        .collect();
+    if !failed.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{}",
+            p.red(&format!("Failed ({}):", thousands(failed.len() as u64)))
+        );
+        for i in failed.iter().take(MAX_FAILED_SHOWN) {
+            let ns = i.namespace.as_deref().unwrap_or("-");
+            let err = i.last_error.as_deref().unwrap_or("no error recorded");
+            let _ = writeln!(
+                o,
+                "  {} {} {}: {err}",
+                i.name,
+                p.dim(&format!("[{ns}]")),
+                p.dim(&format!(
+                    "{} {}",
+                    i.attempts,
+                    plural(u64::from(i.attempts), "attempt", "attempts")
+                )),
+            );
+        }
+        if failed.len() > MAX_FAILED_SHOWN {
+            let _ = writeln!(
+                o,
+                "  {}",
+                p.dim(&format!(
+                    "... and {} more (see -o json)",
+                    thousands((failed.len() - MAX_FAILED_SHOWN) as u64)
+                ))
+            );
+        }
+    }
+
+    // Who kept changing our candidates.
+    let mut managers: BTreeMap<&str, u64> = BTreeMap::new();
+    for c in report.items.iter().flat_map(|i| &i.conflicts) {
+        *managers
+            .entry(c.manager.as_deref().unwrap_or("(unknown)"))
+            .or_insert(0) += 1;
+    }
+    if !managers.is_empty() {
+        let mut managers: Vec<_> = managers.into_iter().collect();
+        managers.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
+        let _ = writeln!(o, "\n{}", p.bold("Conflicts by field manager:"));
+        for (m, n) in managers.iter().take(MAX_MANAGERS_SHOWN) {
+            let _ = writeln!(o, "  {m:<LABEL_WIDTH$} {:>12}", thousands(*n));
+        }
+        if managers.len() > MAX_MANAGERS_SHOWN {
+            let _ = writeln!(
+                o,
+                "  {}",
+                p.dim(&format!(
+                    "... and {} more",
+                    managers.len() - MAX_MANAGERS_SHOWN
+                ))
+            );
+        }
+    }
+
+    // Run-level errors.
+    if !report.errors.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{}",
+            p.yellow(&format!(
+                "Errors ({}):",
+                thousands(report.errors.len() as u64)
+            ))
+        );
+        for e in &report.errors {
+            let _ = writeln!(
+                o,
+                "  {} {}",
+                p.dim(&format!("[{}]", kebab(&e.kind))),
+                e.message
+            );
+        }
+    }
+
+    // What now.
+    let steps = next_steps(report);
+    if !steps.is_empty() {
+        o.push('\n');
+        for step in steps {
+            let _ = writeln!(o, "{} {step}", p.cyan("Next:"));
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::*;
+
+    fn ts(s: &str) -> jiff::Timestamp {
+        s.parse().unwrap()
+    }
+
+    fn item(name: &str, reason: Reason, outcome: Outcome) -> Item {
+        Item {
+            name: name.into(),
+            id: name.parse().ok(),
+            namespace: Some("prod".into()),
+            created_at: Some(ts("2026-05-01T00:00:00Z")),
+            marked_at: None,
+            reason,
+            outcome,
+            attempts: 0,
+            conflicts: vec![],
+            last_error: None,
+        }
+    }
+
+    fn sample() -> Report {
+        let mut failed = item("70001", Reason::Stale, Outcome::Failed);
+        failed.attempts = 4;
+        failed.last_error = Some("503 Service Unavailable after 3 retries".into());
+        failed.conflicts = vec![Conflict {
+            expected_resource_version: "10".into(),
+            observed_resource_version: Some("11".into()),
+            manager: Some("cilium-agent".into()),
+            operation: Some("Update".into()),
+            time: Some(ts("2026-06-01T11:59:00Z")),
+        }];
+        let mut deleted = item("70002", Reason::Stale, Outcome::Deleted);
+        deleted.attempts = 1;
+        Report {
+            schema: SCHEMA_ID.into(),
+            api_version: API_VERSION.into(),
+            kind: KIND.into(),
+            tool: Tool {
+                name: "kubectl-cilium-gc".into(),
+                version: "0.1.0".into(),
+                commit: Some("abc123".into()),
+            },
+            cluster: ClusterInfo {
+                server: Some("https://10.0.0.1:6443".into()),
+                context: Some("prod-eu".into()),
+                kubernetes_version: Some("v1.33.1".into()),
+                cilium_config: vec![ConfigValue {
+                    key: "identity-allocation-mode".into(),
+                    value: "crd".into(),
+                    source: ConfigSource::CiliumConfig,
+                }],
+            },
+            started_at: ts("2026-06-01T12:00:00Z"),
+            finished_at: ts("2026-06-01T12:00:12.5Z"),
+            duration_seconds: 12.5,
+            mode: Mode::Delete,
+            options: Options {
+                cilium_namespace: "kube-system".into(),
+                selector: None,
+                namespaces: vec![],
+                min_age_seconds: None,
+                heartbeat_timeout_seconds: 1800.0,
+                local_range: IdRange {
+                    min: 256,
+                    max: 65535,
+                },
+                page_size: 500,
+                concurrency: 4,
+                qps: 50.0,
+                burst: 10,
+                max_conflict_retries: 3,
+                max_retries: 5,
+                max_deletions: None,
+                max_percent: None,
+                mark: false,
+                force: false,
+                items: ItemsMode::Unused,
+                request_timeout_seconds: None,
+            },
+            exit_code: 4,
+            interrupted: false,
+            aborted: None,
+            preflight: Preflight::default(),
+            summary: Summary {
+                scanned: 1_234_567,
+                reasons: ReasonCounts {
+                    in_use: 1_000,
+                    unmarked: 12_403,
+                    stale: 2,
+                    ..Default::default()
+                },
+                candidates: 2,
+                deleted: 1,
+                failed: 1,
+                conflicts: 1,
+                list_pages: 2_470,
+                list_restarts: 1,
+                delete_rate_per_second: 8.0,
+                ..Default::default()
+            },
+            items: vec![failed, deleted],
+            errors: vec![RunError {
+                kind: ErrorKind::MalformedObject,
+                message: "ciliumidentities/abc: missing security-labels".into(),
+            }],
+        }
+    }
+
+    fn rendered(r: &Report, f: OutputFormat, color: bool) -> String {
+        let mut out = Vec::new();
+        render(r, f, Style { color }, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn json_is_one_document_that_round_trips() {
+        let r = sample();
+        let out = rendered(&r, OutputFormat::Json, true);
+        assert!(out.ends_with("}\n") && !out.ends_with("\n\n"));
+        assert!(!out.contains('\x1b'), "JSON is never coloured");
+        let mut docs = serde_json::Deserializer::from_str(&out).into_iter::<serde_json::Value>();
+        let doc = docs.next().unwrap().unwrap();
+        assert!(docs.next().is_none(), "exactly one document");
+        let back: Report = serde_json::from_value(doc.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), doc);
+        assert_eq!(doc, serde_json::to_value(&r).unwrap());
+        assert_eq!(doc["items"][0]["outcome"], "failed");
+    }
+
+    #[test]
+    fn yaml_parses_to_the_same_report() {
+        let r = sample();
+        let out = rendered(&r, OutputFormat::Yaml, true);
+        assert!(!out.contains('\x1b'));
+        let back: Report = serde_yaml::from_str(&out).unwrap();
+        assert_eq!(
+            serde_json::to_value(&back).unwrap(),
+            serde_json::to_value(&r).unwrap()
+        );
+    }
+
+    #[test]
+    fn text_has_the_numbers_and_next_steps() {
+        let out = rendered(&sample(), OutputFormat::Text, false);
+        for want in [
+            "delete on https://10.0.0.1:6443 (context prod-eu) in 12.5s",
+            "1,234,567",
+            "12,403",
+            "2,470 / 1",
+            "8.0/s",
+            "Failed (1):",
+            "70001",
+            "503 Service Unavailable after 3 retries",
+            "cilium-agent",
+            "[malformed-object] ciliumidentities/abc",
+            "Next: 1 deletion failed: see the failed items; rerun to retry them",
+            "Next: 12,403 unused identities are unmarked: rerun with --mark, then again after 30m",
+        ] {
+            assert!(out.contains(want), "missing {want:?} in:\n{out}");
+        }
+        // Reasons sorted by count: unmarked (12,403) before in-use (1,000) before stale (2).
+        let pos = |s: &str| out.find(s).unwrap_or_else(|| panic!("{s} missing"));
+        assert!(pos("unmarked") < pos("in-use") && pos("in-use") < pos("stale"));
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        let r = sample();
+        assert!(!rendered(&r, OutputFormat::Text, false).contains('\x1b'));
+        assert!(rendered(&r, OutputFormat::Text, true).contains("\x1b["));
+    }
+
+    #[test]
+    fn banners_for_abort_and_interrupt() {
+        let mut r = sample();
+        r.aborted = Some(Abort {
+            reason: AbortReason::BlastRadius,
+            message: "2 candidates exceed --max-deletions 1".into(),
+        });
+        r.options.max_deletions = Some(1);
+        let out = rendered(&r, OutputFormat::Text, false);
+        assert!(out.contains("ABORTED (blast-radius): 2 candidates exceed"));
+        assert!(out.contains("raise --max-deletions"));
+        assert!(out.contains("-l/-n"));
+
+        let mut r = sample();
+        r.interrupted = true;
+        r.summary.not_attempted = 1_500;
+        let out = rendered(&r, OutputFormat::Text, false);
+        assert!(out.contains("INTERRUPTED"));
+        assert!(out.contains("1,500 candidates not attempted: rerun to finish"));
+    }
+
+    #[test]
+    fn failed_items_are_capped() {
+        let mut r = sample();
+        r.items = (0..25)
+            .map(|n| {
+                let mut i = item(&format!("{}", 1000 + n), Reason::Stale, Outcome::Failed);
+                i.last_error = Some("boom".into());
+                i
+            })
+            .collect();
+        let out = rendered(&r, OutputFormat::Text, false);
+        assert!(out.contains("Failed (25):"));
+        assert!(out.contains("1019") && !out.contains("1020 "));
+        assert!(out.contains("... and 5 more (see -o json)"));
+    }
+
+    #[test]
+    fn next_steps_per_mode() {
+        let mut r = sample();
+        r.mode = Mode::Scan;
+        r.summary.failed = 0;
+        let steps = next_steps(&r);
+        assert_eq!(
+            steps,
+            vec![
+                "2 identities are stale: run `kubectl cilium-gc delete` to remove them",
+                "12,403 unused identities are unmarked: run `kubectl cilium-gc delete --mark`, \
+                 then again after 30m",
+            ]
+        );
+
+        r.mode = Mode::Delete;
+        r.options.mark = true;
+        r.options.heartbeat_timeout_seconds = 7200.0;
+        r.summary.marked = 12_403;
+        assert_eq!(
+            next_steps(&r),
+            vec!["12,403 identities were marked: rerun after 2h to delete those still unused"]
+        );
+
+        r.summary.marked = 0;
+        r.summary.reasons = ReasonCounts::default();
+        assert!(next_steps(&r).is_empty());
+
+        r.mode = Mode::DryRunServer;
+        r.summary.deleted = 1;
+        assert_eq!(
+            next_steps(&r),
+            vec![
+                "The server accepted 1 deletion: run `kubectl cilium-gc delete` without \
+                  --dry-run=server to delete them"
+            ]
+        );
+    }
+
+    #[test]
+    fn colour_truth_table() {
+        use ColorChoice::*;
+        // (choice, terminal, NO_COLOR) -> colour
+        let table = [
+            (Auto, true, false, true),
+            (Auto, true, true, false),
+            (Auto, false, false, false),
+            (Auto, false, true, false),
+            (Always, true, false, true),
+            (Always, true, true, true),
+            (Always, false, false, true),
+            (Always, false, true, true),
+            (Never, true, false, false),
+            (Never, true, true, false),
+            (Never, false, false, false),
+            (Never, false, true, false),
+        ];
+        for (choice, tty, no_color, want) in table {
+            assert_eq!(
+                color_allowed(choice, tty, no_color),
+                want,
+                "{choice:?} tty={tty} NO_COLOR={no_color}"
+            );
+        }
+    }
+
+    #[test]
+    fn value_enum_names() {
+        use clap::ValueEnum;
+        let names = |v: &[OutputFormat]| -> Vec<String> {
+            v.iter()
+                .map(|f| f.to_possible_value().unwrap().get_name().to_string())
+                .collect()
+        };
+        assert_eq!(
+            names(OutputFormat::value_variants()),
+            ["text", "json", "yaml"]
+        );
+        let colors: Vec<_> = ColorChoice::value_variants()
+            .iter()
+            .map(|c| c.to_possible_value().unwrap().get_name().to_string())
+            .collect();
+        assert_eq!(colors, ["auto", "always", "never"]);
+    }
+
+    #[test]
+    fn numbers_and_durations() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(12_403), "12,403");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(human_duration(1800.0), "30m");
+        assert_eq!(human_duration(7200.0), "2h");
+        assert_eq!(human_duration(5400.0), "1h30m");
+        assert_eq!(human_duration(45.0), "45s");
+        assert_eq!(human_duration(172_800.0), "2d");
+        assert_eq!(human_duration(0.0), "0s");
+        assert_eq!(run_duration(0.25), "250ms");
+        assert_eq!(run_duration(12.44), "12.4s");
+        assert_eq!(run_duration(125.0), "2m5s");
+    }
+
+    #[test]
+    fn report_file_is_written_whole_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("report.json");
+        std::fs::write(&path, "old").unwrap();
+        let r = sample();
+        write_report_file(&path, &r).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.ends_with("}\n"));
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, serde_json::to_value(&r).unwrap());
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n != "report.json")
+            .collect();
+        assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    }
+
+    #[test]
+    fn report_file_error_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        // The target is a directory: the rename fails after the temp file was written.
+        let path = dir.path().join("taken");
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("keep"), "x").unwrap();
+        assert!(write_report_file(&path, &sample()).is_err());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["taken"]);
+        assert!(write_report_file(&dir.path().join("missing/report.json"), &sample()).is_err());
+    }
+}

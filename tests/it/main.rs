@@ -1,0 +1,13 @@
+//! The one integration test binary. One module per capability; shared code
+//! lives in `support`.
+
+mod support;
+
+/// The report contract: the committed schema, its validity, example reports.
+mod report;
+
+/// Packaging: the krew manifest and the release script.
+mod krew;
+
+/// `examples/cronjob.yaml`: least-privilege RBAC and the CronJob.
+mod cronjob;

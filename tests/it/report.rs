@@ -1,0 +1,188 @@
+//! The report contract (issue 4): `schema/report-v1.json` is what
+//! `report::schema()` generates, is a valid draft 2020-12 schema, documents
+//! every field, and accepts real reports while rejecting broken ones.
+
+use serde_json::{json, Value};
+
+use crate::support::{example::full_report, repo_path, schema};
+
+/// Fails when the committed schema drifts from the types.
+/// `UPDATE_SCHEMA=1 cargo test --test it report::` rewrites it.
+#[test]
+fn committed_schema_matches_the_types() {
+    let want = schema::generated_text();
+    let path = repo_path(schema::SCHEMA_FILE);
+    if std::env::var_os("UPDATE_SCHEMA").is_some_and(|v| !v.is_empty()) {
+        std::fs::write(&path, &want).expect("write schema");
+        return;
+    }
+    let got = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        got == want,
+        "{} is out of date with src/report.rs.\n\
+         If the change is intended (v1 may only gain optional fields), regenerate it with\n\
+         \n    UPDATE_SCHEMA=1 cargo test --test it report::committed_schema_matches_the_types\n\
+         \nand commit the result.",
+        schema::SCHEMA_FILE,
+    );
+}
+
+#[test]
+fn schema_is_valid_draft_2020_12() {
+    let s = schema::committed();
+    let errors = schema::meta_errors(&s);
+    assert!(
+        errors.is_empty(),
+        "not a valid draft 2020-12 schema:\n{errors:#?}"
+    );
+    assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    assert_eq!(s["$id"], kubectl_cilium_gc::report::SCHEMA_ID);
+}
+
+/// Every property and definition says what it is; enums list their
+/// lower-kebab values; times are `date-time`.
+#[test]
+fn schema_documents_every_field() {
+    let s = schema::committed();
+    let mut problems = Vec::new();
+    let defs = s["$defs"].as_object().expect("$defs");
+    let mut objects: Vec<(String, &Value)> = vec![("#".to_string(), &s)];
+    for (name, def) in defs {
+        if def
+            .get("description")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .is_empty()
+        {
+            problems.push(format!("$defs/{name} has no description"));
+        }
+        objects.push((format!("$defs/{name}"), def));
+        if let Some(variants) = def.get("oneOf").and_then(Value::as_array) {
+            let consts: Vec<&Value> = variants.iter().filter_map(|v| v.get("const")).collect();
+            let listed = def.get("enum").and_then(Value::as_array);
+            if listed.map(|l| l.iter().collect::<Vec<_>>()) != Some(consts.clone()) {
+                problems.push(format!("$defs/{name}: `enum` does not list {consts:?}"));
+            }
+            for v in variants {
+                if v.get("description").is_none() {
+                    problems.push(format!("$defs/{name}: value {} undocumented", v["const"]));
+                }
+            }
+            for c in consts {
+                let c = c.as_str().unwrap_or_default();
+                let kebab =
+                    !c.is_empty() && c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '-');
+                if !kebab {
+                    problems.push(format!("$defs/{name}: {c:?} is not lower-kebab"));
+                }
+            }
+        }
+    }
+    for (at, obj) in objects {
+        for (field, prop) in obj
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if prop
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .is_empty()
+            {
+                problems.push(format!("{at}/properties/{field} has no description"));
+            }
+            let is_time = ["startedAt", "finishedAt", "createdAt", "markedAt", "time"]
+                .contains(&field.as_str());
+            if is_time && prop.get("format") != Some(&json!("date-time")) {
+                problems.push(format!("{at}/properties/{field} is not format date-time"));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "schema problems:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn full_example_report_conforms() {
+    let report = serde_json::to_value(full_report()).unwrap();
+    // The example really does set every optional field the types have.
+    for (path, v) in [
+        ("aborted", &report["aborted"]),
+        ("tool.commit", &report["tool"]["commit"]),
+        ("cluster.server", &report["cluster"]["server"]),
+        ("options.maxDeletions", &report["options"]["maxDeletions"]),
+        (
+            "options.requestTimeoutSeconds",
+            &report["options"]["requestTimeoutSeconds"],
+        ),
+        ("items[3].lastError", &report["items"][3]["lastError"]),
+        (
+            "items[3].conflicts[1].time",
+            &report["items"][3]["conflicts"][1]["time"],
+        ),
+    ] {
+        assert!(!v.is_null(), "example misses {path}");
+    }
+    let errors = schema::errors(&schema::committed(), &report);
+    assert!(errors.is_empty(), "example report rejected:\n{errors:#?}");
+}
+
+#[test]
+fn minimal_report_conforms() {
+    let mut r = full_report();
+    r.aborted = None;
+    r.tool.commit = None;
+    r.cluster = Default::default();
+    r.items.clear();
+    r.errors.clear();
+    r.preflight = Default::default();
+    let errors = schema::errors(&schema::committed(), &serde_json::to_value(r).unwrap());
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+/// Turns a good report into a broken one.
+type Breakage = fn(&mut Value);
+
+#[test]
+fn broken_reports_are_rejected() {
+    let s = schema::committed();
+    let good = serde_json::to_value(full_report()).unwrap();
+    let cases: [(&str, Breakage); 6] = [
+        ("unknown outcome", |r| {
+            r["items"][0]["outcome"] = json!("vanished")
+        }),
+        ("camelCase reason", |r| {
+            r["items"][0]["reason"] = json!("inUse")
+        }),
+        ("not a time", |r| r["startedAt"] = json!("yesterday")),
+        ("negative count", |r| r["summary"]["scanned"] = json!(-1)),
+        ("missing summary", |r| {
+            r.as_object_mut().unwrap().remove("summary");
+        }),
+        ("unknown mode", |r| r["mode"] = json!("purge")),
+    ];
+    for (what, break_it) in cases {
+        let mut bad = good.clone();
+        break_it(&mut bad);
+        assert!(
+            !schema::errors(&s, &bad).is_empty(),
+            "{what}: the schema accepted a broken report"
+        );
+    }
+}
+
+/// New optional fields from a later v1 must not break v1 consumers.
+#[test]
+fn unknown_fields_are_allowed() {
+    let mut r = serde_json::to_value(full_report()).unwrap();
+    r["somethingNew"] = json!({"added": "in v1.1"});
+    r["summary"]["alsoNew"] = json!(1);
+    assert!(schema::errors(&schema::committed(), &r).is_empty());
+    let back: kubectl_cilium_gc::report::Report = serde_json::from_value(r).unwrap();
+    assert_eq!(back.summary.scanned, 12);
+}
