@@ -1,11 +1,12 @@
 //! Dispatch a parsed command line to the subcommand that serves it, and
 //! write its output: the report on stdout, nothing else there.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use crate::cli::{Cli, Command, ScanArgs};
 use crate::exit::Exit;
 use crate::gc::{self, GcSettings, Ui};
+use crate::render::{color_allowed, no_color_env, render, write_report_file, ColorChoice, Style};
 use crate::report::Report;
 use crate::stop::Stop;
 
@@ -15,14 +16,14 @@ pub async fn run(cli: Cli, argv0: &str) -> Exit {
     let stop = Stop::default();
     match cli.command {
         Command::Scan(args) => match GcSettings::for_scan(args) {
-            Ok(s) => gc_and_emit(&cli.kube, s, &stop, &Ui::detect()).await,
+            Ok(s) => gc_and_emit(&cli.kube, s, &stop, &Ui::detect(), cli.color).await,
             Err(e) => usage_error(&e.to_string()),
         },
         Command::Delete(args) => match GcSettings::for_delete(args) {
-            Ok(s) => gc_and_emit(&cli.kube, s, &stop, &Ui::detect()).await,
+            Ok(s) => gc_and_emit(&cli.kube, s, &stop, &Ui::detect(), cli.color).await,
             Err(e) => usage_error(&e.to_string()),
         },
-        Command::Demo(args) => crate::demo::run(args, &stop).await,
+        Command::Demo(args) => crate::demo::run(args, &stop, cli.color).await,
         Command::Diagnose(_) => usage_error("diagnose is not available yet"),
         Command::Schema(_) => print_json(&crate::report::schema()),
         Command::Version => {
@@ -49,17 +50,23 @@ pub async fn run(cli: Cli, argv0: &str) -> Exit {
 }
 
 /// Run scan/delete with signal handling and write the report.
-pub async fn gc_and_emit(kube: &crate::cli::KubeArgs, s: GcSettings, stop: &Stop, ui: &Ui) -> Exit {
+pub async fn gc_and_emit(
+    kube: &crate::cli::KubeArgs,
+    s: GcSettings,
+    stop: &Stop,
+    ui: &Ui,
+    color: ColorChoice,
+) -> Exit {
     stop.listen_for_signals();
     let (report, exit) = gc::run(kube, &s, stop, ui).await;
-    emit(&report, &s.scan, exit)
+    emit(&report, &s.scan, exit, color)
 }
 
 /// Write the report: to stdout as `-o` says, and to `--report-file`.
-pub fn emit(report: &Report, args: &ScanArgs, exit: Exit) -> Exit {
+pub fn emit(report: &Report, args: &ScanArgs, exit: Exit, color: ColorChoice) -> Exit {
     let mut exit = exit;
     if let Some(path) = &args.report_file {
-        if let Err(e) = crate::render::write_report_file(path, report) {
+        if let Err(e) = write_report_file(path, report) {
             eprintln!("error: cannot write report file {}: {e}", path.display());
             exit = exit.max(Exit::Unexpected);
         }
@@ -68,7 +75,10 @@ pub fn emit(report: &Report, args: &ScanArgs, exit: Exit) -> Exit {
         eprintln!("error: {}", a.message);
     }
     let mut buf = Vec::new();
-    if let Err(e) = crate::render::render(report, args.output, &mut buf) {
+    let style = Style {
+        color: color_allowed(color, std::io::stdout().is_terminal(), no_color_env()),
+    };
+    if let Err(e) = render(report, args.output, style, &mut buf) {
         eprintln!("error: cannot render the report: {e}");
         return Exit::Unexpected;
     }

@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::exit::Exit;
+pub use crate::render::{ColorChoice, OutputFormat};
 use crate::report::ItemsMode;
 
 /// Parse a human duration: `30m`, `2h`, `90s`, `1h30m`, or plain seconds (`45`).
@@ -122,30 +123,6 @@ pub struct KubeArgs {
     /// Time to wait for a single request (e.g. 30s, 1m; 0 = no limit).
     #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
     pub request_timeout: Option<Duration>,
-}
-
-/// Output format of the report on stdout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum OutputFormat {
-    /// A summary for humans.
-    #[default]
-    Text,
-    /// The report as one JSON document.
-    Json,
-    /// The report as YAML.
-    Yaml,
-}
-
-/// When to use colour.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum ColorChoice {
-    /// On a terminal, unless NO_COLOR is set.
-    #[default]
-    Auto,
-    /// Always.
-    Always,
-    /// Never.
-    Never,
 }
 
 /// `--dry-run` values, as kubectl's.
@@ -345,14 +322,37 @@ mod tests {
     #[test]
     fn delete_flags_and_kubectl_flags_parse() {
         let cli = parse(&[
-            "x", "delete", "--context", "prod", "--as", "sre", "--as-group", "a", "--as-group", "b",
-            "-s", "https://h:6443", "--qps", "0", "--concurrency", "32", "-n", "a,b", "--dry-run=server",
-            "--heartbeat-timeout", "1h", "-o", "json", "--yes",
+            "x",
+            "delete",
+            "--context",
+            "prod",
+            "--as",
+            "sre",
+            "--as-group",
+            "a",
+            "--as-group",
+            "b",
+            "-s",
+            "https://h:6443",
+            "--qps",
+            "0",
+            "--concurrency",
+            "32",
+            "-n",
+            "a,b",
+            "--dry-run=server",
+            "--heartbeat-timeout",
+            "1h",
+            "-o",
+            "json",
+            "--yes",
         ])
         .unwrap();
         assert_eq!(cli.kube.context.as_deref(), Some("prod"));
         assert_eq!(cli.kube.as_group, vec!["a", "b"]);
-        let Command::Delete(d) = cli.command else { panic!() };
+        let Command::Delete(d) = cli.command else {
+            panic!()
+        };
         assert_eq!(d.qps, 0.0);
         assert_eq!(d.scan.namespaces, vec!["a", "b"]);
         assert_eq!(d.dry_run, DryRun::Server);
@@ -376,7 +376,10 @@ mod tests {
 
     #[test]
     fn plugin_name_in_usage() {
-        assert_eq!(display_name("/usr/local/bin/kubectl-cilium_gc"), "kubectl cilium-gc");
+        assert_eq!(
+            display_name("/usr/local/bin/kubectl-cilium_gc"),
+            "kubectl cilium-gc"
+        );
         assert_eq!(display_name("target/debug/other"), "kubectl-cilium_gc");
         let help = command("kubectl-cilium_gc").render_help().to_string();
         assert!(help.contains("kubectl cilium-gc"), "{help}");

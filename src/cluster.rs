@@ -101,7 +101,11 @@ pub async fn load_config(args: &KubeArgs) -> Result<(Config, Endpoint), ConnectE
     };
     apply_overrides(&mut config, args)?;
     let endpoint = Endpoint {
-        server: config.cluster_url.to_string().trim_end_matches('/').to_owned(),
+        server: config
+            .cluster_url
+            .to_string()
+            .trim_end_matches('/')
+            .to_owned(),
         context,
     };
     Ok((config, endpoint))
@@ -111,12 +115,18 @@ fn kubeconfig_missing() -> bool {
     if let Some(paths) = std::env::var_os("KUBECONFIG") {
         return std::env::split_paths(&paths).all(|p| !p.exists());
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default();
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
     !home.join(".kube").join("config").exists()
 }
 
 fn parse_server(s: &str) -> Result<http::Uri, ConnectError> {
-    let with_scheme = if s.contains("://") { s.to_owned() } else { format!("https://{s}") };
+    let with_scheme = if s.contains("://") {
+        s.to_owned()
+    } else {
+        format!("https://{s}")
+    };
     with_scheme.parse().map_err(|e| ConnectError::Flag {
         flag: "--server",
         problem: format!("{s:?} is not a URL: {e}"),
@@ -260,7 +270,9 @@ impl ServerClock {
 
 /// Parse an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
 pub fn parse_http_date(s: &str) -> Option<Timestamp> {
-    jiff::fmt::rfc2822::parse(s.trim()).ok().map(|z| z.timestamp())
+    jiff::fmt::rfc2822::parse(s.trim())
+        .ok()
+        .map(|z| z.timestamp())
 }
 
 /// Closed while the server has asked us to wait (429 `Retry-After`): no
@@ -387,7 +399,10 @@ impl Api {
     }
 
     /// Build a client from flags.
-    pub async fn connect(args: &KubeArgs, stats: Arc<Stats>) -> Result<(Api, Endpoint), ConnectError> {
+    pub async fn connect(
+        args: &KubeArgs,
+        stats: Arc<Stats>,
+    ) -> Result<(Api, Endpoint), ConnectError> {
         let (config, endpoint) = load_config(args).await?;
         let timeout = args
             .request_timeout
@@ -419,7 +434,9 @@ impl Api {
             builder = builder.header(http::header::CONTENT_TYPE, *ct);
         }
         let req = builder
-            .body(kube::client::Body::from(body.map(|b| b.1).unwrap_or_default()))
+            .body(kube::client::Body::from(
+                body.map(|b| b.1).unwrap_or_default(),
+            ))
             .expect("request parts are valid");
         let answer = match tokio::time::timeout(self.timeout, self.exchange(req)).await {
             Ok(a) => a,
@@ -450,7 +467,10 @@ impl Api {
         let local = Timestamp::now();
         let code = res.status().as_u16();
         let header = |name: http::header::HeaderName| {
-            res.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
+            res.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
         };
         let retry_after = header(http::header::RETRY_AFTER);
         if let Some(date) = header(http::header::DATE) {
@@ -468,7 +488,9 @@ impl Api {
         let class = classify(
             code,
             retry_after.as_deref(),
-            status.as_ref().and_then(|s| s.details.as_ref()?.retry_after_seconds),
+            status
+                .as_ref()
+                .and_then(|s| s.details.as_ref()?.retry_after_seconds),
             status
                 .as_ref()
                 .and_then(|s| s.metadata.as_ref()?.continue_token.as_deref()),
@@ -477,7 +499,10 @@ impl Api {
             Some(s) if !s.message.is_empty() => s.message.clone(),
             _ if code >= 400 => {
                 let text = String::from_utf8_lossy(&body);
-                format!("{code}: {}", text.trim().chars().take(200).collect::<String>())
+                format!(
+                    "{code}: {}",
+                    text.trim().chars().take(200).collect::<String>()
+                )
             }
             _ => String::new(),
         };
@@ -511,7 +536,13 @@ impl Api {
                 return answer;
             }
             let delay = self.backoff.delay(attempt, retry_after, &mut rand::rng());
-            tracing::debug!(path = path_and_query, code = answer.code, ?delay, "retrying: {}", answer.message);
+            tracing::debug!(
+                path = path_and_query,
+                code = answer.code,
+                ?delay,
+                "retrying: {}",
+                answer.message
+            );
             tokio::time::sleep(delay).await;
             Stats::bump(&self.stats.retries);
             attempt += 1;
@@ -520,7 +551,8 @@ impl Api {
 
     /// GET with retries.
     pub async fn get(&self, path_and_query: &str, max_retries: u32) -> Answer {
-        self.send(Method::GET, path_and_query, None, max_retries).await
+        self.send(Method::GET, path_and_query, None, max_retries)
+            .await
     }
 }
 

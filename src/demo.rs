@@ -20,7 +20,7 @@ fn scenario(name: &str) -> Result<Scenario, Exit> {
 }
 
 /// Run `demo`.
-pub async fn run(args: DemoArgs, stop: &Stop) -> Exit {
+pub async fn run(args: DemoArgs, stop: &Stop, color: crate::render::ColorChoice) -> Exit {
     let scenario = match scenario(&args.scenario) {
         Ok(s) => s,
         Err(e) => return e,
@@ -68,7 +68,7 @@ pub async fn run(args: DemoArgs, stop: &Stop) -> Exit {
         kubeconfig: Some(kubeconfig),
         ..KubeArgs::default()
     };
-    let exit = crate::app::gc_and_emit(&kube, settings, stop, &Ui::detect()).await;
+    let exit = crate::app::gc_and_emit(&kube, settings, stop, &Ui::detect(), color).await;
     sim.shutdown().await;
     exit
 }
@@ -79,7 +79,12 @@ pub async fn serve(args: SimServeArgs) -> Exit {
         Ok(s) => s,
         Err(e) => return e,
     };
-    crate::sim::customise(&mut scenario, args.identities, args.endpoints, args.no_actors);
+    crate::sim::customise(
+        &mut scenario,
+        args.identities,
+        args.endpoints,
+        args.no_actors,
+    );
     let sim = match Simulator::start(scenario).await {
         Ok(s) => s,
         Err(e) => {
@@ -91,7 +96,11 @@ pub async fn serve(args: SimServeArgs) -> Exit {
         eprintln!("error: cannot write the kubeconfig: {e}");
         return Exit::Unexpected;
     }
-    eprintln!("sim-serve: {} (kubeconfig {})", sim.url(), args.kubeconfig_out.display());
+    eprintln!(
+        "sim-serve: {} (kubeconfig {})",
+        sim.url(),
+        args.kubeconfig_out.display()
+    );
     let _ = tokio::signal::ctrl_c().await;
     tokio::time::sleep(Duration::from_millis(10)).await;
     sim.shutdown().await;

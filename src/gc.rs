@@ -21,8 +21,8 @@ use crate::policy::{self, decide, Policy, Reason};
 use crate::preflight::{self, CiliumSettings};
 use crate::progress::Progress;
 use crate::report::{
-    self, Abort, AbortReason, ClusterInfo, ErrorKind, IdRange, Item, ItemsMode, Mode,
-    Options, Outcome, Preflight, Report, RunError, Summary, Tool,
+    self, Abort, AbortReason, ClusterInfo, ErrorKind, IdRange, Item, ItemsMode, Mode, Options,
+    Outcome, Preflight, Report, RunError, Summary, Tool,
 };
 use crate::retry::Class;
 use crate::scan::{self, ScanError};
@@ -97,11 +97,16 @@ impl GcSettings {
     /// Settings of `delete`.
     pub fn for_delete(d: DeleteArgs) -> Result<Self, SettingsError> {
         if !d.qps.is_finite() || d.qps < 0.0 {
-            return Err(SettingsError(format!("--qps must be 0 (unlimited) or positive, not {}", d.qps)));
+            return Err(SettingsError(format!(
+                "--qps must be 0 (unlimited) or positive, not {}",
+                d.qps
+            )));
         }
         if let Some(p) = d.max_percent {
             if !(p > 0.0 && p <= 100.0) {
-                return Err(SettingsError(format!("--max-percent must be in (0, 100], not {p}")));
+                return Err(SettingsError(format!(
+                    "--max-percent must be in (0, 100], not {p}"
+                )));
             }
         }
         if d.burst == Some(0) {
@@ -110,7 +115,11 @@ impl GcSettings {
         let selector = parse_selector(&d.scan)?;
         let burst = d.burst.unwrap_or_else(|| (d.qps.ceil() as u32).max(1));
         Ok(GcSettings {
-            mode: if d.dry_run == DryRun::Server { Mode::DryRunServer } else { Mode::Delete },
+            mode: if d.dry_run == DryRun::Server {
+                Mode::DryRunServer
+            } else {
+                Mode::Delete
+            },
             scan: d.scan,
             selector,
             concurrency: d.concurrency,
@@ -171,7 +180,9 @@ pub fn tool() -> Tool {
     Tool {
         name: "kubectl-cilium-gc".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        commit: option_env!("KUBECTL_CILIUM_GC_COMMIT").map(str::to_owned).filter(|c| !c.is_empty()),
+        commit: option_env!("KUBECTL_CILIUM_GC_COMMIT")
+            .map(str::to_owned)
+            .filter(|c| !c.is_empty()),
     }
 }
 
@@ -211,15 +222,15 @@ impl Run {
 
     fn error(&mut self, kind: ErrorKind, message: impl Into<String>) {
         if self.errors.len() < MAX_REPORTED_ERRORS {
-            self.errors.push(RunError { kind, message: message.into() });
+            let message = one_line(&message.into());
+            self.errors.push(RunError { kind, message });
         } else {
             self.dropped_errors += 1;
         }
     }
 
     fn abort(&mut self, reason: AbortReason, message: impl Into<String>, exit: Exit) -> Exit {
-        let message = message.into();
-        tracing::error!("{message}");
+        let message = one_line(&message.into());
         self.aborted = Some(Abort { reason, message });
         exit
     }
@@ -262,6 +273,12 @@ impl Run {
     }
 }
 
+/// Messages in the report and on stderr are one line: multi-line library
+/// errors (YAML parsers draw pictures) keep their first line.
+fn one_line(s: &str) -> String {
+    s.lines().next().unwrap_or_default().trim_end().to_owned()
+}
+
 fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
@@ -280,7 +297,10 @@ fn options(s: &GcSettings, kube: &KubeArgs, cilium: Option<&CiliumSettings>) -> 
             .or(s.scan.heartbeat_timeout)
             .unwrap_or(preflight::DEFAULT_HEARTBEAT_TIMEOUT)
             .as_secs_f64(),
-        local_range: IdRange { min: *range.start(), max: *range.end() },
+        local_range: IdRange {
+            min: *range.start(),
+            max: *range.end(),
+        },
         page_size: s.scan.page_size,
         concurrency: s.concurrency,
         qps: s.qps,
@@ -319,7 +339,14 @@ pub async fn run(kube: &KubeArgs, s: &GcSettings, stop: &Stop, ui: &Ui) -> (Repo
     (run.finish(exit, &stats), exit)
 }
 
-async fn execute(kube: &KubeArgs, s: &GcSettings, stop: &Stop, ui: &Ui, run: &mut Run, stats: &Arc<Stats>) -> Exit {
+async fn execute(
+    kube: &KubeArgs,
+    s: &GcSettings,
+    stop: &Stop,
+    ui: &Ui,
+    run: &mut Run,
+    stats: &Arc<Stats>,
+) -> Exit {
     // Connect.
     let (api, endpoint) = match Api::connect(kube, stats.clone()).await {
         Ok(x) => x,
@@ -352,8 +379,13 @@ async fn execute(kube: &KubeArgs, s: &GcSettings, stop: &Stop, ui: &Ui, run: &mu
     run.cluster.cilium_config = cilium.values.clone();
     run.options = options(s, kube, Some(&cilium));
     let wanted = preflight::wanted_permissions(s.writes(), s.mark, crds.slices);
-    let (missing, perm_warnings) =
-        preflight::fetch_missing_permissions(&api, &wanted, &s.scan.cilium_namespace, s.max_retries).await;
+    let (missing, perm_warnings) = preflight::fetch_missing_permissions(
+        &api,
+        &wanted,
+        &s.scan.cilium_namespace,
+        s.max_retries,
+    )
+    .await;
     for w in perm_warnings {
         run.error(ErrorKind::Preflight, w);
     }
@@ -402,8 +434,12 @@ async fn execute(kube: &KubeArgs, s: &GcSettings, stop: &Stop, ui: &Ui, run: &mu
     if let Err(e) = scanned {
         return match e {
             ScanError::Interrupted => Exit::Interrupted,
-            ScanError::Denied(_) => run.abort(AbortReason::PermissionLost, e.to_string(), Exit::Refused),
-            ScanError::NotInstalled(_) => run.abort(AbortReason::PreflightRefused, e.to_string(), Exit::Refused),
+            ScanError::Denied(_) => {
+                run.abort(AbortReason::PermissionLost, e.to_string(), Exit::Refused)
+            }
+            ScanError::NotInstalled(_) => {
+                run.abort(AbortReason::PreflightRefused, e.to_string(), Exit::Refused)
+            }
             _ => run.abort(AbortReason::ReadFailed, e.to_string(), Exit::Unexpected),
         };
     }
@@ -411,9 +447,16 @@ async fn execute(kube: &KubeArgs, s: &GcSettings, stop: &Stop, ui: &Ui, run: &mu
     run.summary.candidates = candidates;
 
     // Checks that need the scan.
-    let ep = preflight::endpoints_check(run.summary.endpoints, run.summary.endpoint_slices, run.summary.scanned, s.force);
+    let ep = preflight::endpoints_check(
+        run.summary.endpoints,
+        run.summary.endpoint_slices,
+        run.summary.scanned,
+        s.force,
+    );
     let ep_failed = !ep.passed;
-    run.preflight.forced = s.force && run.summary.endpoints + run.summary.endpoint_slices == 0 && run.summary.scanned > 0;
+    run.preflight.forced = s.force
+        && run.summary.endpoints + run.summary.endpoint_slices == 0
+        && run.summary.scanned > 0;
     run.preflight.checks.push(ep.clone());
     if s.mode == Mode::Scan {
         if ep_failed {
@@ -438,7 +481,11 @@ async fn execute(kube: &KubeArgs, s: &GcSettings, stop: &Stop, ui: &Ui, run: &mu
     if !confirm(s, &plan, &endpoint, ui) {
         mark_not_attempted(run, &plan);
         run.summary.not_attempted = candidates;
-        return run.abort(AbortReason::NotConfirmed, "not confirmed: nothing was changed", Exit::Usage);
+        return run.abort(
+            AbortReason::NotConfirmed,
+            "not confirmed: nothing was changed",
+            Exit::Usage,
+        );
     }
 
     // Write.
@@ -451,15 +498,27 @@ async fn execute(kube: &KubeArgs, s: &GcSettings, stop: &Stop, ui: &Ui, run: &mu
         dry_run: s.mode == Mode::DryRunServer,
         policy,
     };
-    let Plan { candidates: targets, candidate_items, to_mark, mark_items, .. } = plan;
+    let Plan {
+        candidates: targets,
+        candidate_items,
+        to_mark,
+        mark_items,
+        ..
+    } = plan;
     if s.mark && !to_mark.is_empty() {
         ui.progress.start_phase("marking", to_mark.len() as u64);
-        let results = sweep::sweep(&api, &usage, to_mark, Action::Mark, &cfg, stop, |_| ui.progress.inc()).await;
+        let results = sweep::sweep(&api, &usage, to_mark, Action::Mark, &cfg, stop, |_| {
+            ui.progress.inc()
+        })
+        .await;
         apply(run, &mark_items, results);
     }
     ui.progress.start_phase("deleting", targets.len() as u64);
     let started = Instant::now();
-    let results = sweep::sweep(&api, &usage, targets, Action::Delete, &cfg, stop, |_| ui.progress.inc()).await;
+    let results = sweep::sweep(&api, &usage, targets, Action::Delete, &cfg, stop, |_| {
+        ui.progress.inc()
+    })
+    .await;
     let elapsed = started.elapsed().as_secs_f64();
     apply(run, &candidate_items, results);
     if elapsed > 0.0 {
@@ -498,14 +557,20 @@ async fn reach(api: &Api, endpoint: &Endpoint, s: &GcSettings, run: &mut Run) ->
             Ok(())
         }
         Class::Unauthorized => {
-            let m = format!("the API server at {} rejected the credentials (401 Unauthorized)", endpoint.server);
+            let m = format!(
+                "the API server at {} rejected the credentials (401 Unauthorized)",
+                endpoint.server
+            );
             run.error(ErrorKind::Forbidden, m.clone());
             Err(run.abort(AbortReason::PreflightRefused, m, Exit::Refused))
         }
         // Some servers forbid /version to unprivileged users: not fatal.
         Class::Forbidden | Class::NotFound => Ok(()),
         _ => {
-            let m = format!("cannot reach the API server at {}: {}", endpoint.server, a.message);
+            let m = format!(
+                "cannot reach the API server at {}: {}",
+                endpoint.server, a.message
+            );
             run.error(ErrorKind::Connection, m.clone());
             Err(run.abort(AbortReason::ReadFailed, m, Exit::Usage))
         }
@@ -536,7 +601,10 @@ impl Plan {
             Err(bad) => {
                 run.summary.malformed += 1;
                 let name = bad.name.as_deref().unwrap_or("<no name>");
-                run.error(ErrorKind::MalformedObject, format!("ciliumidentity {name}: {} (skipped)", bad.problem));
+                run.error(
+                    ErrorKind::MalformedObject,
+                    format!("ciliumidentity {name}: {} (skipped)", bad.problem),
+                );
                 return;
             }
         };
@@ -579,7 +647,12 @@ impl Plan {
 }
 
 fn mark_not_attempted(run: &mut Run, plan: &Plan) {
-    for i in plan.candidate_items.iter().chain(&plan.mark_items).flatten() {
+    for i in plan
+        .candidate_items
+        .iter()
+        .chain(&plan.mark_items)
+        .flatten()
+    {
         run.items[*i].outcome = Outcome::NotAttempted;
     }
 }
@@ -594,7 +667,11 @@ pub fn blast_radius(candidates: u64, scanned: u64, s: &GcSettings) -> Option<Str
         }
     }
     if let Some(p) = s.max_percent {
-        let share = if scanned == 0 { 0.0 } else { candidates as f64 * 100.0 / scanned as f64 };
+        let share = if scanned == 0 {
+            0.0
+        } else {
+            candidates as f64 * 100.0 / scanned as f64
+        };
         if share > p {
             return Some(format!(
                 "{candidates} of {scanned} identities ({share:.1}%) would be deleted, more than --max-percent {p}: nothing was deleted"
@@ -606,7 +683,10 @@ pub fn blast_radius(candidates: u64, scanned: u64, s: &GcSettings) -> Option<Str
 
 /// Ask on the terminal unless `--yes` (or a dry run, which changes nothing).
 fn confirm(s: &GcSettings, plan: &Plan, endpoint: &Endpoint, ui: &Ui) -> bool {
-    if s.yes || s.mode == Mode::DryRunServer || (plan.candidates.is_empty() && plan.to_mark.is_empty()) {
+    if s.yes
+        || s.mode == Mode::DryRunServer
+        || (plan.candidates.is_empty() && plan.to_mark.is_empty())
+    {
         return true;
     }
     if !ui.interactive {
@@ -617,9 +697,17 @@ fn confirm(s: &GcSettings, plan: &Plan, endpoint: &Endpoint, ui: &Ui) -> bool {
         err,
         "About to delete {} stale identities{} on {}{}.\nProceed? [y/N] ",
         plan.candidates.len(),
-        if s.mark { format!(" and mark {} unmarked ones", plan.to_mark.len()) } else { String::new() },
+        if s.mark {
+            format!(" and mark {} unmarked ones", plan.to_mark.len())
+        } else {
+            String::new()
+        },
         endpoint.server,
-        endpoint.context.as_deref().map(|c| format!(" (context {c})")).unwrap_or_default(),
+        endpoint
+            .context
+            .as_deref()
+            .map(|c| format!(" (context {c})"))
+            .unwrap_or_default(),
     );
     let _ = err.flush();
     let mut line = String::new();
@@ -661,7 +749,9 @@ mod tests {
         let mut v = vec!["x", "delete"];
         v.extend_from_slice(args);
         let cli = crate::cli::Cli::parse_from(v);
-        let crate::cli::Command::Delete(d) = cli.command else { unreachable!() };
+        let crate::cli::Command::Delete(d) = cli.command else {
+            unreachable!()
+        };
         GcSettings::for_delete(d).unwrap()
     }
 
@@ -669,9 +759,13 @@ mod tests {
     fn blast_radius_limits() {
         assert!(blast_radius(10, 100, &settings(&[])).is_none());
         assert!(blast_radius(10, 100, &settings(&["--max-deletions", "10"])).is_none());
-        assert!(blast_radius(11, 100, &settings(&["--max-deletions", "10"])).unwrap().contains("--max-deletions 10"));
+        assert!(blast_radius(11, 100, &settings(&["--max-deletions", "10"]))
+            .unwrap()
+            .contains("--max-deletions 10"));
         assert!(blast_radius(50, 100, &settings(&["--max-percent", "50"])).is_none());
-        assert!(blast_radius(51, 100, &settings(&["--max-percent", "50"])).unwrap().contains("51.0%"));
+        assert!(blast_radius(51, 100, &settings(&["--max-percent", "50"]))
+            .unwrap()
+            .contains("51.0%"));
         assert!(blast_radius(0, 0, &settings(&["--max-percent", "1"])).is_none());
     }
 
@@ -685,7 +779,9 @@ mod tests {
             let mut v = vec!["x", "delete"];
             v.extend_from_slice(args);
             let cli = crate::cli::Cli::parse_from(v);
-            let crate::cli::Command::Delete(d) = cli.command else { unreachable!() };
+            let crate::cli::Command::Delete(d) = cli.command else {
+                unreachable!()
+            };
             GcSettings::for_delete(d).is_err()
         };
         assert!(bad(&["--qps=-1"]));

@@ -6,8 +6,10 @@
 //! `sweep`. The simulated API server used by `demo` and the tests is [`sim`];
 //! nothing in the GC core imports it.
 
+pub mod app;
 pub mod cli;
 pub mod cluster;
+pub mod demo;
 pub mod exit;
 pub mod gc;
 pub mod model;

@@ -1,5 +1,6 @@
 //! `kubectl-cilium_gc`: parse, run, map to an exit code. Nothing else.
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::FromArgMatches;
@@ -22,7 +23,10 @@ fn main() -> ExitCode {
         }
     };
     init_logging(cli.verbose);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -40,10 +44,19 @@ fn init_logging(verbose: u8) {
         2 => "debug",
         _ => "trace",
     };
+    // kube's own logs only from -vv: its errors are ours to report, once.
+    let kube = if verbose >= 2 { level } else { "off" };
     let filter = tracing_subscriber::EnvFilter::try_from_env("KUBECTL_CILIUM_GC_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("kubectl_cilium_gc={level},kube={level}")));
+        .unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new(format!(
+                "kubectl_cilium_gc={level},kube={kube},kube_runtime={kube}"
+            ))
+        });
+    let ansi = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(ansi)
         .with_env_filter(filter)
         .with_target(false)
         .init();

@@ -62,11 +62,19 @@ pub fn settings_from_config(
     let mut take = |key: &str, default: &str| -> String {
         match data.and_then(|d| d.get(key)) {
             Some(v) if !v.trim().is_empty() => {
-                values.push(ConfigValue { key: key.into(), value: v.trim().into(), source: ConfigSource::CiliumConfig });
+                values.push(ConfigValue {
+                    key: key.into(),
+                    value: v.trim().into(),
+                    source: ConfigSource::CiliumConfig,
+                });
                 v.trim().to_owned()
             }
             _ => {
-                values.push(ConfigValue { key: key.into(), value: default.into(), source: ConfigSource::Default });
+                values.push(ConfigValue {
+                    key: key.into(),
+                    value: default.into(),
+                    source: ConfigSource::Default,
+                });
                 default.to_owned()
             }
         }
@@ -80,7 +88,9 @@ pub fn settings_from_config(
     let timeout_raw = take("identity-heartbeat-timeout", "30m0s");
     let mut number = |key: &str, raw: &str, default: u64| {
         raw.parse::<u64>().unwrap_or_else(|_| {
-            warnings.push(format!("cilium-config {key}={raw:?} is not a number; assuming {default}"));
+            warnings.push(format!(
+                "cilium-config {key}={raw:?} is not a number; assuming {default}"
+            ));
             default
         })
     };
@@ -94,7 +104,10 @@ pub fn settings_from_config(
     });
     let heartbeat_timeout = match flag_timeout {
         Some(t) => {
-            if let Some(v) = values.iter_mut().find(|v| v.key == "identity-heartbeat-timeout") {
+            if let Some(v) = values
+                .iter_mut()
+                .find(|v| v.key == "identity-heartbeat-timeout")
+            {
                 v.value = humantime::format_duration(t).to_string();
                 v.source = ConfigSource::Flag;
             }
@@ -180,7 +193,11 @@ pub fn evaluate(crds: Crds, s: &CiliumSettings, missing: &[Permission]) -> Vec<C
 
 /// `delete ciliumidentities.cilium.io (cluster-wide)`.
 pub fn describe_permission(p: &Permission) -> String {
-    let res = if p.group.is_empty() { p.resource.to_owned() } else { format!("{}.{}", p.resource, p.group) };
+    let res = if p.group.is_empty() {
+        p.resource.to_owned()
+    } else {
+        format!("{}.{}", p.resource, p.group)
+    };
     format!("{} {}", p.verb, res)
 }
 
@@ -215,11 +232,18 @@ struct ResourceEntry {
 pub async fn fetch_crds(api: &Api, max_retries: u32) -> Result<Crds, String> {
     let mut crds = Crds::default();
     for version in ["v2", "v2alpha1"] {
-        let a = api.get(&format!("/apis/{CILIUM_GROUP}/{version}"), max_retries).await;
+        let a = api
+            .get(&format!("/apis/{CILIUM_GROUP}/{version}"), max_retries)
+            .await;
         match a.class {
             Class::Success => {}
             Class::NotFound => continue,
-            _ => return Err(format!("discovery of {CILIUM_GROUP}/{version}: {}", a.message)),
+            _ => {
+                return Err(format!(
+                    "discovery of {CILIUM_GROUP}/{version}: {}",
+                    a.message
+                ))
+            }
         }
         let list: ResourceList = a
             .json()
@@ -249,14 +273,26 @@ pub async fn fetch_cilium_config(
     max_retries: u32,
 ) -> (Option<BTreeMap<String, String>>, Option<String>) {
     let a = api
-        .get(&format!("/api/v1/namespaces/{namespace}/configmaps/cilium-config"), max_retries)
+        .get(
+            &format!("/api/v1/namespaces/{namespace}/configmaps/cilium-config"),
+            max_retries,
+        )
         .await;
     match a.class {
         Class::Success => match a.json::<ConfigMap>() {
             Ok(cm) => (Some(cm.data), None),
-            Err(e) => (None, Some(format!("cilium-config in {namespace} is malformed: {e}"))),
+            Err(e) => (
+                None,
+                Some(format!("cilium-config in {namespace} is malformed: {e}")),
+            ),
         },
-        _ => (None, Some(format!("cannot read cilium-config in {namespace}: {}", a.message))),
+        _ => (
+            None,
+            Some(format!(
+                "cannot read cilium-config in {namespace}: {}",
+                a.message
+            )),
+        ),
     }
 }
 
@@ -288,7 +324,11 @@ pub async fn fetch_missing_permissions(
             attrs["namespace"] = json!(cilium_namespace);
         }
         if p.group == CILIUM_GROUP {
-            let version = if p.resource == Kind::EndpointSlice.plural() { "v2alpha1" } else { "v2" };
+            let version = if p.resource == Kind::EndpointSlice.plural() {
+                "v2alpha1"
+            } else {
+                "v2"
+            };
             attrs["version"] = json!(version);
         }
         let body = json!({
@@ -327,7 +367,10 @@ mod tests {
     use super::*;
 
     fn cfg(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -354,7 +397,11 @@ mod tests {
         assert_eq!(s.heartbeat_timeout, Duration::from_secs(900));
         let s = settings_from_config(Some(&d), Some(Duration::from_secs(3600)));
         assert_eq!(s.heartbeat_timeout, Duration::from_secs(3600));
-        let v = s.values.iter().find(|v| v.key == "identity-heartbeat-timeout").unwrap();
+        let v = s
+            .values
+            .iter()
+            .find(|v| v.key == "identity-heartbeat-timeout")
+            .unwrap();
         assert_eq!(v.source, ConfigSource::Flag);
         let s = settings_from_config(Some(&cfg(&[("cluster-id", "x")])), None);
         assert_eq!(s.cluster_id, 0);
@@ -363,15 +410,26 @@ mod tests {
 
     #[test]
     fn refusals() {
-        let all = Crds { identities: true, endpoints: true, slices: false };
+        let all = Crds {
+            identities: true,
+            endpoints: true,
+            slices: false,
+        };
         let ok = settings_from_config(Some(&cfg(&[])), None);
         assert!(evaluate(all, &ok, &[]).iter().all(|c| c.passed));
         let kv = settings_from_config(Some(&cfg(&[("identity-allocation-mode", "kvstore")])), None);
         let c = evaluate(all, &kv, &[]);
         assert!(!c[2].passed && c[2].message.contains("kvstore"));
-        let op = settings_from_config(Some(&cfg(&[("identity-management-mode", "operator")])), None);
+        let op = settings_from_config(
+            Some(&cfg(&[("identity-management-mode", "operator")])),
+            None,
+        );
         assert!(!evaluate(all, &op, &[])[2].passed);
-        let no_usage = Crds { identities: true, endpoints: false, slices: false };
+        let no_usage = Crds {
+            identities: true,
+            endpoints: false,
+            slices: false,
+        };
         assert!(!evaluate(no_usage, &ok, &[])[1].passed);
         let no_cep = settings_from_config(Some(&cfg(&[("disable-endpoint-crd", "true")])), None);
         assert!(!evaluate(all, &no_cep, &[])[1].passed);
@@ -380,7 +438,11 @@ mod tests {
         let del = rbac::required(true, false, false);
         let denied: Vec<_> = del.iter().copied().filter(|p| p.verb == "delete").collect();
         let c = evaluate(all, &ok, &denied);
-        assert!(c[3].message.contains("delete ciliumidentities.cilium.io"), "{}", c[3].message);
+        assert!(
+            c[3].message.contains("delete ciliumidentities.cilium.io"),
+            "{}",
+            c[3].message
+        );
     }
 
     #[test]

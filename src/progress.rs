@@ -15,7 +15,10 @@ impl Progress {
     pub fn new(enabled: bool) -> Self {
         let bar = enabled.then(|| {
             let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            b.set_style(ProgressStyle::with_template("{spinner} {msg} {pos} pages").expect("valid template"));
+            b.set_style(
+                ProgressStyle::with_template("{spinner} {msg} {pos} pages")
+                    .expect("valid template"),
+            );
             b
         });
         Progress { bar }
@@ -54,11 +57,9 @@ impl Progress {
             b.set_position(0);
             b.set_length(total);
             b.set_style(
-                ProgressStyle::with_template(
-                    "{msg:>8} [{bar:30}] {pos}/{len} {per_sec} ETA {eta}",
-                )
-                .expect("valid template")
-                .progress_chars("=> "),
+                ProgressStyle::with_template("{msg:>8} [{bar:30}] {pos}/{len} {per_sec} ETA {eta}")
+                    .expect("valid template")
+                    .progress_chars("=> "),
             );
             b.set_message(label.to_owned());
         }

@@ -61,9 +61,11 @@ pub fn classify(
     status_retry_after: Option<u32>,
     status_continue: Option<&str>,
 ) -> Class {
-    let retry_after = retry_after_header
-        .and_then(parse_retry_after)
-        .or_else(|| status_retry_after.filter(|s| *s > 0).map(|s| Duration::from_secs(s.into())));
+    let retry_after = retry_after_header.and_then(parse_retry_after).or_else(|| {
+        status_retry_after
+            .filter(|s| *s > 0)
+            .map(|s| Duration::from_secs(s.into()))
+    });
     match code {
         200..=299 => Class::Success,
         401 => Class::Unauthorized,
@@ -107,8 +109,16 @@ impl Default for Backoff {
 
 impl Backoff {
     /// The delay before retry number `attempt` (0-based).
-    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>, rng: &mut impl Rng) -> Duration {
-        let exp = self.base.saturating_mul(1u32 << attempt.min(16)).min(self.cap);
+    pub fn delay(
+        &self,
+        attempt: u32,
+        retry_after: Option<Duration>,
+        rng: &mut impl Rng,
+    ) -> Duration {
+        let exp = self
+            .base
+            .saturating_mul(1u32 << attempt.min(16))
+            .min(self.cap);
         let half = exp / 2;
         let jitter = if half.is_zero() {
             Duration::ZERO
@@ -136,31 +146,57 @@ mod tests {
         assert_eq!(classify(415, None, None, None), Class::Rejected);
         assert_eq!(
             classify(429, Some("3"), None, None),
-            Class::Throttled { retry_after: Some(Duration::from_secs(3)) }
+            Class::Throttled {
+                retry_after: Some(Duration::from_secs(3))
+            }
         );
         // A Status-shaped 429 without the header still carries retryAfterSeconds.
         assert_eq!(
             classify(429, None, Some(2), None),
-            Class::Throttled { retry_after: Some(Duration::from_secs(2)) }
+            Class::Throttled {
+                retry_after: Some(Duration::from_secs(2))
+            }
         );
-        assert_eq!(classify(429, Some("soon"), None, None), Class::Throttled { retry_after: None });
-        assert_eq!(classify(503, None, Some(5), None), Class::Transient { retry_after: Some(Duration::from_secs(5)) });
-        assert_eq!(classify(500, None, None, None), Class::Transient { retry_after: None });
+        assert_eq!(
+            classify(429, Some("soon"), None, None),
+            Class::Throttled { retry_after: None }
+        );
+        assert_eq!(
+            classify(503, None, Some(5), None),
+            Class::Transient {
+                retry_after: Some(Duration::from_secs(5))
+            }
+        );
+        assert_eq!(
+            classify(500, None, None, None),
+            Class::Transient { retry_after: None }
+        );
         assert_eq!(
             classify(410, None, None, Some("tok")),
-            Class::Expired { continue_token: Some("tok".into()) }
+            Class::Expired {
+                continue_token: Some("tok".into())
+            }
         );
-        assert_eq!(classify(410, None, None, Some("")), Class::Expired { continue_token: None });
+        assert_eq!(
+            classify(410, None, None, Some("")),
+            Class::Expired {
+                continue_token: None
+            }
+        );
         assert!(classify(504, None, None, None).is_retryable());
         assert!(!classify(409, None, None, None).is_retryable());
     }
 
     #[test]
     fn backoff_grows_is_capped_and_honours_retry_after() {
-        let b = Backoff { base: Duration::from_millis(100), cap: Duration::from_secs(1) };
+        let b = Backoff {
+            base: Duration::from_millis(100),
+            cap: Duration::from_secs(1),
+        };
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         for attempt in 0..20 {
-            let exp = (Duration::from_millis(100) * (1 << attempt.min(16))).min(Duration::from_secs(1));
+            let exp =
+                (Duration::from_millis(100) * (1 << attempt.min(16))).min(Duration::from_secs(1));
             let d = b.delay(attempt, None, &mut rng);
             assert!(d >= exp / 2 && d <= exp, "attempt {attempt}: {d:?}");
         }

@@ -69,7 +69,9 @@ fn page_path(page_size: u32, token: Option<&str>) -> String {
 fn urlencode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()
@@ -92,7 +94,9 @@ pub async fn scan_identities(
         if stop.is_stopped() {
             return Err(ScanError::Interrupted);
         }
-        let answer = api.get(&page_path(page_size, token.as_deref()), max_retries).await;
+        let answer = api
+            .get(&page_path(page_size, token.as_deref()), max_retries)
+            .await;
         match answer.class {
             Class::Success => {}
             Class::Expired { continue_token } => {
@@ -103,12 +107,18 @@ pub async fn scan_identities(
                 }
                 tracing::warn!(
                     "identity list expired (410); {}",
-                    if continue_token.is_some() { "continuing with the server's token" } else { "restarting the list" }
+                    if continue_token.is_some() {
+                        "continuing with the server's token"
+                    } else {
+                        "restarting the list"
+                    }
                 );
                 token = continue_token;
                 continue;
             }
-            Class::Unauthorized | Class::Forbidden => return Err(ScanError::Denied(answer.message)),
+            Class::Unauthorized | Class::Forbidden => {
+                return Err(ScanError::Denied(answer.message))
+            }
             Class::NotFound => return Err(ScanError::NotInstalled(answer.message)),
             _ => return Err(ScanError::Failed(answer.message)),
         }
@@ -155,7 +165,10 @@ mod tests {
 
     #[test]
     fn paths_carry_limit_and_escaped_token() {
-        assert_eq!(page_path(500, None), "/apis/cilium.io/v2/ciliumidentities?limit=500");
+        assert_eq!(
+            page_path(500, None),
+            "/apis/cilium.io/v2/ciliumidentities?limit=500"
+        );
         assert_eq!(
             page_path(10, Some("eyJ2Ijo+/=")),
             "/apis/cilium.io/v2/ciliumidentities?limit=10&continue=eyJ2Ijo%2B%2F%3D"

@@ -74,9 +74,10 @@ impl Stop {
             #[cfg(unix)]
             {
                 use tokio::signal::unix::{signal, SignalKind};
-                let (Ok(mut int), Ok(mut term)) =
-                    (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
-                else {
+                let (Ok(mut int), Ok(mut term)) = (
+                    signal(SignalKind::interrupt()),
+                    signal(SignalKind::terminate()),
+                ) else {
                     return;
                 };
                 loop {

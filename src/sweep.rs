@@ -123,7 +123,8 @@ impl Pace {
 
     fn throttled(&self) {
         let p = self.penalty.load(Ordering::Relaxed);
-        self.penalty.store((p * 2).min(self.burst.max(1)), Ordering::Relaxed);
+        self.penalty
+            .store((p * 2).min(self.burst.max(1)), Ordering::Relaxed);
         self.successes.store(0, Ordering::Relaxed);
     }
 
@@ -165,12 +166,13 @@ pub async fn sweep(
         pace: Pace::new(cfg.qps, cfg.burst),
     };
     let ctx = &ctx;
-    let mut indexed: Vec<(usize, ItemResult)> = futures::stream::iter(targets.into_iter().enumerate())
-        .map(|(i, t)| async move { (i, process(ctx, t).await) })
-        .buffer_unordered(cfg.concurrency.max(1) as usize)
-        .inspect(|(_, r)| on_done(r))
-        .collect()
-        .await;
+    let mut indexed: Vec<(usize, ItemResult)> =
+        futures::stream::iter(targets.into_iter().enumerate())
+            .map(|(i, t)| async move { (i, process(ctx, t).await) })
+            .buffer_unordered(cfg.concurrency.max(1) as usize)
+            .inspect(|(_, r)| on_done(r))
+            .collect()
+            .await;
     indexed.sort_by_key(|(i, _)| *i);
     indexed.into_iter().map(|(_, r)| r).collect()
 }
@@ -242,7 +244,7 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
                             operation: change.as_ref().map(|c| c.operation.clone()),
                             time: change.and_then(|c| c.time),
                         });
-                        ident = fresh;
+                        ident = *fresh;
                     }
                 }
                 if r.conflicts.len() as u32 > ctx.cfg.max_conflict_retries {
@@ -253,7 +255,11 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
                     if d.reason != ctx.action.wanted() {
                         return finish(r, Outcome::Reclaimed, None);
                     }
-                    let msg = format!("still {} after {} conflicts", ctx.action.wanted().as_str(), r.conflicts.len());
+                    let msg = format!(
+                        "still {} after {} conflicts",
+                        ctx.action.wanted().as_str(),
+                        r.conflicts.len()
+                    );
                     return finish(r, Outcome::Failed, Some(msg));
                 }
                 Stats::bump(&ctx.api.stats.retries);
@@ -273,7 +279,10 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
                 if transient >= ctx.cfg.max_retries {
                     return finish(r, Outcome::Failed, None);
                 }
-                let delay = ctx.api.backoff.delay(transient, retry_after, &mut rand::rng());
+                let delay = ctx
+                    .api
+                    .backoff
+                    .delay(transient, retry_after, &mut rand::rng());
                 transient += 1;
                 Stats::bump(&ctx.api.stats.retries);
                 tokio::select! {
@@ -297,7 +306,10 @@ fn stopped(r: ItemResult) -> ItemResult {
     if r.attempts == 0 {
         finish(r, Outcome::NotAttempted, None)
     } else {
-        let e = r.last_error.clone().or_else(|| Some("run stopped before this item finished".into()));
+        let e = r
+            .last_error
+            .clone()
+            .or_else(|| Some("run stopped before this item finished".into()));
         finish(r, Outcome::Failed, e)
     }
 }
@@ -318,7 +330,11 @@ async fn write(ctx: &Ctx<'_>, ident: &Identity) -> crate::cluster::Answer {
                 body["dryRun"] = json!(["All"]);
             }
             ctx.api
-                .send_once(Method::DELETE, &path, Some((JSON, body.to_string().into_bytes())))
+                .send_once(
+                    Method::DELETE,
+                    &path,
+                    Some((JSON, body.to_string().into_bytes())),
+                )
                 .await
         }
         Action::Mark => {
@@ -332,7 +348,11 @@ async fn write(ctx: &Ctx<'_>, ident: &Identity) -> crate::cluster::Answer {
                 q.push_str("&dryRun=All");
             }
             ctx.api
-                .send_once(Method::PATCH, &q, Some((MERGE_PATCH, body.to_string().into_bytes())))
+                .send_once(
+                    Method::PATCH,
+                    &q,
+                    Some((MERGE_PATCH, body.to_string().into_bytes())),
+                )
                 .await
         }
     }
@@ -345,7 +365,7 @@ pub fn rfc3339_nano(t: Timestamp) -> String {
 }
 
 enum Reread {
-    Fresh(Identity),
+    Fresh(Box<Identity>),
     Gone,
     Failed(String),
 }
@@ -371,7 +391,7 @@ async fn reread(ctx: &Ctx<'_>, name: &str) -> Reread {
     match decode_identity(&raw) {
         Ok(mut i) => {
             i.labels.clear();
-            Reread::Fresh(i)
+            Reread::Fresh(Box::new(i))
         }
         Err(m) => Reread::Failed(format!("re-read object is malformed: {}", m.problem)),
     }

@@ -312,7 +312,11 @@ impl<'de> Deserialize<'de> for UsageObject {
             .ok_or_else(|| de::Error::custom("not an object"))?;
         let m = w.metadata.0.unwrap_or_default();
         let from_status = w.status.0.and_then(|s| s.identity.0).and_then(|i| i.id.0);
-        let from_slice = w.endpoints.0.into_iter().filter_map(|e| e.0.and_then(|i| i.id.0));
+        let from_slice = w
+            .endpoints
+            .0
+            .into_iter()
+            .filter_map(|e| e.0.and_then(|i| i.id.0));
         let mut ids: Vec<u64> = from_status.into_iter().chain(from_slice).collect();
         ids.shrink_to_fit();
         Ok(UsageObject {
@@ -344,7 +348,9 @@ impl Index {
         (u128::from(hi.finish()) << 64) | u128::from(lo.finish())
     }
     fn apply(&mut self, obj: &UsageObject) {
-        let old = self.by_key.insert(Self::key(obj), obj.ids.clone().into_boxed_slice());
+        let old = self
+            .by_key
+            .insert(Self::key(obj), obj.ids.clone().into_boxed_slice());
         self.release(old);
         for id in obj.ids.iter() {
             *self.refs.entry(*id).or_insert(0) += 1;
@@ -414,7 +420,12 @@ fn api_resource(kind: Kind) -> ApiResource {
 
 impl UsageHandle {
     /// Start the watchers. Returns at once; call [`UsageHandle::wait_ready`].
-    pub fn start(client: kube::Client, sources: Sources, page_size: u32, stats: Arc<Stats>) -> Self {
+    pub fn start(
+        client: kube::Client,
+        sources: Sources,
+        page_size: u32,
+        stats: Arc<Stats>,
+    ) -> Self {
         let handle = UsageHandle::default();
         let kinds = [
             (Kind::Endpoint, sources.endpoints),
@@ -424,7 +435,12 @@ impl UsageHandle {
             if !on {
                 continue;
             }
-            handle.shared.sources.lock().unwrap().insert(kind, Source::default());
+            handle
+                .shared
+                .sources
+                .lock()
+                .unwrap()
+                .insert(kind, Source::default());
             let h = handle.clone();
             let client = client.clone();
             let stats = stats.clone();
@@ -443,7 +459,9 @@ impl UsageHandle {
                 Err(e) => {
                     tracing::warn!(kind = kind.plural(), "watcher error, restarting: {e}");
                     Stats::bump(&stats.watcher_restarts);
-                    self.with(kind, |s| s.degraded_until = Some(Instant::now() + DEGRADED_PAUSE));
+                    self.with(kind, |s| {
+                        s.degraded_until = Some(Instant::now() + DEGRADED_PAUSE)
+                    });
                 }
             }
         }
@@ -487,7 +505,11 @@ impl UsageHandle {
                 if sources.values().all(|s| s.ready(now)) {
                     return;
                 }
-                sources.values().filter_map(|s| s.degraded_until).filter(|t| *t > now).min()
+                sources
+                    .values()
+                    .filter_map(|s| s.degraded_until)
+                    .filter(|t| *t > now)
+                    .min()
             };
             match wake {
                 Some(t) => {
@@ -504,7 +526,10 @@ impl UsageHandle {
     /// Endpoints referencing `id` right now (over all sources).
     pub fn refs(&self, id: u64) -> u32 {
         let sources = self.shared.sources.lock().unwrap();
-        sources.values().map(|s| s.live.refs.get(&id).copied().unwrap_or(0)).sum()
+        sources
+            .values()
+            .map(|s| s.live.refs.get(&id).copied().unwrap_or(0))
+            .sum()
     }
 
     /// Number of objects per source right now.
@@ -516,7 +541,10 @@ impl UsageHandle {
     /// Distinct identity ids referenced right now.
     pub fn referenced_ids(&self) -> Vec<u64> {
         let sources = self.shared.sources.lock().unwrap();
-        let mut ids: Vec<u64> = sources.values().flat_map(|s| s.live.refs.keys().copied()).collect();
+        let mut ids: Vec<u64> = sources
+            .values()
+            .flat_map(|s| s.live.refs.keys().copied())
+            .collect();
         ids.sort_unstable();
         ids.dedup();
         ids
@@ -533,10 +561,14 @@ mod tests {
 
     #[test]
     fn decodes_endpoints_and_slices_leniently() {
-        let cep = obj(r#"{"metadata":{"name":"p","namespace":"n","resourceVersion":"5"},"status":{"identity":{"id":4242,"labels":["k8s:a=b"]},"networking":{"addressing":[]}}}"#);
+        let cep = obj(
+            r#"{"metadata":{"name":"p","namespace":"n","resourceVersion":"5"},"status":{"identity":{"id":4242,"labels":["k8s:a=b"]},"networking":{"addressing":[]}}}"#,
+        );
         assert_eq!(cep.ids, vec![4242]);
         assert_eq!(cep.meta.resource_version.as_deref(), Some("5"));
-        let ces = obj(r#"{"metadata":{"name":"ces"},"namespace":"n","endpoints":[{"id":1},{"id":"2"},{"id":0},{"name":"x"},{"id":true},"junk"]}"#);
+        let ces = obj(
+            r#"{"metadata":{"name":"ces"},"namespace":"n","endpoints":[{"id":1},{"id":"2"},{"id":0},{"name":"x"},{"id":true},"junk"]}"#,
+        );
         assert_eq!(ces.ids, vec![1, 2]);
         for junk in [
             r#"{"metadata":{"name":"p"},"status":"weird"}"#,
@@ -556,7 +588,8 @@ mod tests {
         let mut ix = Index::default();
         let a = obj(r#"{"metadata":{"name":"a","namespace":"n"},"status":{"identity":{"id":10}}}"#);
         let b = obj(r#"{"metadata":{"name":"b","namespace":"n"},"status":{"identity":{"id":10}}}"#);
-        let a2 = obj(r#"{"metadata":{"name":"a","namespace":"n"},"status":{"identity":{"id":11}}}"#);
+        let a2 =
+            obj(r#"{"metadata":{"name":"a","namespace":"n"},"status":{"identity":{"id":11}}}"#);
         ix.apply(&a);
         ix.apply(&b);
         assert_eq!(ix.refs.get(&10), Some(&2));
@@ -568,7 +601,8 @@ mod tests {
         ix.delete(&b); // a repeated delete is harmless
         assert_eq!(ix.refs.get(&11), Some(&1));
         // same name in another namespace is another endpoint
-        let other = obj(r#"{"metadata":{"name":"a","namespace":"m"},"status":{"identity":{"id":11}}}"#);
+        let other =
+            obj(r#"{"metadata":{"name":"a","namespace":"m"},"status":{"identity":{"id":11}}}"#);
         ix.apply(&other);
         assert_eq!(ix.refs.get(&11), Some(&2));
     }
@@ -576,15 +610,29 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn not_ready_until_synced_and_while_relisting() {
         let h = UsageHandle::default();
-        h.shared.sources.lock().unwrap().insert(Kind::Endpoint, Source::default());
+        h.shared
+            .sources
+            .lock()
+            .unwrap()
+            .insert(Kind::Endpoint, Source::default());
         let stats = Stats::default();
         let ready = |h: &UsageHandle| {
             let h = h.clone();
-            async move { tokio::time::timeout(Duration::from_millis(10), h.wait_ready()).await.is_ok() }
+            async move {
+                tokio::time::timeout(Duration::from_millis(10), h.wait_ready())
+                    .await
+                    .is_ok()
+            }
         };
         assert!(!ready(&h).await);
         h.on_event(Kind::Endpoint, Event::Init, &stats);
-        h.on_event(Kind::Endpoint, Event::InitApply(obj(r#"{"metadata":{"name":"a","namespace":"n"},"status":{"identity":{"id":10}}}"#)), &stats);
+        h.on_event(
+            Kind::Endpoint,
+            Event::InitApply(obj(
+                r#"{"metadata":{"name":"a","namespace":"n"},"status":{"identity":{"id":10}}}"#,
+            )),
+            &stats,
+        );
         assert!(!ready(&h).await);
         h.on_event(Kind::Endpoint, Event::InitDone, &stats);
         assert!(ready(&h).await);
@@ -597,7 +645,9 @@ mod tests {
         assert_eq!(h.refs(10), 0, "the re-list did not contain it");
         assert_eq!(Stats::get(&stats.watcher_restarts), 1);
         // After an error, deletes wait out the pause.
-        h.with(Kind::Endpoint, |s| s.degraded_until = Some(Instant::now() + DEGRADED_PAUSE));
+        h.with(Kind::Endpoint, |s| {
+            s.degraded_until = Some(Instant::now() + DEGRADED_PAUSE)
+        });
         assert!(!ready(&h).await);
         tokio::time::sleep(DEGRADED_PAUSE).await;
         assert!(ready(&h).await);
