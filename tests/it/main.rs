@@ -11,3 +11,9 @@ mod krew;
 
 /// `examples/cronjob.yaml`: least-privilege RBAC and the CronJob.
 mod cronjob;
+
+/// `scan` and `delete` over the simulator: ledger, counts, exit codes.
+mod sweep;
+
+/// The binary: help, exit codes, stdout, jq, signals, kubectl discovery.
+mod cli;

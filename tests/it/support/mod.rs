@@ -9,3 +9,4 @@ use std::path::PathBuf;
 pub fn repo_path(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
+pub mod world;

@@ -1,0 +1,497 @@
+//! `scan` and `delete` end to end over the simulator: what ends up deleted,
+//! what the safety ledger says about every delete, the report's counts, and
+//! the exit codes. Issue 3.
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use kubectl_cilium_gc::exit::Exit;
+use kubectl_cilium_gc::model::Kind;
+use kubectl_cilium_gc::policy::Reason;
+use kubectl_cilium_gc::report::{AbortReason, Mode, Outcome};
+use kubectl_cilium_gc::sim::Scenario;
+use serde_json::json;
+
+use crate::support::world::{assert_valid, json, World};
+
+const TIMEOUT_30M: Duration = Duration::from_secs(30 * 60);
+
+fn calm(mut s: Scenario) -> Scenario {
+    s.actors = Default::default();
+    s.faults = Default::default();
+    s
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn scan_decides_without_writing() {
+    let w = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let stale = w.stale_now(TIMEOUT_30M);
+    let before = w.names();
+    let (report, exit) = w.gc(&["scan"]).await;
+    assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
+    assert_eq!(report.mode, Mode::Scan);
+    assert_eq!(report.summary.scanned as usize, before.len());
+    assert_eq!(report.summary.candidates as usize, stale.len());
+    let would: BTreeSet<String> = report
+        .items
+        .iter()
+        .filter(|i| i.outcome == Outcome::WouldDelete)
+        .map(|i| i.name.clone())
+        .collect();
+    assert_eq!(would, stale);
+    assert!(
+        report.items.iter().all(|i| i.reason != Reason::InUse),
+        "in-use identities are only counted"
+    );
+    let r = &report.summary.reasons;
+    assert!(
+        r.in_use > 0
+            && r.unmarked > 0
+            && r.mark_too_recent > 0
+            && r.malformed_mark > 0
+            && r.not_local > 0
+    );
+    let ledger = w.sim.ledger();
+    assert!(ledger.deletes.is_empty());
+    assert!(
+        ledger
+            .requests
+            .iter()
+            .all(|q| matches!(q.method.as_str(), "GET" | "POST")),
+        "scan only reads (and asks SSAR)"
+    );
+    assert_eq!(w.names(), before);
+    assert_valid(&json(&report));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn delete_removes_exactly_the_stale_identities() {
+    let w = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let stale = w.stale_now(TIMEOUT_30M);
+    assert!(stale.len() > 20, "scenario has stale identities");
+    let before = w.names();
+    let (report, exit) = w.gc(&["delete", "--yes", "--qps", "0"]).await;
+    assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
+    let after = w.names();
+    let deleted: BTreeSet<String> = before.difference(&after).cloned().collect();
+    assert_eq!(deleted, stale);
+    let ledger = w.sim.ledger();
+    assert_eq!(ledger.deletes.len(), stale.len());
+    assert_eq!(ledger.unsafe_deletes().count(), 0);
+    assert!(
+        ledger.deletes.iter().all(|d| d.preconditions),
+        "every delete carries preconditions"
+    );
+    assert_eq!(report.summary.deleted as usize, stale.len());
+    assert_eq!(report.summary.candidates, report.summary.deleted);
+    assert_eq!(report.exit_code, 0);
+    assert_valid(&json(&report));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn seed_scenario_with_reclaiming_agents_is_safe_and_complete() {
+    let mut s = Scenario::preset("seed").unwrap();
+    // Agents reclaim hard while we delete, so that many deletes conflict.
+    s.actors.agent_reclaim = 400.0;
+    s.actors.reuse = 50.0;
+    let w = World::start(s).await;
+    let stale = w.stale_now(TIMEOUT_30M);
+    assert!(
+        stale.len() > 10_000,
+        "seed has many stale identities ({})",
+        stale.len()
+    );
+    let (report, exit) = w
+        .gc(&[
+            "delete",
+            "--yes",
+            "--qps",
+            "0",
+            "--concurrency",
+            "32",
+            "-o",
+            "json",
+        ])
+        .await;
+    w.sim.stop_actors();
+    assert!(
+        matches!(exit, Exit::Success | Exit::PartialFailure),
+        "{exit:?} {:?}",
+        report.aborted
+    );
+    assert!(
+        report.aborted.is_none(),
+        "the run never stops early: {:?}",
+        report.aborted
+    );
+    let ledger = w.sim.ledger();
+    assert_eq!(
+        ledger.unsafe_deletes().count(),
+        0,
+        "no identity in use was deleted"
+    );
+    assert!(ledger.deletes.iter().all(|d| d.preconditions));
+    let left = w.names();
+    let untouched_left: Vec<_> = stale
+        .iter()
+        .filter(|n| !ledger.actor_touched.contains(*n) && left.contains(*n))
+        .collect();
+    assert!(
+        untouched_left.is_empty(),
+        "stale and untouched, yet not deleted: {untouched_left:?}"
+    );
+    assert!(report.summary.conflicts > 0, "agents made deletes conflict");
+    for item in report.items.iter().filter(|i| !i.conflicts.is_empty()) {
+        match item.outcome {
+            Outcome::Reclaimed | Outcome::Deleted | Outcome::AlreadyGone => {}
+            Outcome::Failed => assert!(item.last_error.is_some(), "{item:?}"),
+            other => panic!("a conflict ended {other:?}: {item:?}"),
+        }
+        assert!(
+            item.conflicts.iter().all(|c| c.manager.is_some()),
+            "who changed it is recorded"
+        );
+    }
+    assert_eq!(
+        report.summary.deleted as usize,
+        ledger.deletes.len(),
+        "report agrees with the server"
+    );
+    assert_valid(&json(&report));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn hostile_server_ends_like_a_calm_one() {
+    let calm_world = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let (calm_report, calm_exit) = calm_world
+        .gc(&["delete", "--yes", "--qps", "0", "--page-size", "20"])
+        .await;
+    assert_eq!(calm_exit, Exit::Success);
+
+    let mut hostile = Scenario::preset("hostile").unwrap();
+    hostile.actors = Default::default();
+    let w = World::start(hostile).await;
+    let (report, exit) = w
+        .gc(&[
+            "delete",
+            "--yes",
+            "--qps",
+            "0",
+            "--page-size",
+            "20",
+            "--max-retries",
+            "10",
+        ])
+        .await;
+    assert_eq!(
+        exit,
+        Exit::Success,
+        "{:?} {:?}",
+        report.aborted,
+        report
+            .items
+            .iter()
+            .filter(|i| i.outcome == Outcome::Failed)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        w.names(),
+        calm_world.names(),
+        "final state equals the calm run's"
+    );
+    assert_eq!(report.summary.deleted, calm_report.summary.deleted);
+    let s = &report.summary;
+    assert!(
+        s.throttled > 0 && s.server_errors > 0 && s.retries > 0,
+        "{s:?}"
+    );
+    assert!(
+        s.list_restarts > 0,
+        "a 410 mid-list was met and handled: {s:?}"
+    );
+
+    // No request for identities arrived while a Retry-After was running
+    // (beyond requests already in flight when the 429 was sent).
+    let ledger = w.sim.ledger();
+    let grace = jiff::SignedDuration::from_millis(250);
+    let reqs: Vec<_> = ledger
+        .requests
+        .iter()
+        .filter(|r| r.path.contains("ciliumidentities"))
+        .collect();
+    for (i, r) in reqs.iter().enumerate() {
+        let (Some(secs), 429) = (r.retry_after, r.status) else {
+            continue;
+        };
+        let opens = r.time + jiff::SignedDuration::from_secs(secs as i64);
+        let early: Vec<_> = reqs[i + 1..]
+            .iter()
+            .filter(|q| q.time > r.time + grace && q.time < opens)
+            .collect();
+        assert!(
+            early.is_empty(),
+            "sent before Retry-After expired: after {r:?}: {early:?}"
+        );
+    }
+    assert_valid(&json(&report));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn delete_rate_stays_within_qps_and_burst() {
+    let mut s = calm(Scenario::preset("small").unwrap());
+    s.identities = 400;
+    let w = World::start(s).await;
+    let stale = w.stale_now(TIMEOUT_30M).len();
+    assert!(stale >= 60, "{stale}");
+    let (qps, burst) = (20usize, 5usize);
+    let (report, exit) = w
+        .gc(&[
+            "delete",
+            "--yes",
+            "--qps",
+            "20",
+            "--burst",
+            "5",
+            "--concurrency",
+            "16",
+        ])
+        .await;
+    assert_eq!(exit, Exit::Success);
+    assert_eq!(report.summary.deleted as usize, stale);
+    let times: Vec<_> = w
+        .sim
+        .ledger()
+        .requests
+        .iter()
+        .filter(|r| r.method == "DELETE")
+        .map(|r| r.time)
+        .collect();
+    for (i, t) in times.iter().enumerate() {
+        let window = times[i..]
+            .iter()
+            .take_while(|u| u.duration_since(*t) < jiff::SignedDuration::from_secs(1))
+            .count();
+        assert!(window <= qps + burst, "{window} deletes within 1s of {t}");
+    }
+}
+
+async fn assert_refused(w: &World, args: &[&str], needle: &str) {
+    let before = w.names();
+    let (report, exit) = w.gc(args).await;
+    assert_eq!(exit, Exit::Refused, "{:?}", report.aborted);
+    let abort = report.aborted.as_ref().expect("aborted");
+    assert!(
+        abort.message.contains(needle),
+        "{:?} should mention {needle:?}",
+        abort.message
+    );
+    let ledger = w.sim.ledger();
+    assert!(
+        ledger
+            .requests
+            .iter()
+            .all(|r| !matches!(r.method.as_str(), "DELETE" | "PATCH" | "PUT")),
+        "nothing written"
+    );
+    assert_eq!(w.names(), before);
+    assert_eq!(report.exit_code, 3);
+    assert_valid(&json(&report));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn unsafe_clusters_are_refused_with_exit_3() {
+    let cases = [
+        ("no-endpoints", "zero CiliumEndpoints"),
+        ("no-cep-crd", "cannot tell which identities are in use"),
+        (
+            "forbidden",
+            "missing permission: delete ciliumidentities.cilium.io",
+        ),
+        ("kvstore", "kvstore"),
+        ("missing-crd", "CiliumIdentity CRD"),
+    ];
+    for (preset, needle) in cases {
+        let w = World::start(calm(Scenario::preset(preset).unwrap())).await;
+        assert_refused(&w, &["delete", "--yes"], needle).await;
+        w.sim.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn force_overrides_only_the_zero_endpoints_check() {
+    let w = World::start(calm(Scenario::preset("no-endpoints").unwrap())).await;
+    let (report, exit) = w.gc(&["delete", "--yes", "--force", "--qps", "0"]).await;
+    assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
+    assert!(report.preflight.forced, "the report says --force was used");
+    assert!(report.summary.deleted > 0);
+    let w = World::start(calm(Scenario::preset("kvstore").unwrap())).await;
+    assert_refused(&w, &["delete", "--yes", "--force"], "kvstore").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn mark_then_collect_after_the_timeout_spares_reused_identities() {
+    let w = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let (report, exit) = w
+        .gc(&[
+            "delete",
+            "--yes",
+            "--qps",
+            "0",
+            "--mark",
+            "--heartbeat-timeout",
+            "2s",
+        ])
+        .await;
+    assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
+    let marked: Vec<String> = report
+        .items
+        .iter()
+        .filter(|i| i.outcome == Outcome::Marked)
+        .map(|i| i.name.clone())
+        .collect();
+    assert!(marked.len() >= 10, "{}", marked.len());
+    assert_eq!(report.summary.marked as usize, marked.len());
+    // Meanwhile a pod reuses one, and an agent reclaims (unmarks) another.
+    let reused = marked[0].clone();
+    let unmarked = marked[1].clone();
+    w.sim
+        .create_object(
+            Kind::Endpoint,
+            json!({"apiVersion":"cilium.io/v2","kind":"CiliumEndpoint",
+                   "metadata":{"name":"reuser","namespace":"default"},
+                   "status":{"identity":{"id": reused.parse::<u64>().unwrap(),"labels":["k8s:app=x"]}}}),
+            "cilium-agent",
+        )
+        .unwrap();
+    w.sim.set_heartbeat(&unmarked, None).unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await; // past the 2s timeout
+    let (report, exit) = w
+        .gc(&["delete", "--yes", "--qps", "0", "--heartbeat-timeout", "2s"])
+        .await;
+    assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
+    let left = w.names();
+    assert!(
+        left.contains(&reused),
+        "a reused identity is never collected"
+    );
+    assert!(
+        left.contains(&unmarked),
+        "a reclaimed identity is left for a later mark"
+    );
+    for name in &marked[2..] {
+        assert!(
+            !left.contains(name),
+            "{name} stayed unused after its mark and must be gone"
+        );
+    }
+    assert_eq!(w.sim.ledger().unsafe_deletes().count(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn server_dry_run_writes_nothing() {
+    let w = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let stale = w.stale_now(TIMEOUT_30M);
+    let before = w.names();
+    let (report, exit) = w.gc(&["delete", "--dry-run=server", "--qps", "0"]).await;
+    assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
+    assert_eq!(report.mode, Mode::DryRunServer);
+    assert_eq!(
+        report.summary.deleted as usize,
+        stale.len(),
+        "the server validated each delete"
+    );
+    let ledger = w.sim.ledger();
+    assert!(
+        ledger.deletes.is_empty(),
+        "the ledger records no real delete"
+    );
+    assert_eq!(
+        ledger
+            .requests
+            .iter()
+            .filter(|r| r.method == "DELETE")
+            .count(),
+        stale.len()
+    );
+    assert_eq!(w.names(), before);
+    assert_valid(&json(&report));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn blast_radius_limits_stop_before_the_first_delete() {
+    let w = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let before = w.names();
+    let (report, exit) = w.gc(&["delete", "--yes", "--max-deletions", "3"]).await;
+    assert_eq!(exit, Exit::BlastRadius);
+    assert_eq!(
+        report.aborted.as_ref().unwrap().reason,
+        AbortReason::BlastRadius
+    );
+    assert_eq!(w.names(), before);
+    let (_, exit) = w.gc(&["delete", "--yes", "--max-percent", "1"]).await;
+    assert_eq!(exit, Exit::BlastRadius);
+    assert_eq!(w.names(), before);
+    assert!(w.sim.ledger().requests.iter().all(|r| r.method != "DELETE"));
+    assert_valid(&json(&report));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn without_a_terminal_delete_requires_yes() {
+    let w = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let before = w.names();
+    let out = w.bin(&["delete", "-o", "json"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("a report on stdout");
+    assert_eq!(report["aborted"]["reason"], "not-confirmed");
+    assert_eq!(w.names(), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn lost_permission_mid_run_stops_writes_and_exits_3() {
+    let w = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let stale = w.stale_now(TIMEOUT_30M).len();
+    let sim = &w.sim;
+    let run = w.gc(&[
+        "delete",
+        "--yes",
+        "--qps",
+        "10",
+        "--burst",
+        "1",
+        "--concurrency",
+        "1",
+    ]);
+    let revoke = async {
+        while sim.ledger().deletes.len() < 3 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        sim.set_rbac_denials(vec![kubectl_cilium_gc::sim::scenario::Denial::new(
+            "delete",
+            "ciliumidentities",
+        )]);
+    };
+    let ((report, exit), ()) = tokio::join!(run, revoke);
+    assert_eq!(exit, Exit::Refused);
+    assert_eq!(
+        report.aborted.as_ref().unwrap().reason,
+        AbortReason::PermissionLost
+    );
+    assert!((report.summary.deleted as usize) < stale);
+    assert!(
+        report.summary.not_attempted > 0,
+        "the rest is reported as not attempted"
+    );
+    let forbidden = w
+        .sim
+        .ledger()
+        .requests
+        .iter()
+        .filter(|r| r.method == "DELETE" && r.status == 403)
+        .count();
+    assert!(
+        forbidden <= 1,
+        "at most the in-flight delete met the 403, then writes stopped ({forbidden})"
+    );
+    assert_valid(&json(&report));
+}
