@@ -1010,9 +1010,12 @@ fn findings(
             Severity::Warning,
             FindingCode::DanglingReferences,
             format!(
-                "{} endpoint references point at {} identities that do not exist: policy for those endpoints is wrong on other nodes",
+                "{} endpoint {} at {} {} that {} not exist: policy for those endpoints is wrong on other nodes",
                 n(integ.dangling_references),
-                n(integ.dangling_ids)
+                if integ.dangling_references == 1 { "reference points" } else { "references point" },
+                n(integ.dangling_ids),
+                if integ.dangling_ids == 1 { "identity" } else { "identities" },
+                if integ.dangling_ids == 1 { "does" } else { "do" },
             ),
             vec![format!(
                 "missing ids: {}",
