@@ -76,6 +76,52 @@ impl Resource for UsageObject {
 // Lenient decoding: every wrapper below yields "nothing" for JSON of the
 // wrong shape (draining it), so one odd field never fails a whole list page.
 
+/// Visitor methods that answer "nothing" (`Default`) for the listed JSON shapes.
+macro_rules! nothing_for {
+    (map) => {
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(Default::default())
+        }
+    };
+    (seq) => {
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(Default::default())
+        }
+    };
+    (str) => {
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+    };
+    (int) => {
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+    };
+    (scalars) => {
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(Default::default())
+        }
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+    };
+}
+
 /// A JSON object decoded as `T` (whose fields must be lenient too).
 struct Obj<T>(Option<T>);
 impl<T> Default for Obj<T> {
@@ -88,37 +134,13 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
         struct V<T>(PhantomData<T>);
         impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
             type Value = Obj<T>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
                 T::deserialize(de::value::MapAccessDeserializer::new(map)).map(|t| Obj(Some(t)))
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Obj(None))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(Obj(None))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Obj(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(Obj(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Obj(None))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Obj(None))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Obj(None))
-            }
-            fn visit_none<E>(self) -> Result<Self::Value, E> {
-                Ok(Obj(None))
-            }
+            nothing_for!(seq);
+            nothing_for!(str);
+            nothing_for!(int);
+            nothing_for!(scalars);
         }
         d.deserialize_any(V(PhantomData))
     }
@@ -136,9 +158,6 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
         struct V<T>(PhantomData<T>);
         impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
             type Value = List<T>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
                 let mut v = Vec::new();
                 while let Some(t) = seq.next_element::<T>()? {
@@ -146,31 +165,10 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
                 }
                 Ok(List(v))
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(List(Vec::new()))
-            }
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-                Ok(List(Vec::new()))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(List(Vec::new()))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(List(Vec::new()))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(List(Vec::new()))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(List(Vec::new()))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(List(Vec::new()))
-            }
-            fn visit_none<E>(self) -> Result<Self::Value, E> {
-                Ok(List(Vec::new()))
-            }
+            nothing_for!(map);
+            nothing_for!(str);
+            nothing_for!(int);
+            nothing_for!(scalars);
         }
         d.deserialize_any(V(PhantomData))
     }
@@ -184,41 +182,13 @@ impl<'de> Deserialize<'de> for Str {
         struct V;
         impl<'de> Visitor<'de> for V {
             type Value = Str;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Str, E> {
-                Ok(Str(Some(v)))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Str(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Str(None))
-            }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Str, E> {
                 Ok(Str(Some(v.to_owned())))
             }
-            fn visit_u64<E>(self, _: u64) -> Result<Str, E> {
-                Ok(Str(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Str, E> {
-                Ok(Str(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Str, E> {
-                Ok(Str(None))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Str, E> {
-                Ok(Str(None))
-            }
-            fn visit_unit<E>(self) -> Result<Str, E> {
-                Ok(Str(None))
-            }
-            fn visit_none<E>(self) -> Result<Str, E> {
-                Ok(Str(None))
-            }
+            nothing_for!(map);
+            nothing_for!(seq);
+            nothing_for!(int);
+            nothing_for!(scalars);
         }
         d.deserialize_any(V)
     }
@@ -233,9 +203,6 @@ impl<'de> Deserialize<'de> for Id {
         struct V;
         impl<'de> Visitor<'de> for V {
             type Value = Id;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an identity id")
-            }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
                 Ok(Id(Some(v).filter(|v| *v != 0)))
             }
@@ -245,26 +212,9 @@ impl<'de> Deserialize<'de> for Id {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
                 Ok(Id(crate::model::parse_id(v).filter(|v| *v != 0)))
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Id(None))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Id(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Id, E> {
-                Ok(Id(None))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Id, E> {
-                Ok(Id(None))
-            }
-            fn visit_unit<E>(self) -> Result<Id, E> {
-                Ok(Id(None))
-            }
-            fn visit_none<E>(self) -> Result<Id, E> {
-                Ok(Id(None))
-            }
+            nothing_for!(map);
+            nothing_for!(seq);
+            nothing_for!(scalars);
         }
         d.deserialize_any(V)
     }
