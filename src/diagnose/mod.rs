@@ -299,3 +299,49 @@ async fn against_simulator(
     sim.shutdown().await;
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_map_to_documented_exit_codes() {
+        let cases = [
+            (DiagnoseError::CrdMissing, 3),
+            (
+                DiagnoseError::List(ScanError::NotInstalled("404".into())),
+                3,
+            ),
+            (DiagnoseError::List(ScanError::Denied("403".into())), 2),
+            (DiagnoseError::List(ScanError::Failed("503".into())), 2),
+            (DiagnoseError::Discovery("refused".into()), 2),
+            (DiagnoseError::Connect(ConnectError::NoConfig), 2),
+            (DiagnoseError::SyncTimeout(120), 2),
+            (DiagnoseError::Flag("x".into()), 2),
+            (DiagnoseError::List(ScanError::Interrupted), 130),
+        ];
+        for (e, code) in cases {
+            assert_eq!(e.exit().code(), code, "{e}");
+            assert!(
+                crate::cli::DIAGNOSE_EXIT_HELP.contains(&format!("  {code} ")),
+                "{code} undocumented"
+            );
+        }
+    }
+
+    #[test]
+    fn records_keep_the_whole_security_label_map() {
+        let raw = RawValue::from_string(
+            r#"{"metadata":{"name":"1000","uid":"u","resourceVersion":"1"},
+                "security-labels":{"k8s:job-name":"j1","k8s:app":"a","k8s:io.kubernetes.pod.namespace":"n"}}"#
+                .into(),
+        )
+        .unwrap();
+        let r = decode_record(&raw).unwrap();
+        assert_eq!(r.security_labels.len(), 3);
+        assert_eq!(r.security_labels["k8s:job-name"], "j1");
+        assert_eq!(r.identity.namespace.as_deref(), Some("n"));
+        let bad = RawValue::from_string(r#"{"metadata":{"name":"7"}}"#.into()).unwrap();
+        assert_eq!(decode_record(&bad).unwrap_err().name.as_deref(), Some("7"));
+    }
+}
