@@ -3,7 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use crate::cli::{Cli, Command, ScanArgs};
+use crate::cli::{Cli, Command, ScanArgs, SchemaKind};
 use crate::exit::Exit;
 use crate::gc::{self, GcSettings, Ui};
 use crate::render::{color_allowed, no_color_env, render, write_report_file, ColorChoice, Style};
@@ -24,8 +24,11 @@ pub async fn run(cli: Cli, argv0: &str) -> Exit {
             Err(e) => usage_error(&e.to_string()),
         },
         Command::Demo(args) => crate::demo::run(args, &stop, cli.color).await,
-        Command::Diagnose(_) => usage_error("diagnose is not available yet"),
-        Command::Schema(_) => print_json(&crate::report::schema()),
+        Command::Diagnose(args) => crate::diagnose::run(&cli.kube, args, &stop, cli.color).await,
+        Command::Schema(args) => print_json(&match args.kind {
+            SchemaKind::Report => crate::report::schema(),
+            SchemaKind::Diagnosis => crate::diagnose::schema(),
+        }),
         Command::Version => {
             let t = gc::tool();
             let commit = t.commit.as_deref().unwrap_or("unknown");

@@ -52,6 +52,15 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Exit codes of `diagnose`: findings never change them.
+pub const DIAGNOSE_EXIT_HELP: &str = "\
+Exit codes (findings never change them):
+  0    the diagnosis was written
+  2    usage or configuration error (flags, kubeconfig, unreachable server, permission)
+  3    the CiliumIdentity CRD is not installed
+  130  interrupted by SIGINT
+  143  terminated by SIGTERM";
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -65,6 +74,7 @@ pub enum Command {
     #[command(after_help = Exit::HELP)]
     Demo(DemoArgs),
     /// Report on the health of the identity space (read-only).
+    #[command(after_help = DIAGNOSE_EXIT_HELP)]
     Diagnose(DiagnoseArgs),
     /// Print the JSON Schema of the report.
     Schema(SchemaArgs),

@@ -10,6 +10,7 @@ pub mod app;
 pub mod cli;
 pub mod cluster;
 pub mod demo;
+pub mod diagnose;
 pub mod exit;
 pub mod gc;
 pub mod model;

@@ -67,7 +67,7 @@ pub struct Report {
 }
 
 /// The program that wrote the report.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
     /// Always `kubectl-cilium-gc`.
@@ -506,7 +506,14 @@ pub fn outcome_counts(items: &[Item]) -> BTreeMap<&'static str, u64> {
 /// No object sets `additionalProperties: false`: v1 gains optional fields,
 /// and a v1 consumer must accept a newer v1 report.
 pub fn schema() -> serde_json::Value {
-    let generated = serde_json::to_value(schemars::schema_for!(Report)).expect("schema serializes");
+    publishable_schema(schemars::schema_for!(Report), SCHEMA_ID)
+}
+
+/// Turns a schemars schema into the published form every document of ours
+/// uses: `$schema` then `$id` first, and every unit enum's values listed in
+/// `enum` (see [`schema`] for why). Shared by the report and the diagnosis.
+pub fn publishable_schema(schema: schemars::Schema, id: &str) -> serde_json::Value {
+    let generated = serde_json::to_value(schema).expect("schema serializes");
     let serde_json::Value::Object(generated) = generated else {
         unreachable!("a struct's schema is an object")
     };
@@ -515,7 +522,7 @@ pub fn schema() -> serde_json::Value {
     if let Some(draft) = generated.get("$schema") {
         root.insert("$schema".into(), draft.clone());
     }
-    root.insert("$id".into(), SCHEMA_ID.into());
+    root.insert("$id".into(), id.into());
     for (k, v) in generated {
         if k != "$schema" {
             root.insert(k, v);

@@ -57,8 +57,8 @@ struct PageMeta {
     continue_token: Option<String>,
 }
 
-fn page_path(page_size: u32, token: Option<&str>) -> String {
-    let mut p = format!("{}?limit={page_size}", Kind::Identity.collection_path());
+fn page_path(path_base: &str, page_size: u32, token: Option<&str>) -> String {
+    let mut p = format!("{path_base}?limit={page_size}");
     if let Some(t) = token {
         p.push_str("&continue=");
         p.push_str(&urlencode(t));
@@ -86,8 +86,48 @@ pub async fn scan_identities(
     stop: &Stop,
     mut on_item: impl FnMut(Result<Identity, Malformed>),
 ) -> Result<(), ScanError> {
-    let mut token: Option<String> = None;
+    // After a 410 the list may start over: names already seen are skipped.
     let mut seen: HashSet<Box<str>> = HashSet::new();
+    list_raw(
+        api,
+        &Kind::Identity.collection_path(),
+        page_size,
+        max_retries,
+        stop,
+        |raw| match decode_identity(raw) {
+            Ok(identity) => {
+                if seen.insert(identity.name.as_str().into()) {
+                    on_item(Ok(identity));
+                }
+            }
+            Err(bad) => {
+                let first = bad.name.as_deref().is_none_or(|n| seen.insert(n.into()));
+                if first {
+                    on_item(Err(bad));
+                }
+            }
+        },
+    )
+    .await
+}
+
+/// The page loop under [`scan_identities`]: list the collection at
+/// `path_base`, page by page, and hand every item to `on_raw` undecoded.
+///
+/// Handles 410 Expired as the module doc says (continue with the server's
+/// token, else restart), so after a restart `on_raw` may see an item again:
+/// callers that must not double count keep their own set of names. Errs on
+/// 401/403, 404 (CRD not installed), retries exhausted, too many 410s, or a
+/// stop; none of these is worth retrying at once.
+pub async fn list_raw(
+    api: &Api,
+    path_base: &str,
+    page_size: u32,
+    max_retries: u32,
+    stop: &Stop,
+    mut on_raw: impl FnMut(&RawValue),
+) -> Result<(), ScanError> {
+    let mut token: Option<String> = None;
     let mut restarts = 0;
     let mut undecodable = 0;
     loop {
@@ -95,7 +135,10 @@ pub async fn scan_identities(
             return Err(ScanError::Interrupted);
         }
         let answer = api
-            .get(&page_path(page_size, token.as_deref()), max_retries)
+            .get(
+                &page_path(path_base, page_size, token.as_deref()),
+                max_retries,
+            )
             .await;
         match answer.class {
             Class::Success => {}
@@ -138,19 +181,7 @@ pub async fn scan_identities(
         undecodable = 0;
         Stats::bump(&api.stats.list_pages);
         for raw in &page.items {
-            match decode_identity(raw) {
-                Ok(identity) => {
-                    if seen.insert(identity.name.as_str().into()) {
-                        on_item(Ok(identity));
-                    }
-                }
-                Err(bad) => {
-                    let first = bad.name.as_deref().is_none_or(|n| seen.insert(n.into()));
-                    if first {
-                        on_item(Err(bad));
-                    }
-                }
-            }
+            on_raw(raw);
         }
         match page.metadata.continue_token.filter(|t| !t.is_empty()) {
             Some(t) => token = Some(t),
@@ -166,11 +197,11 @@ mod tests {
     #[test]
     fn paths_carry_limit_and_escaped_token() {
         assert_eq!(
-            page_path(500, None),
+            page_path(&Kind::Identity.collection_path(), 500, None),
             "/apis/cilium.io/v2/ciliumidentities?limit=500"
         );
         assert_eq!(
-            page_path(10, Some("eyJ2Ijo+/=")),
+            page_path(&Kind::Identity.collection_path(), 10, Some("eyJ2Ijo+/=")),
             "/apis/cilium.io/v2/ciliumidentities?limit=10&continue=eyJ2Ijo%2B%2F%3D"
         );
     }

@@ -6,6 +6,9 @@ mod support;
 /// The report contract: the committed schema, its validity, example reports.
 mod report;
 
+/// `diagnose`: the diagnosis contract and one scenario per finding.
+mod diagnose;
+
 /// Packaging: the krew manifest and the release script.
 mod krew;
 

@@ -1,0 +1,363 @@
+//! The diagnosis as text for humans: findings first, most severe first,
+//! then each section. Pure like [`crate::render`]: a `&Diagnosis` in, a
+//! `String` out, colour only when the [`Style`] says so.
+
+use std::fmt::Write as _;
+
+use owo_colors::OwoColorize;
+
+use super::types::{AgeBucket, Diagnosis, Level, Severity};
+use crate::render::{human_duration, thousands as n, Style};
+
+struct Paint(Style);
+
+impl Paint {
+    fn on(&self, s: &str, f: impl Fn(&str) -> String) -> String {
+        if self.0.color {
+            f(s)
+        } else {
+            s.to_owned()
+        }
+    }
+    fn bold(&self, s: &str) -> String {
+        self.on(s, |s| s.bold().to_string())
+    }
+    fn dim(&self, s: &str) -> String {
+        self.on(s, |s| s.dimmed().to_string())
+    }
+    fn severity(&self, sev: Severity) -> String {
+        let label = format!("{:<8}", sev.as_str().to_uppercase());
+        match sev {
+            Severity::Critical => self.on(&label, |s| s.red().bold().to_string()),
+            Severity::Warning => self.on(&label, |s| s.yellow().bold().to_string()),
+            Severity::Info => self.on(&label, |s| s.cyan().to_string()),
+        }
+    }
+    fn level(&self, level: Level) -> String {
+        match level {
+            Level::Ok => self.on("ok", |s| s.green().to_string()),
+            Level::Warning => self.on("WARNING", |s| s.yellow().bold().to_string()),
+            Level::Critical => self.on("CRITICAL", |s| s.red().bold().to_string()),
+        }
+    }
+}
+
+fn buckets(b: &[AgeBucket]) -> String {
+    b.iter()
+        .map(|b| format!("{}: {}", b.label, n(b.count)))
+        .collect::<Vec<_>>()
+        .join("   ")
+}
+
+/// The text view of `d`.
+pub fn text(d: &Diagnosis, style: Style) -> String {
+    let p = Paint(style);
+    let mut o = String::new();
+    let server = d.cluster.server.as_deref().unwrap_or("(unknown server)");
+    let _ = write!(o, "{} {server}", p.bold("Cilium identity diagnosis:"));
+    if let Some(c) = &d.cluster.context {
+        let _ = write!(o, " (context {c})");
+    }
+    let _ = writeln!(o, " at {}", d.generated_at);
+    if d.redacted {
+        let _ = writeln!(
+            o,
+            "{}",
+            p.dim("redacted: namespaces, label values, server and context are hashes")
+        );
+    }
+
+    let _ = writeln!(o, "\n{}", p.bold("FINDINGS"));
+    if d.findings.is_empty() {
+        let _ = writeln!(o, "  none: the identity space looks healthy");
+    }
+    for f in &d.findings {
+        let _ = writeln!(
+            o,
+            "  {} {} {}",
+            p.severity(f.severity),
+            p.bold(f.code.as_str()),
+            f.message
+        );
+        for e in &f.evidence {
+            let _ = writeln!(o, "           {}", p.dim(e));
+        }
+        if let Some(s) = &f.suggestion {
+            let _ = writeln!(o, "           -> {s}");
+        }
+    }
+
+    let sp = &d.identity_space;
+    let st = &sp.states;
+    let _ = writeln!(o, "\n{}", p.bold("IDENTITY SPACE"));
+    let _ = writeln!(
+        o,
+        "  local range {}-{}: {} of {} allocated ({}%), {} free  [{}]",
+        sp.local_range.min,
+        sp.local_range.max,
+        n(sp.allocated),
+        n(sp.capacity),
+        sp.utilisation_percent,
+        n(sp.headroom),
+        p.level(sp.level)
+    );
+    for (label, v) in [
+        ("in use", st.in_use),
+        ("stale candidates", st.stale_candidates),
+        ("unused, marked (too recent)", st.unused_marked),
+        ("unused, unmarked", st.unused_unmarked),
+        ("too young to judge", st.too_young),
+        ("not local", st.not_local),
+        ("malformed mark", st.malformed_mark),
+    ] {
+        let _ = writeln!(o, "  {label:<28} {:>9}", n(v));
+    }
+    let _ = writeln!(o, "  {:<28} {:>9}", "total", n(sp.total));
+
+    let a = &d.age;
+    let _ = writeln!(o, "\n{}", p.bold("AGE AND RATE"));
+    let _ = write!(o, "  created  {}", buckets(&a.created));
+    if a.created_unknown > 0 {
+        let _ = write!(o, "   unknown: {}", n(a.created_unknown));
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(
+        o,
+        "  marks    {}   (past the {} timeout: {})",
+        buckets(&a.marks),
+        human_duration(d.configuration.heartbeat_timeout_seconds),
+        n(a.marks_past_timeout)
+    );
+    let _ = write!(
+        o,
+        "  created in the last 24h: {} ({}/h)",
+        n(a.created_last24h),
+        a.creation_rate_per_hour
+    );
+    match (a.exhaustion_in_seconds, a.exhausted_at) {
+        (Some(s), Some(at)) if s > 0.0 => {
+            let _ = writeln!(
+                o,
+                "; at that rate the range is full in {} ({at}) if GC stalls",
+                human_duration(s)
+            );
+        }
+        (Some(_), _) => {
+            let _ = writeln!(o, "; the range is full");
+        }
+        _ => {
+            let _ = writeln!(o);
+        }
+    }
+
+    let c = &d.churn;
+    let _ = writeln!(o, "\n{}", p.bold("CHURN DRIVERS"));
+    if !c.label_keys.is_empty() {
+        let width = c
+            .label_keys
+            .iter()
+            .map(|k| k.key.len())
+            .max()
+            .unwrap_or(0)
+            .max(9);
+        let _ = writeln!(
+            o,
+            "  {:<width$}  {:>9}  {:>10}  {:>6}",
+            "label key", "values", "identities", "share"
+        );
+        for k in c.label_keys.iter().take(10) {
+            let _ = writeln!(
+                o,
+                "  {:<width$}  {:>9}  {:>10}  {:>5}%{}",
+                k.key,
+                n(k.distinct_values),
+                n(k.identities),
+                k.share_percent,
+                if k.high_cardinality {
+                    "  high cardinality"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    let ns_list = |v: &[super::types::NamespaceStat], stale: bool| {
+        v.iter()
+            .take(5)
+            .map(|s| {
+                format!(
+                    "{} ({})",
+                    s.namespace,
+                    n(if stale { s.stale } else { s.identities })
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !c.namespaces_by_identities.is_empty() {
+        let _ = writeln!(
+            o,
+            "  namespaces by identities: {}",
+            ns_list(&c.namespaces_by_identities, false)
+        );
+    }
+    if !c.namespaces_by_stale.is_empty() {
+        let _ = writeln!(
+            o,
+            "  namespaces by stale: {}",
+            ns_list(&c.namespaces_by_stale, true)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  duplicate label sets: {} ({} surplus identities)",
+        n(c.duplicates.groups),
+        n(c.duplicates.surplus)
+    );
+
+    let i = &d.integrity;
+    let _ = writeln!(o, "\n{}", p.bold("INTEGRITY"));
+    let _ = write!(
+        o,
+        "  dangling references: {} missing ids, {} references",
+        n(i.dangling_ids),
+        n(i.dangling_references)
+    );
+    if !i.dangling_examples.is_empty() {
+        let ids: Vec<String> = i.dangling_examples.iter().map(u64::to_string).collect();
+        let _ = write!(o, " ({})", ids.join(", "));
+    }
+    let _ = writeln!(o);
+    let _ = write!(
+        o,
+        "  mark stripped by an agent while unused: {}",
+        n(i.strip_loop)
+    );
+    if let Some(e) = i.strip_loop_examples.first() {
+        let _ = write!(o, " (latest: {} by {} at {})", e.name, e.manager, e.time);
+    }
+    let _ = writeln!(o);
+
+    let m = &d.modifiers;
+    let _ = writeln!(o, "\n{}", p.bold("WHO MODIFIES IDENTITIES"));
+    let _ = writeln!(o, "  changed after creation: {}", n(m.changed_identities));
+    for a in &m.managers {
+        let _ = writeln!(
+            o,
+            "  {:<32} {:>9}  latest {}",
+            a.manager,
+            n(a.identities),
+            a.latest
+        );
+    }
+
+    let cfg = &d.configuration;
+    let _ = writeln!(o, "\n{}", p.bold("CONFIGURATION"));
+    if !cfg.found {
+        let _ = writeln!(
+            o,
+            "  {}",
+            p.dim("cilium-config not readable: Cilium defaults shown")
+        );
+    }
+    for v in &cfg.values {
+        let source = match v.source {
+            crate::report::ConfigSource::CiliumConfig => "",
+            _ => " (default)",
+        };
+        let value = if v.value.is_empty() {
+            "\"\""
+        } else {
+            v.value.as_str()
+        };
+        let _ = writeln!(o, "  {:<30} {value}{}", v.key, p.dim(source));
+    }
+    if let Some(s) = &cfg.suggested_labels {
+        let _ = writeln!(o, "  suggested labels: {s:?}");
+    }
+
+    if !d.warnings.is_empty() {
+        let _ = writeln!(o, "\n{}", p.bold("WARNINGS"));
+        for w in &d.warnings {
+            let _ = writeln!(o, "  {w}");
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::analyze::{analyze, IdentityRecord, Input};
+    use crate::model::Identity;
+    use std::collections::BTreeMap;
+
+    fn sample() -> Diagnosis {
+        let ids = (0..15)
+            .map(|k| IdentityRecord {
+                identity: Identity {
+                    name: (1000 + k).to_string(),
+                    uid: "u".into(),
+                    resource_version: "1".into(),
+                    created_at: Some("2026-05-01T00:00:00Z".parse().unwrap()),
+                    labels: BTreeMap::new(),
+                    namespace: Some("jobs".into()),
+                    mark: (k < 3).then(|| "2026-05-02T00:00:00Z".into()),
+                    last_change: None,
+                },
+                security_labels: BTreeMap::from([("k8s:job-name".into(), format!("j{k}"))]),
+            })
+            .collect();
+        let mut input = Input {
+            identities: ids,
+            refs: BTreeMap::from([(5000, 2)]),
+            endpoints: 4,
+            crds: crate::preflight::Crds {
+                identities: true,
+                endpoints: true,
+                slices: false,
+            },
+            config: Some(BTreeMap::from([(
+                "identity-gc-interval".into(),
+                "0".into(),
+            )])),
+            server: Some("https://k:6443".into()),
+            ..Default::default()
+        };
+        input.warnings.push("a warning".into());
+        input
+            .malformed
+            .push("ciliumidentity 77: no metadata.uid".into());
+        analyze(&input, "2026-06-01T00:00:00Z".parse().unwrap())
+    }
+
+    #[test]
+    fn findings_come_first_most_severe_first() {
+        let t = text(&sample(), Style { color: false });
+        let findings = t.find("FINDINGS").unwrap();
+        let space = t.find("IDENTITY SPACE").unwrap();
+        assert!(findings < space);
+        let warning = t.find("WARNING  gc-disabled").expect(&t);
+        let info = t.find("INFO").expect(&t);
+        assert!(warning < info, "{t}");
+        for s in [
+            "stale candidates                     3",
+            "k8s:job-name",
+            "high cardinality",
+            "dangling references: 1 missing ids, 2 references (5000)",
+            "suggested labels: \"k8s:!job-name\"",
+            "identity-gc-interval           0",
+            "identity-heartbeat-timeout     30m0s (default)",
+            "-> set `labels:",
+            "a warning",
+        ] {
+            assert!(t.contains(s), "missing {s:?} in\n{t}");
+        }
+        assert!(!t.contains('\u{1b}'));
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        assert!(text(&sample(), Style { color: true }).contains('\u{1b}'));
+    }
+}

@@ -1,0 +1,424 @@
+//! The diagnosis document: what `diagnose -o json|yaml` prints.
+//!
+//! Like the GC report these types are the contract: `schema/diagnosis-v1.json`
+//! is generated from them ([`schema`]) and a test fails when it drifts.
+//! v1 only gains optional fields. camelCase fields, RFC 3339 UTC times,
+//! durations in seconds as numbers, lower-kebab enums.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::report::{ConfigValue, IdRange, Tool};
+
+/// `kind` of the diagnosis.
+pub const KIND: &str = "CiliumIdentityDiagnosis";
+/// `$id` of the published schema, also written as `$schema` in every diagnosis.
+pub const SCHEMA_ID: &str =
+    "https://raw.githubusercontent.com/kubectl-cilium-gc/kubectl-cilium-gc/main/schema/diagnosis-v1.json";
+
+/// A ticket-ready account of the health of a cluster's identity space.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(title = "CiliumIdentityDiagnosis")]
+pub struct Diagnosis {
+    /// The JSON Schema this document conforms to.
+    #[serde(rename = "$schema")]
+    pub schema: String,
+    /// Document version: `cilium-gc.kubectl.io/v1`.
+    pub api_version: String,
+    /// Always `CiliumIdentityDiagnosis`.
+    pub kind: String,
+    /// The program that wrote the diagnosis.
+    pub tool: Tool,
+    /// The cluster looked at.
+    pub cluster: DiagnosedCluster,
+    /// The cluster time the identities were judged by (RFC 3339, UTC).
+    pub generated_at: Timestamp,
+    /// True when namespaces, label values, the server and the context were replaced by hashes (`--redact`).
+    pub redacted: bool,
+    /// What needs attention, most severe first.
+    pub findings: Vec<Finding>,
+    /// How full the local identity range is, and what its identities are.
+    pub identity_space: IdentitySpace,
+    /// When identities were created and marked, and how fast they appear.
+    pub age: AgeAndRate,
+    /// What makes new identities: label keys, namespaces, duplicates.
+    pub churn: Churn,
+    /// References to missing identities and marks that keep disappearing.
+    pub integrity: Integrity,
+    /// Who changed identities after they were created.
+    pub modifiers: Modifiers,
+    /// The cilium-config values that shape identity allocation and GC.
+    pub configuration: Configuration,
+    /// Problems met while collecting (the diagnosis may be incomplete).
+    pub warnings: Vec<String>,
+}
+
+/// The cluster looked at. Never carries a credential.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DiagnosedCluster {
+    /// API server URL (a hash with `--redact`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// kubeconfig context used, if any (a hash with `--redact`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    /// Whether the CiliumEndpoint CRD is served.
+    pub endpoint_crd: bool,
+    /// Whether the CiliumEndpointSlice CRD is served.
+    pub endpoint_slice_crd: bool,
+    /// CiliumEndpoints seen.
+    pub endpoints: u64,
+    /// CiliumEndpointSlices seen.
+    pub endpoint_slices: u64,
+}
+
+/// How urgent a finding is.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Severity {
+    /// Act now: allocation will fail or is failing soon.
+    Critical,
+    /// Act soon: something is wrong or wasteful.
+    Warning,
+    /// Worth knowing; nothing to fix on its own.
+    Info,
+}
+
+impl Severity {
+    /// The lower-kebab name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Critical => "critical",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+/// What a finding is about. Stable: scripts match on these.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum FindingCode {
+    /// The local identity range is 80% (warning) or 95% (critical) used.
+    IdentitySpaceNearlyFull,
+    /// At the last 24 hours' creation rate the range runs out within a week.
+    ExhaustionSoon,
+    /// Stale identities wait to be deleted: GC is behind.
+    StaleBacklog,
+    /// Label keys with (nearly) one value per identity split the identity space.
+    HighCardinalityLabels,
+    /// No `labels` filter is configured while high-cardinality keys exist.
+    LabelsFilterMissing,
+    /// The `labels` filter lets high-cardinality keys through.
+    LabelsFilterLeaky,
+    /// Several identities carry the same security labels.
+    DuplicateIdentities,
+    /// Endpoints reference identities that do not exist.
+    DanglingReferences,
+    /// Unused identities lose their heartbeat mark to an agent again and again.
+    MarkStripLoop,
+    /// `identity-gc-interval` is 0: cilium-operator never collects identities.
+    GcDisabled,
+    /// `identity-heartbeat-timeout` is under 5 minutes.
+    HeartbeatTimeoutLow,
+    /// `identity-allocation-mode` is not `crd`: these objects are not the identity store.
+    NotCrdMode,
+    /// `cilium-config` could not be read; Cilium's defaults were assumed.
+    ConfigUnavailable,
+    /// No endpoint source could be read, or there are no endpoints: "in use" is unknown.
+    UsageUnknown,
+    /// Heartbeat marks that are not RFC 3339 times.
+    MalformedMarks,
+    /// Objects that could not be decoded.
+    MalformedObjects,
+}
+
+impl FindingCode {
+    /// The lower-kebab name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FindingCode::IdentitySpaceNearlyFull => "identity-space-nearly-full",
+            FindingCode::ExhaustionSoon => "exhaustion-soon",
+            FindingCode::StaleBacklog => "stale-backlog",
+            FindingCode::HighCardinalityLabels => "high-cardinality-labels",
+            FindingCode::LabelsFilterMissing => "labels-filter-missing",
+            FindingCode::LabelsFilterLeaky => "labels-filter-leaky",
+            FindingCode::DuplicateIdentities => "duplicate-identities",
+            FindingCode::DanglingReferences => "dangling-references",
+            FindingCode::MarkStripLoop => "mark-strip-loop",
+            FindingCode::GcDisabled => "gc-disabled",
+            FindingCode::HeartbeatTimeoutLow => "heartbeat-timeout-low",
+            FindingCode::NotCrdMode => "not-crd-mode",
+            FindingCode::ConfigUnavailable => "config-unavailable",
+            FindingCode::UsageUnknown => "usage-unknown",
+            FindingCode::MalformedMarks => "malformed-marks",
+            FindingCode::MalformedObjects => "malformed-objects",
+        }
+    }
+}
+
+/// One thing that needs attention.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    /// How urgent it is.
+    pub severity: Severity,
+    /// What it is about.
+    pub code: FindingCode,
+    /// One sentence for humans.
+    pub message: String,
+    /// The numbers and names that show it.
+    pub evidence: Vec<String>,
+    /// What to do about it, when there is something to do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggestion: Option<String>,
+}
+
+/// How full the local identity range is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Level {
+    /// Under 80% used.
+    Ok,
+    /// 80% or more used.
+    Warning,
+    /// 95% or more used.
+    Critical,
+}
+
+/// The identities and the range they are allocated from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IdentitySpace {
+    /// CiliumIdentity objects listed (decodable ones).
+    pub total: u64,
+    /// Identities per state.
+    pub states: StateCounts,
+    /// The local identity range (from cluster-id and max-connected-clusters).
+    pub local_range: IdRange,
+    /// Ids in the local range.
+    pub capacity: u64,
+    /// Identities whose id is in the local range.
+    pub allocated: u64,
+    /// `allocated` as a percent of `capacity`, one decimal.
+    pub utilisation_percent: f64,
+    /// Ids still free in the local range.
+    pub headroom: u64,
+    /// ok under 80%, warning from 80%, critical from 95%.
+    pub level: Level,
+}
+
+/// Identities per state. Every identity is counted once.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StateCounts {
+    /// Referenced by a CiliumEndpoint or CiliumEndpointSlice.
+    pub in_use: u64,
+    /// Unused, heartbeat mark older than the heartbeat timeout: GC may delete them.
+    pub stale_candidates: u64,
+    /// Unused, marked less than a heartbeat timeout ago.
+    pub unused_marked: u64,
+    /// Unused, no mark, older than one identity-gc-interval: the operator should have marked them.
+    pub unused_unmarked: u64,
+    /// Unused, no mark, created less than one identity-gc-interval ago: too young to judge.
+    pub too_young: u64,
+    /// Outside the local range or not numeric (another cluster's, or not an identity).
+    pub not_local: u64,
+    /// Unused, with a heartbeat mark that is not a time.
+    pub malformed_mark: u64,
+}
+
+/// How many identities fall in one age range.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgeBucket {
+    /// Human label of the range, e.g. `1h-24h`.
+    pub label: String,
+    /// Lower bound of the age, in seconds (inclusive).
+    pub from_seconds: f64,
+    /// Upper bound of the age, in seconds (exclusive); absent for the last bucket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_seconds: Option<f64>,
+    /// Identities in the range.
+    pub count: u64,
+}
+
+/// When identities were created and marked, and the creation rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgeAndRate {
+    /// Identities by creation age (disjoint buckets: last hour, last day, last week, older).
+    pub created: Vec<AgeBucket>,
+    /// Identities without a readable creationTimestamp.
+    pub created_unknown: u64,
+    /// Heartbeat marks by age.
+    pub marks: Vec<AgeBucket>,
+    /// Marked identities whose mark is older than the heartbeat timeout.
+    pub marks_past_timeout: u64,
+    /// Existing identities created in the last 24 hours (deleted ones cannot be seen, so this is a lower bound).
+    pub created_last24h: u64,
+    /// `createdLast24h` per hour.
+    pub creation_rate_per_hour: f64,
+    /// At that rate, seconds until the local range is full if GC stalls; absent when nothing was created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exhaustion_in_seconds: Option<f64>,
+    /// The time the range would be full at that rate, if GC stalls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exhausted_at: Option<Timestamp>,
+}
+
+/// What makes new identities.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Churn {
+    /// Security-label keys ranked by distinct values (top 20).
+    pub label_keys: Vec<LabelKeyStat>,
+    /// Namespaces ranked by identity count (top 10).
+    pub namespaces_by_identities: Vec<NamespaceStat>,
+    /// Namespaces ranked by stale identities (top 10, only those with any).
+    pub namespaces_by_stale: Vec<NamespaceStat>,
+    /// Identities that share their security labels with another identity.
+    pub duplicates: Duplicates,
+}
+
+/// One security-label key across all identities.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelKeyStat {
+    /// The key with its source, e.g. `k8s:job-name`.
+    pub key: String,
+    /// Distinct values of the key.
+    pub distinct_values: u64,
+    /// Identities that carry the key.
+    pub identities: u64,
+    /// `identities` as a percent of all identities: the share of the space this key splits.
+    pub share_percent: f64,
+    /// True when the key has at least 10 values and one value per two identities or more: a churn driver.
+    pub high_cardinality: bool,
+}
+
+/// Identities of one pod namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespaceStat {
+    /// The namespace (a hash with `--redact`).
+    pub namespace: String,
+    /// Identities allocated for it.
+    pub identities: u64,
+    /// Of which stale candidates.
+    pub stale: u64,
+    /// Of which unused (any unused state).
+    pub unused: u64,
+}
+
+/// Identities with identical security labels.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Duplicates {
+    /// Label sets carried by more than one identity.
+    pub groups: u64,
+    /// Identities beyond the first in each group: the ids that could be freed.
+    pub surplus: u64,
+    /// The largest groups (up to 10).
+    pub examples: Vec<DuplicateGroup>,
+}
+
+/// Identities that carry the same security labels.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DuplicateGroup {
+    /// The identity names, ascending.
+    pub identities: Vec<String>,
+    /// Their security labels (values hashed with `--redact`).
+    pub labels: BTreeMap<String, String>,
+}
+
+/// References to missing identities, and marks that keep disappearing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Integrity {
+    /// Distinct local ids (256 and up) referenced by endpoints but with no CiliumIdentity.
+    pub dangling_ids: u64,
+    /// Endpoint references to those ids (a CES counts once per endpoint in it).
+    pub dangling_references: u64,
+    /// Up to 20 dangling ids, ascending.
+    pub dangling_examples: Vec<u64>,
+    /// Unused, unmarked identities last changed by an agent after creation.
+    pub strip_loop: u64,
+    /// Up to 20 of them, most recently changed first.
+    pub strip_loop_examples: Vec<StripExample>,
+}
+
+/// An identity whose mark an agent removed while nothing used it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StripExample {
+    /// Identity name.
+    pub name: String,
+    /// Pod namespace (a hash with `--redact`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The field manager of the last change.
+    pub manager: String,
+    /// When it changed the identity.
+    pub time: Timestamp,
+}
+
+/// Who changed identities after they were created.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Modifiers {
+    /// Identities whose newest managedFields entry is later than their creation.
+    pub changed_identities: u64,
+    /// Per field manager of that newest entry, most identities first.
+    pub managers: Vec<ManagerActivity>,
+}
+
+/// Identities last changed by one field manager.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ManagerActivity {
+    /// The field manager, e.g. `cilium-agent`.
+    pub manager: String,
+    /// Identities it changed last.
+    pub identities: u64,
+    /// Its most recent change.
+    pub latest: Timestamp,
+}
+
+/// The cilium-config values that matter, and what follows from them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Configuration {
+    /// Whether the ConfigMap could be read.
+    pub found: bool,
+    /// Each relevant key, its effective value and where it came from.
+    pub values: Vec<ConfigValue>,
+    /// `identity-gc-interval` in seconds (0: GC disabled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_interval_seconds: Option<f64>,
+    /// `identity-heartbeat-timeout` in seconds.
+    pub heartbeat_timeout_seconds: f64,
+    /// High-cardinality keys the current `labels` filter lets into identities.
+    pub leaky_keys: Vec<String>,
+    /// The complete `labels` value to set so those keys no longer split identities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_labels: Option<String>,
+}
+
+/// The JSON Schema of [`Diagnosis`], draft 2020-12, with our `$id`.
+///
+/// This is what `schema/diagnosis-v1.json` holds; `tests/it/diagnose.rs`
+/// fails when the two differ. Same conventions as the report's schema.
+pub fn schema() -> serde_json::Value {
+    crate::report::publishable_schema(schemars::schema_for!(Diagnosis), SCHEMA_ID)
+}
