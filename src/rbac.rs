@@ -96,10 +96,15 @@ mod tests {
 
     #[test]
     fn scan_needs_no_write_verbs() {
-        let verbs: Vec<_> = required(false, false, true).iter().map(|p| p.verb).collect();
+        let verbs: Vec<_> = required(false, false, true)
+            .iter()
+            .map(|p| p.verb)
+            .collect();
         assert!(!verbs.contains(&"delete") && !verbs.contains(&"patch"));
         let all = required(true, true, true);
-        assert!(all.iter().any(|p| p.verb == "delete" && p.resource == "ciliumidentities"));
+        assert!(all
+            .iter()
+            .any(|p| p.verb == "delete" && p.resource == "ciliumidentities"));
         assert!(all.iter().any(|p| p.verb == "patch"));
     }
 }
