@@ -79,12 +79,15 @@ pub async fn serve(args: SimServeArgs) -> Exit {
         Ok(s) => s,
         Err(e) => return e,
     };
-    crate::sim::customise(
-        &mut scenario,
-        args.identities,
-        args.endpoints,
-        args.no_actors,
-    );
+    if let Some(n) = args.identities {
+        scenario.identities = n;
+    }
+    if let Some(n) = args.endpoints {
+        scenario.endpoints = n;
+    }
+    if args.no_actors {
+        scenario.actors = Default::default();
+    }
     let sim = match Simulator::start(scenario).await {
         Ok(s) => s,
         Err(e) => {

@@ -413,6 +413,7 @@ async fn execute(
         },
         _ = stop.wait() => return Exit::Interrupted,
     }
+    let _watchers = usage.stop_on_drop();
     run.summary.endpoints = usage.object_count(Kind::Endpoint);
     run.summary.endpoint_slices = usage.object_count(Kind::EndpointSlice);
 

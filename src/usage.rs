@@ -341,12 +341,22 @@ impl Source {
 struct Shared {
     sources: Mutex<HashMap<Kind, Source>>,
     changed: Notify,
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// A live view of identity usage. Cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct UsageHandle {
     shared: Arc<Shared>,
+}
+
+/// Stops the watchers when dropped; see [`UsageHandle::stop_on_drop`].
+pub struct WatchersGuard<'a>(&'a UsageHandle);
+
+impl Drop for WatchersGuard<'_> {
+    fn drop(&mut self) {
+        self.0.stop();
+    }
 }
 
 /// What to watch.
@@ -394,9 +404,23 @@ impl UsageHandle {
             let h = handle.clone();
             let client = client.clone();
             let stats = stats.clone();
-            tokio::spawn(async move { h.run(kind, client, page_size, stats).await });
+            let task = tokio::spawn(async move { h.run(kind, client, page_size, stats).await });
+            handle.shared.tasks.lock().unwrap().push(task);
         }
         handle
+    }
+
+    /// A guard that stops the watchers when the caller's scope ends, however
+    /// it ends (early return, error, signal).
+    pub fn stop_on_drop(&self) -> WatchersGuard<'_> {
+        WatchersGuard(self)
+    }
+
+    /// Stop the watchers (the run is over). Counts stay readable.
+    pub fn stop(&self) {
+        for t in self.shared.tasks.lock().unwrap().drain(..) {
+            t.abort();
+        }
     }
 
     async fn run(self, kind: Kind, client: kube::Client, page_size: u32, stats: Arc<Stats>) {

@@ -159,6 +159,7 @@ pub async fn collect(
     let sources = crate::preflight::usage_sources(crds, &settings);
 
     let usage = UsageHandle::start(api.client(), sources, args.page_size, stats);
+    let _watchers = usage.stop_on_drop();
     if sources.endpoints || sources.slices {
         let limit = crate::gc::SYNC_TIMEOUT;
         tokio::select! {

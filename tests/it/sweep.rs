@@ -466,7 +466,7 @@ async fn lost_permission_mid_run_stops_writes_and_exits_3() {
         while sim.ledger().deletes.len() < 3 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        sim.set_rbac_denials(vec![kubectl_cilium_gc::sim::scenario::Denial::new(
+        sim.set_rbac_denials(vec![kubectl_cilium_gc::sim::Denial::new(
             "delete",
             "ciliumidentities",
         )]);

@@ -75,7 +75,8 @@ impl World {
             other => panic!("not a gc command: {other:?}"),
         }
         .expect("settings valid");
-        let run = gc::run(&self.kube(), &settings, stop, &Ui::headless());
+        let (kube, ui) = (self.kube(), Ui::headless());
+        let run = gc::run(&kube, &settings, stop, &ui);
         tokio::time::timeout(TEST_TIMEOUT, run)
             .await
             .expect("gc run finished in time")
