@@ -193,7 +193,7 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
         conflicts: Vec::new(),
         last_error: None,
     };
-    let (mut transient, mut throttled) = (0u32, 0u32);
+    let (mut transient, mut throttled, mut lost_answers) = (0u32, 0u32, 0u32);
     loop {
         if ctx.stop.is_stopped() {
             return stopped(r);
@@ -228,7 +228,13 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
                 };
                 return finish(r, done, None);
             }
-            Class::NotFound => return finish(r, Outcome::AlreadyGone, None),
+            Class::NotFound => {
+                // After a lost answer (reset, timeout) the 404 may be our own
+                // earlier delete; we cannot tell, so it counts as gone, noted.
+                let note = (lost_answers > 0)
+                    .then(|| "an earlier attempt got no answer and may have deleted it".to_owned());
+                return finish(r, Outcome::AlreadyGone, note);
+            }
             Class::Conflict => {
                 Stats::bump(&ctx.api.stats.conflicts);
                 let expected = ident.resource_version.clone();
@@ -275,6 +281,9 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
                 Stats::bump(&ctx.api.stats.retries);
             }
             Class::Transient { retry_after } => {
+                if answer.code == 0 {
+                    lost_answers += 1;
+                }
                 r.last_error = Some(answer.message);
                 if transient >= ctx.cfg.max_retries {
                     return finish(r, Outcome::Failed, None);
