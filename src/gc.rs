@@ -428,7 +428,7 @@ async fn execute(
     ui.progress.listing("listing identities");
     let mut plan = Plan::default();
     let scanned = scan::scan_identities(&api, s.scan.page_size, s.max_retries, stop, |item| {
-        ui.progress.page_tick();
+        ui.progress.listed();
         plan.take(item, &usage, &policy, api.clock.now(), s, run);
     })
     .await;

@@ -2,7 +2,16 @@
 //! ETA. Drawn only when stderr is a terminal; silent otherwise, so CronJob
 //! logs and pipes stay clean.
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+
+/// A style with a `{rate}` key: items per second with one decimal.
+fn with_rate(template: &str) -> ProgressStyle {
+    ProgressStyle::with_template(template)
+        .expect("valid template")
+        .with_key("rate", |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+            let _ = write!(w, "{:.1}/s", s.per_sec());
+        })
+}
 
 /// A progress display that may be disabled.
 #[derive(Debug, Clone)]
@@ -11,14 +20,12 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Enabled only when `enabled` (stderr is a terminal and not `-o json` piped...).
+    /// Drawn only when `enabled` (the caller checks that stderr is a terminal).
     pub fn new(enabled: bool) -> Self {
         let bar = enabled.then(|| {
             let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            b.set_style(
-                ProgressStyle::with_template("{spinner} {msg} {pos} pages")
-                    .expect("valid template"),
-            );
+            b.set_style(with_rate("{spinner} {msg}: {pos} ({rate})"));
+            b.set_message("connecting");
             b
         });
         Progress { bar }
@@ -32,20 +39,14 @@ impl Progress {
     /// Phase message while listing.
     pub fn listing(&self, what: &str) {
         if let Some(b) = &self.bar {
+            b.set_position(0);
             b.set_message(what.to_owned());
             b.tick();
         }
     }
 
-    /// Something happened while listing (keeps the spinner moving).
-    pub fn page_tick(&self) {
-        if let Some(b) = &self.bar {
-            b.tick();
-        }
-    }
-
-    /// One list page done.
-    pub fn page(&self) {
+    /// One more object listed.
+    pub fn listed(&self) {
         if let Some(b) = &self.bar {
             b.inc(1);
         }
@@ -57,9 +58,7 @@ impl Progress {
             b.set_position(0);
             b.set_length(total);
             b.set_style(
-                ProgressStyle::with_template("{msg:>8} [{bar:30}] {pos}/{len} {per_sec} ETA {eta}")
-                    .expect("valid template")
-                    .progress_chars("=> "),
+                with_rate("{msg:>8} [{bar:30}] {pos}/{len} {rate} ETA {eta}").progress_chars("=> "),
             );
             b.set_message(label.to_owned());
         }
