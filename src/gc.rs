@@ -402,7 +402,6 @@ async fn execute(
     let usage = UsageHandle::start(
         api.client(),
         preflight::usage_sources(crds, &cilium),
-        s.scan.page_size,
         stats.clone(),
     );
     ui.progress.listing("syncing endpoints");

@@ -19,7 +19,9 @@ use crate::stop::Stop;
 
 /// Default identities per page.
 pub const PAGE_SIZE: u32 = 500;
-/// How many times a list may restart or continue after 410 before we give up.
+/// How many 410s in a row, with no page read in between, before we give up.
+/// A continuation with the server's token reads a page and so makes
+/// progress; only expiries that keep us from reading anything are bounded.
 pub const MAX_LIST_RESTARTS: u32 = 5;
 
 /// Why the identity list could not be read.
@@ -35,7 +37,7 @@ pub enum ScanError {
     #[error("listing ciliumidentities: {0}")]
     Failed(String),
     /// Too many 410s in a row.
-    #[error("listing ciliumidentities: the list expired {0} times (the API server compacts faster than we can page); try a larger --page-size")]
+    #[error("listing ciliumidentities: the list expired {0} times in a row (the API server compacts faster than we can page); try a larger --page-size")]
     TooManyRestarts(u32),
     /// A signal arrived.
     #[error("listing ciliumidentities: interrupted")]
@@ -146,7 +148,7 @@ pub async fn list_raw(
                 Stats::bump(&api.stats.list_restarts);
                 restarts += 1;
                 if restarts > MAX_LIST_RESTARTS {
-                    return Err(ScanError::TooManyRestarts(restarts - 1));
+                    return Err(ScanError::TooManyRestarts(restarts));
                 }
                 tracing::warn!(
                     "identity list expired (410); {}",
@@ -179,6 +181,7 @@ pub async fn list_raw(
             }
         };
         undecodable = 0;
+        restarts = 0;
         Stats::bump(&api.stats.list_pages);
         for raw in &page.items {
             on_raw(raw);

@@ -34,6 +34,11 @@ use tokio::time::Instant;
 use crate::model::{Kind, CILIUM_GROUP};
 use crate::stats::Stats;
 
+/// Endpoints per page of the watchers' initial list. Independent of the
+/// identity `--page-size`: a watcher restarts its whole list on any error, so
+/// few, large pages make it sync sooner on a struggling API server.
+pub const PAGE_SIZE: u32 = 500;
+
 /// How long deletes pause after a watcher error: the watcher re-watches
 /// within its backoff (under a second at first); events missed meanwhile
 /// arrive then, or a re-list starts.
@@ -380,12 +385,7 @@ fn api_resource(kind: Kind) -> ApiResource {
 
 impl UsageHandle {
     /// Start the watchers. Returns at once; call [`UsageHandle::wait_ready`].
-    pub fn start(
-        client: kube::Client,
-        sources: Sources,
-        page_size: u32,
-        stats: Arc<Stats>,
-    ) -> Self {
+    pub fn start(client: kube::Client, sources: Sources, stats: Arc<Stats>) -> Self {
         let handle = UsageHandle::default();
         let kinds = [
             (Kind::Endpoint, sources.endpoints),
@@ -404,7 +404,7 @@ impl UsageHandle {
             let h = handle.clone();
             let client = client.clone();
             let stats = stats.clone();
-            let task = tokio::spawn(async move { h.run(kind, client, page_size, stats).await });
+            let task = tokio::spawn(async move { h.run(kind, client, stats).await });
             handle.shared.tasks.lock().unwrap().push(task);
         }
         handle
@@ -423,9 +423,9 @@ impl UsageHandle {
         }
     }
 
-    async fn run(self, kind: Kind, client: kube::Client, page_size: u32, stats: Arc<Stats>) {
+    async fn run(self, kind: Kind, client: kube::Client, stats: Arc<Stats>) {
         let api: KubeApi<UsageObject> = KubeApi::all_with(client, &api_resource(kind));
-        let config = watcher::Config::default().page_size(page_size);
+        let config = watcher::Config::default().page_size(PAGE_SIZE);
         let mut stream = watcher::watcher(api, config).default_backoff().boxed();
         while let Some(ev) = stream.next().await {
             match ev {

@@ -158,7 +158,7 @@ pub async fn collect(
     let settings = crate::preflight::settings_from_config(config.as_ref(), None);
     let sources = crate::preflight::usage_sources(crds, &settings);
 
-    let usage = UsageHandle::start(api.client(), sources, args.page_size, stats);
+    let usage = UsageHandle::start(api.client(), sources, stats);
     let _watchers = usage.stop_on_drop();
     if sources.endpoints || sources.slices {
         let limit = crate::gc::SYNC_TIMEOUT;
