@@ -178,12 +178,24 @@ impl Store {
         objects: impl IntoIterator<Item = (String, Value)>,
         mut make: impl FnMut(&mut Value, u64),
     ) {
-        let mut g = self.lock();
-        for (key, mut v) in objects {
-            g.rv += 1;
-            let rv = g.rv;
+        self.seed_with(kind, objects, |(key, mut v), rv| {
             make(&mut v, rv);
-            let obj = seal(kind, &v, rv);
+            (key, seal(kind, &v, rv))
+        });
+    }
+
+    /// Load seed items built by `build` (which gets each item's revision)
+    /// without logging them; compacts to the last seed revision.
+    pub fn seed_with<T>(
+        &self,
+        kind: Kind,
+        items: impl IntoIterator<Item = T>,
+        mut build: impl FnMut(T, u64) -> (String, Arc<Obj>),
+    ) {
+        let mut g = self.lock();
+        for item in items {
+            g.rv += 1;
+            let (key, obj) = build(item, g.rv);
             for id in obj.ids.iter() {
                 *g.refs.entry(*id).or_default() += 1;
             }
