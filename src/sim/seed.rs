@@ -400,7 +400,7 @@ fn seed_slices(
             objs.push((name.clone(), slice(&name, ns, chunk, c, uid)));
         }
     }
-    store.seed(Kind::EndpointSlice, objs, |v, rv| set_rv(v, rv));
+    store.seed(Kind::EndpointSlice, objs, set_rv);
 }
 
 #[cfg(test)]

@@ -81,6 +81,9 @@ pub struct Event {
     pub prev: Option<Arc<Obj>>,
 }
 
+/// Logged events to replay, and the live feed after them.
+pub type WatchStart = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
+
 /// Which revision a list reads.
 #[derive(Debug, Clone, Copy)]
 pub enum ReadAt {
@@ -226,10 +229,7 @@ impl Store {
 
     /// Subscribe to live events and get the logged ones after `after`, in one
     /// step so none falls between; `Err` when `after` is compacted.
-    pub fn watch_from(
-        &self,
-        after: u64,
-    ) -> Result<(Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>), u64> {
+    pub fn watch_from(&self, after: u64) -> Result<WatchStart, u64> {
         let g = self.lock();
         if after < g.compacted_rv {
             return Err(g.compacted_rv);
@@ -571,7 +571,7 @@ mod tests {
         s.seed(
             Kind::Identity,
             ["1", "2", "3"].map(|n| (n.to_string(), ident(n))),
-            |v, rv| super::super::object::set_rv(v, rv),
+            super::super::object::set_rv,
         );
         let snap = s.rv();
         let w = Writer::actor("a");
@@ -629,7 +629,7 @@ mod tests {
         s.seed(
             Kind::Identity,
             ["1", "2", "3", "4"].map(|n| (n.to_string(), ident(n))),
-            |v, rv| super::super::object::set_rv(v, rv),
+            super::super::object::set_rv,
         );
         let p = s
             .list(Kind::Identity, ReadAt::Latest, "", None, Some(2), |_, _| {
