@@ -404,6 +404,18 @@ mod tests {
     }
 
     #[test]
+    fn uuids_look_like_v4() {
+        use rand::SeedableRng;
+        let u = uuid(&mut rand_chacha::ChaCha8Rng::seed_from_u64(1));
+        assert_eq!(u.len(), 36);
+        assert_eq!(
+            u.split('-').map(str::len).collect::<Vec<_>>(),
+            vec![8, 4, 4, 4, 12]
+        );
+        assert_eq!(&u[14..15], "4");
+    }
+
+    #[test]
     fn managed_fields_are_capped_with_ancient_changes() {
         let mut v = json!({"metadata":{"name":"1"}});
         for i in 0..15 {

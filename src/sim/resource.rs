@@ -43,6 +43,12 @@ pub fn split_key(key: &str) -> (Option<&str>, &str) {
     }
 }
 
+/// A response that ends a request early (boxed: responses are large).
+type Refusal = Box<Response<Body>>;
+
+/// A read-modify-write step applied under the store lock.
+type Edit = Box<dyn FnOnce(&Value) -> Result<Value, StoreError>>;
+
 // ---- continue tokens (§2) ----
 
 #[derive(Deserialize)]
@@ -99,7 +105,7 @@ struct LabelsMeta {
 }
 
 impl Filter {
-    fn parse(kind: Kind, r: &Req) -> Result<Filter, Response<Body>> {
+    fn parse(kind: Kind, r: &Req) -> Result<Filter, Refusal> {
         let labels =
             match r
                 .query
@@ -130,15 +136,15 @@ impl Filter {
             } else if let Some((k, v)) = term.split_once('=') {
                 (k, true, v)
             } else {
-                return Err(status::bad_request(&format!(
+                return Err(Box::new(status::bad_request(&format!(
                     "invalid selector: '{term}'; can't understand '{term}'"
-                )));
+                ))));
             };
             let ok = k == "metadata.name" || (k == "metadata.namespace" && kind == Kind::Endpoint);
             if !ok {
-                return Err(status::bad_request(&format!(
+                return Err(Box::new(status::bad_request(&format!(
                     "field label not supported: {k}"
-                )));
+                ))));
             }
             fields.push((k.to_owned(), eq, v.to_owned()));
         }
@@ -231,7 +237,7 @@ pub fn list(
 ) -> Response<Body> {
     let filter = match Filter::parse(kind, r) {
         Ok(f) => f,
-        Err(resp) => return resp,
+        Err(resp) => return *resp,
     };
     let rv_param = r
         .query
@@ -333,7 +339,7 @@ pub fn get(app: &App, kind: Kind, namespace: Option<&str>, name: &str, r: &Req) 
 
 // ---- writes ----
 
-fn parse_body(r: &Req) -> Result<Value, Response<Body>> {
+fn parse_body(r: &Req) -> Result<Value, Refusal> {
     let v: Value = if r
         .headers
         .get(header::CONTENT_TYPE)
@@ -341,16 +347,18 @@ fn parse_body(r: &Req) -> Result<Value, Response<Body>> {
         .is_some_and(|c| c.contains("yaml"))
     {
         serde_yaml::from_slice(&r.body)
-            .map_err(|e| status::bad_request(&format!("error decoding YAML: {e}")))?
+            .map_err(|e| Box::new(status::bad_request(&format!("error decoding YAML: {e}"))))?
     } else {
         serde_json::from_slice(&r.body).map_err(|e| {
-            status::bad_request(&format!("couldn't get version/kind; json parse error: {e}"))
+            Box::new(status::bad_request(&format!(
+                "couldn't get version/kind; json parse error: {e}"
+            )))
         })?
     };
     if !v.is_object() {
-        return Err(status::bad_request(
+        return Err(Box::new(status::bad_request(
             "the body of the request is not an object",
-        ));
+        )));
     }
     Ok(v)
 }
@@ -386,7 +394,7 @@ fn validate(kind: Kind, name: &str, v: &Value) -> Result<(), StoreError> {
 pub fn create(app: &App, kind: Kind, namespace: Option<&str>, r: &Req) -> Response<Body> {
     let mut v = match parse_body(r) {
         Ok(v) => v,
-        Err(e) => return e,
+        Err(e) => return *e,
     };
     if kind == Kind::Endpoint && namespace.is_none() {
         return status::page_not_found();
@@ -462,7 +470,7 @@ pub fn update(
 ) -> Response<Body> {
     let body = match parse_body(r) {
         Ok(v) => v,
-        Err(e) => return e,
+        Err(e) => return *e,
     };
     if body
         .pointer("/metadata/name")
@@ -519,7 +527,7 @@ pub fn patch(
         .trim()
         .to_owned();
     let mut writer = Writer::client(r.manager());
-    let op: Box<dyn FnOnce(&Value) -> Result<Value, StoreError>> = match ct.as_str() {
+    let op: Edit = match ct.as_str() {
         "application/merge-patch+json" | "application/apply-patch+yaml" => {
             let apply = ct.ends_with("yaml");
             if apply {
@@ -615,10 +623,13 @@ struct Preconditions {
 }
 
 /// Options from the body when it is non-empty, else from the query (§3).
-fn delete_options(r: &Req) -> Result<DeleteOptions, Response<Body>> {
+fn delete_options(r: &Req) -> Result<DeleteOptions, Refusal> {
     if !r.body.iter().all(u8::is_ascii_whitespace) {
-        return serde_json::from_slice(&r.body)
-            .map_err(|e| status::bad_request(&format!("error decoding DeleteOptions: {e}")));
+        return serde_json::from_slice(&r.body).map_err(|e| {
+            Box::new(status::bad_request(&format!(
+                "error decoding DeleteOptions: {e}"
+            )))
+        });
     }
     Ok(DeleteOptions {
         propagation_policy: r.query.get("propagationPolicy").cloned(),
@@ -628,12 +639,12 @@ fn delete_options(r: &Req) -> Result<DeleteOptions, Response<Body>> {
     })
 }
 
-fn validate_delete(o: &DeleteOptions) -> Result<(), Response<Body>> {
+fn validate_delete(o: &DeleteOptions) -> Result<(), Refusal> {
     let bad = |field: &str, msg: String| {
-        status::invalid(
+        Box::new(status::invalid(
             &format!("DeleteOptions.meta.k8s.io \"\" is invalid: {field}: {msg}"),
             json!({"group":"meta.k8s.io","kind":"DeleteOptions","causes":[{"reason":"FieldValueNotSupported","message":msg,"field":field}]}),
-        )
+        ))
     };
     if let Some(p) = &o.propagation_policy {
         if !matches!(p.as_str(), "Foreground" | "Background" | "Orphan") {
@@ -667,10 +678,10 @@ pub fn delete(
 ) -> Response<Body> {
     let opts = match delete_options(r) {
         Ok(o) => o,
-        Err(e) => return e,
+        Err(e) => return *e,
     };
     if let Err(e) = validate_delete(&opts) {
-        return e;
+        return *e;
     }
     let dry_run = !opts.dry_run.is_empty();
     let pre = opts.preconditions.unwrap_or_default();

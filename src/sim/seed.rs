@@ -6,9 +6,11 @@
 use jiff::{SignedDuration, Timestamp};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
-use super::object::{rfc3339_secs, set_rv, uuid, Clock};
+use serde_json::{json, Value};
+
+use super::object::{rfc3339_secs, set_rv, uuid, Clock, Obj};
 use super::scenario::Scenario;
 use super::store::Store;
 use crate::model::{Kind, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL};
@@ -41,36 +43,98 @@ impl Workload {
         }
     }
 
-    /// `security-labels` (all `k8s:`-prefixed).
-    pub fn security_labels(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        let mut put = |k: &str, v: &str| {
-            m.insert(format!("k8s:{k}"), Value::String(v.to_owned()));
-        };
-        put("app", &self.app);
+    /// `security-labels` (all `k8s:`-prefixed), sorted by key as Go
+    /// encodes maps.
+    pub fn security_labels(&self) -> Vec<(String, &str)> {
+        let mut m: Vec<(String, &str)> = vec![
+            ("k8s:app".into(), self.app.as_str()),
+            (
+                "k8s:io.cilium.k8s.namespace.labels.kubernetes.io/metadata.name".into(),
+                self.namespace.as_str(),
+            ),
+            ("k8s:io.cilium.k8s.policy.cluster".into(), "default"),
+            ("k8s:io.cilium.k8s.policy.serviceaccount".into(), "default"),
+            (format!("k8s:{NAMESPACE_LABEL}"), self.namespace.as_str()),
+        ];
         if let Some((job, uid)) = &self.job {
-            put("batch.kubernetes.io/controller-uid", uid);
-            put("batch.kubernetes.io/job-name", job);
-            put("controller-uid", uid);
-            put("job-name", job);
+            m.push((
+                "k8s:batch.kubernetes.io/controller-uid".into(),
+                uid.as_str(),
+            ));
+            m.push(("k8s:batch.kubernetes.io/job-name".into(), job.as_str()));
+            m.push(("k8s:controller-uid".into(), uid.as_str()));
+            m.push(("k8s:job-name".into(), job.as_str()));
         }
-        put(
-            "io.cilium.k8s.namespace.labels.kubernetes.io/metadata.name",
-            &self.namespace,
-        );
-        put("io.cilium.k8s.policy.cluster", "default");
-        put("io.cilium.k8s.policy.serviceaccount", "default");
-        put(NAMESPACE_LABEL, &self.namespace);
+        m.sort();
         m
     }
+}
 
-    /// Labels in the `k8s:key=value` list form endpoints carry.
-    pub fn label_list(&self) -> Vec<Value> {
-        self.security_labels()
-            .iter()
-            .map(|(k, v)| Value::String(format!("{k}={}", v.as_str().unwrap_or_default())))
-            .collect()
+/// A JSON string literal.
+fn q(s: &str) -> String {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        format!("\"{s}\"")
+    } else {
+        Value::String(s.to_owned()).to_string()
     }
+}
+
+/// `{"k":"v",...}` from pairs.
+fn str_map<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> String {
+    let body: Vec<String> = pairs.map(|(k, v)| format!("{}:{}", q(k), q(v))).collect();
+    format!("{{{}}}", body.join(","))
+}
+
+/// `"resourceVersion":"N",` or nothing.
+fn rv_field(rv: Option<u64>) -> String {
+    rv.map(|rv| format!(r#""resourceVersion":"{rv}","#))
+        .unwrap_or_default()
+}
+
+/// A CiliumIdentity as JSON text, written directly (seeding 65k of them
+/// through `serde_json::Value` is too slow in debug builds).
+pub fn identity_text(
+    name: &str,
+    w: &Workload,
+    created: Timestamp,
+    uid: &str,
+    mark: Option<&str>,
+    mark_time: Timestamp,
+    rv: Option<u64>,
+) -> String {
+    let sec = w.security_labels();
+    let sec_json = str_map(sec.iter().map(|(k, v)| (k.as_str(), *v)));
+    let labels = str_map(
+        sec.iter()
+            .map(|(k, v)| (k.trim_start_matches("k8s:"), *v))
+            .filter(|(k, _)| !k.starts_with("io.cilium.k8s.namespace.labels")),
+    );
+    let created = rfc3339_secs(created);
+    let (annotations, operator_entry) = match mark {
+        Some(m) => (
+            format!(r#","annotations":{{"{HEARTBEAT_ANNOTATION}":{}}}"#, q(m)),
+            format!(
+                r#",{{"manager":"cilium-operator-generic","operation":"Update","apiVersion":"cilium.io/v2","time":"{}","fieldsType":"FieldsV1","fieldsV1":{{"f:metadata":{{"f:annotations":{{".":{{}},"f:{HEARTBEAT_ANNOTATION}":{{}}}}}}}}}}"#,
+                rfc3339_secs(mark_time)
+            ),
+        ),
+        None => (String::new(), String::new()),
+    };
+    format!(
+        concat!(
+            r#"{{"apiVersion":"cilium.io/v2","kind":"CiliumIdentity","metadata":{{"name":{name},"uid":"{uid}",{rv}"generation":1,"creationTimestamp":"{created}","labels":{labels}{annotations},"#,
+            r#""managedFields":[{{"manager":"cilium-agent","operation":"Update","apiVersion":"cilium.io/v2","time":"{created}","fieldsType":"FieldsV1","fieldsV1":{{"f:metadata":{{"f:labels":{{}}}},"f:security-labels":{{}}}}}}{op}]}},"#,
+            r#""security-labels":{sec}}}"#
+        ),
+        name = q(name),
+        uid = uid,
+        rv = rv_field(rv),
+        created = created,
+        labels = labels,
+        annotations = annotations,
+        op = operator_entry,
+        sec = sec_json
+    )
 }
 
 /// A CiliumIdentity object (no resourceVersion yet).
@@ -82,35 +146,63 @@ pub fn identity(
     mark: Option<String>,
     manager_time: Timestamp,
 ) -> Value {
-    let sec = w.security_labels();
-    let mut labels = Map::new();
-    for (k, v) in &sec {
-        let k = k.trim_start_matches("k8s:");
-        if !k.starts_with("io.cilium.k8s.namespace.labels") {
-            labels.insert(k.to_owned(), v.clone());
-        }
-    }
-    let mut meta = json!({
-        "name": name,
-        "uid": uid,
-        "generation": 1,
-        "creationTimestamp": rfc3339_secs(created),
-        "labels": labels,
-        "managedFields": [{
-            "manager": "cilium-agent", "operation": "Update", "apiVersion": "cilium.io/v2",
-            "time": rfc3339_secs(created), "fieldsType": "FieldsV1",
-            "fieldsV1": {"f:metadata": {"f:labels": {}}, "f:security-labels": {}}
-        }]
-    });
-    if let Some(mark) = mark {
-        meta["annotations"] = json!({ HEARTBEAT_ANNOTATION: mark });
-        meta["managedFields"].as_array_mut().expect("array").push(json!({
-            "manager": "cilium-operator-generic", "operation": "Update", "apiVersion": "cilium.io/v2",
-            "time": rfc3339_secs(manager_time), "fieldsType": "FieldsV1",
-            "fieldsV1": {"f:metadata": {"f:annotations": {".": {}, format!("f:{HEARTBEAT_ANNOTATION}"): {}}}}
-        }));
-    }
-    json!({"apiVersion": "cilium.io/v2", "kind": "CiliumIdentity", "metadata": meta, "security-labels": sec})
+    serde_json::from_str(&identity_text(
+        name,
+        w,
+        created,
+        &uid,
+        mark.as_deref(),
+        manager_time,
+        None,
+    ))
+    .unwrap_or(Value::Null)
+}
+
+/// A CiliumEndpoint of pod `name` using identity `id`, as JSON text.
+pub fn endpoint_text(
+    name: &str,
+    w: &Workload,
+    id: u64,
+    created: Timestamp,
+    uid: &str,
+    ip: u32,
+    rv: Option<u64>,
+) -> String {
+    let ipv4 = format!(
+        "10.{}.{}.{}",
+        (ip >> 16) & 0xff,
+        (ip >> 8) & 0xff,
+        ip & 0xff
+    );
+    let labels: Vec<String> = w
+        .security_labels()
+        .iter()
+        .map(|(k, v)| q(&format!("{k}={v}")))
+        .collect();
+    let created = rfc3339_secs(created);
+    let (ns, app, name) = (q(&w.namespace), q(&w.app), q(name));
+    format!(
+        concat!(
+            r#"{{"apiVersion":"cilium.io/v2","kind":"CiliumEndpoint","metadata":{{"name":{name},"namespace":{ns},"uid":"{uid}",{rv}"generation":1,"creationTimestamp":"{created}","#,
+            r#""labels":{{"app":{app}}},"ownerReferences":[{{"apiVersion":"v1","kind":"Pod","name":{name},"uid":"{uid}","blockOwnerDeletion":true}}],"#,
+            r#""managedFields":[{{"manager":"cilium-agent","operation":"Update","apiVersion":"cilium.io/v2","time":"{created}","fieldsType":"FieldsV1","fieldsV1":{{"f:metadata":{{"f:labels":{{}},"f:ownerReferences":{{}}}},"f:status":{{}}}}}}]}},"#,
+            r#""status":{{"id":{epid},"identity":{{"id":{id},"labels":[{labels}]}},"networking":{{"addressing":[{{"ipv4":"{ipv4}"}}],"node":"192.168.0.{node}"}},"state":"ready","encryption":{{}},"#,
+            r#""external-identifiers":{{"container-id":"{cid:016x}","k8s-namespace":{ns},"k8s-pod-name":{name},"pod-name":{podname}}}}}}}"#
+        ),
+        name = name,
+        ns = ns,
+        uid = uid,
+        rv = rv_field(rv),
+        created = created,
+        app = app,
+        epid = ip & 0xfff,
+        id = id,
+        labels = labels.join(","),
+        ipv4 = ipv4,
+        node = ip % 50 + 1,
+        cid = ip as u64 * 2654435761,
+        podname = q(&format!("{}/{}", w.namespace, name.trim_matches('"')))
+    )
 }
 
 /// A CiliumEndpoint of pod `name` using identity `id`.
@@ -122,31 +214,17 @@ pub fn endpoint(
     uid: String,
     ip: u32,
 ) -> Value {
-    let ipv4 = format!(
-        "10.{}.{}.{}",
-        (ip >> 16) & 0xff,
-        (ip >> 8) & 0xff,
-        ip & 0xff
-    );
-    json!({
-        "apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint",
-        "metadata": {
-            "name": name, "namespace": w.namespace, "uid": uid, "generation": 1,
-            "creationTimestamp": rfc3339_secs(created),
-            "labels": {"app": w.app},
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid, "blockOwnerDeletion": true}],
-            "managedFields": [{"manager": "cilium-agent", "operation": "Update", "apiVersion": "cilium.io/v2",
-                "time": rfc3339_secs(created), "fieldsType": "FieldsV1",
-                "fieldsV1": {"f:metadata": {"f:labels": {}, "f:ownerReferences": {}}, "f:status": {}}}]
-        },
-        "status": {
-            "id": ip & 0xfff,
-            "identity": {"id": id, "labels": w.label_list()},
-            "networking": {"addressing": [{"ipv4": ipv4}], "node": format!("192.168.0.{}", ip % 50 + 1)},
-            "state": "ready",
-            "encryption": {},
-            "external-identifiers": {"container-id": format!("{:016x}", ip as u64 * 2654435761), "k8s-namespace": w.namespace, "k8s-pod-name": name, "pod-name": format!("{}/{}", w.namespace, name)}
-        }
+    serde_json::from_str(&endpoint_text(name, w, id, created, &uid, ip, None))
+        .unwrap_or(Value::Null)
+}
+
+/// A sealed seed object with known references (no re-parsing).
+fn seeded(text: String, rv: u64, uid: String, ids: Vec<u64>) -> Arc<Obj> {
+    Arc::new(Obj {
+        bytes: bytes::Bytes::from(text),
+        rv,
+        uid: uid.into(),
+        ids: ids.into(),
     })
 }
 
@@ -229,10 +307,7 @@ pub fn populate(store: &Store, s: &Scenario, clock: &Clock) -> ChaCha8Rng {
             pick_mark(&mut rng, s, now)
         };
         let uid = uuid(&mut rng);
-        idents.push((
-            id.to_string(),
-            identity(&id.to_string(), &w, c, uid, mark, mt),
-        ));
+        idents.push((id, w.clone(), c, uid, mark, mt));
         if referenced {
             used.push((id, w));
         }
@@ -242,14 +317,14 @@ pub fn populate(store: &Store, s: &Scenario, clock: &Clock) -> ChaCha8Rng {
         let id = (1u64 << 16) + 4242;
         let c = created(&mut rng);
         let uid = uuid(&mut rng);
-        idents.push((
-            id.to_string(),
-            identity(&id.to_string(), &w, c, uid, None, c),
-        ));
+        idents.push((id, w, c, uid, None, c));
     }
-    let rv_stamp = |v: &mut Value, rv: u64| set_rv(v, rv);
     if s.crds.identities {
-        store.seed(Kind::Identity, idents, rv_stamp);
+        store.seed_with(Kind::Identity, idents, |(id, w, c, uid, mark, mt), rv| {
+            let name = id.to_string();
+            let text = identity_text(&name, &w, c, &uid, mark.as_deref(), mt, Some(rv));
+            (name, seeded(text, rv, uid, Vec::new()))
+        });
     }
     let mut eps = Vec::with_capacity(s.endpoints);
     for i in 0..s.endpoints {
@@ -269,19 +344,18 @@ pub fn populate(store: &Store, s: &Scenario, clock: &Clock) -> ChaCha8Rng {
     if s.slices {
         seed_slices(store, s, &mut rng, &eps, &mut created);
     } else if s.crds.endpoints {
-        let objs: Vec<(String, Value)> = eps
+        let objs: Vec<_> = eps
             .iter()
             .enumerate()
-            .map(|(i, (id, w, pod))| {
-                let c = created(&mut rng);
-                let uid = uuid(&mut rng);
-                (
-                    format!("{}/{}", w.namespace, pod),
-                    endpoint(pod, w, *id, c, uid, i as u32 + 1),
-                )
-            })
+            .map(|(i, (id, w, pod))| (i, *id, w, pod, created(&mut rng), uuid(&mut rng)))
             .collect();
-        store.seed(Kind::Endpoint, objs, rv_stamp);
+        store.seed_with(Kind::Endpoint, objs, |(i, id, w, pod, c, uid), rv| {
+            let text = endpoint_text(pod, w, id, c, &uid, i as u32 + 1, Some(rv));
+            (
+                format!("{}/{}", w.namespace, pod),
+                seeded(text, rv, uid, vec![id]),
+            )
+        });
     }
     rng
 }
@@ -326,7 +400,7 @@ fn seed_slices(
             objs.push((name.clone(), slice(&name, ns, chunk, c, uid)));
         }
     }
-    store.seed(Kind::EndpointSlice, objs, |v, rv| set_rv(v, rv));
+    store.seed(Kind::EndpointSlice, objs, set_rv);
 }
 
 #[cfg(test)]
@@ -353,5 +427,17 @@ mod tests {
         assert_eq!(refs.len(), 150);
         let one = a.get(Kind::Identity, "256").unwrap().value();
         assert!(one["security-labels"]["k8s:io.kubernetes.pod.namespace"].is_string());
+        assert_eq!(one["metadata"]["resourceVersion"], "2");
+        for key in a.keys(Kind::Endpoint).iter().take(20) {
+            let ep = a.get(Kind::Endpoint, key).unwrap();
+            let refs =
+                crate::model::decode_endpoint(std::str::from_utf8(&ep.bytes).unwrap()).unwrap();
+            assert_eq!(
+                &refs.ids[..],
+                &ep.ids[..],
+                "seeded ids match what the GC decodes"
+            );
+            assert_eq!(&refs.key, key);
+        }
     }
 }

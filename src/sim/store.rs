@@ -81,6 +81,9 @@ pub struct Event {
     pub prev: Option<Arc<Obj>>,
 }
 
+/// Logged events to replay, and the live feed after them.
+pub type WatchStart = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
+
 /// Which revision a list reads.
 #[derive(Debug, Clone, Copy)]
 pub enum ReadAt {
@@ -178,12 +181,24 @@ impl Store {
         objects: impl IntoIterator<Item = (String, Value)>,
         mut make: impl FnMut(&mut Value, u64),
     ) {
-        let mut g = self.lock();
-        for (key, mut v) in objects {
-            g.rv += 1;
-            let rv = g.rv;
+        self.seed_with(kind, objects, |(key, mut v), rv| {
             make(&mut v, rv);
-            let obj = seal(kind, &v, rv);
+            (key, seal(kind, &v, rv))
+        });
+    }
+
+    /// Load seed items built by `build` (which gets each item's revision)
+    /// without logging them; compacts to the last seed revision.
+    pub fn seed_with<T>(
+        &self,
+        kind: Kind,
+        items: impl IntoIterator<Item = T>,
+        mut build: impl FnMut(T, u64) -> (String, Arc<Obj>),
+    ) {
+        let mut g = self.lock();
+        for item in items {
+            g.rv += 1;
+            let (key, obj) = build(item, g.rv);
             for id in obj.ids.iter() {
                 *g.refs.entry(*id).or_default() += 1;
             }
@@ -214,10 +229,7 @@ impl Store {
 
     /// Subscribe to live events and get the logged ones after `after`, in one
     /// step so none falls between; `Err` when `after` is compacted.
-    pub fn watch_from(
-        &self,
-        after: u64,
-    ) -> Result<(Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>), u64> {
+    pub fn watch_from(&self, after: u64) -> Result<WatchStart, u64> {
         let g = self.lock();
         if after < g.compacted_rv {
             return Err(g.compacted_rv);
@@ -559,7 +571,7 @@ mod tests {
         s.seed(
             Kind::Identity,
             ["1", "2", "3"].map(|n| (n.to_string(), ident(n))),
-            |v, rv| super::super::object::set_rv(v, rv),
+            super::super::object::set_rv,
         );
         let snap = s.rv();
         let w = Writer::actor("a");
@@ -617,7 +629,7 @@ mod tests {
         s.seed(
             Kind::Identity,
             ["1", "2", "3", "4"].map(|n| (n.to_string(), ident(n))),
-            |v, rv| super::super::object::set_rv(v, rv),
+            super::super::object::set_rv,
         );
         let p = s
             .list(Kind::Identity, ReadAt::Latest, "", None, Some(2), |_, _| {

@@ -20,3 +20,7 @@ mod sweep;
 
 /// The binary: help, exit codes, stdout, jq, signals, kubectl discovery.
 mod cli;
+
+/// The simulated API server's wire semantics, pinned against its answers
+/// and real `kubectl`.
+mod sim;
