@@ -674,6 +674,61 @@ async fn dangling_references_are_counted_per_endpoint() {
     assert_eq!(f.evidence, vec![format!("missing ids: {}", ids.join(", "))]);
 }
 
+/// Endpoint references per identity id, counted from the
+/// CiliumEndpointSlices as a client lists them (one per endpoint entry).
+async fn slice_refs(w: &World) -> HashMap<u64, u64> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(&w.kubeconfig).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let client = kube::Client::try_from(config).unwrap();
+    let req = http::Request::get("/apis/cilium.io/v2alpha1/ciliumendpointslices")
+        .body(Vec::new())
+        .unwrap();
+    let list: Value = client.request(req).await.expect("slices listed");
+    let mut refs = HashMap::new();
+    for ces in list["items"].as_array().unwrap() {
+        for ep in ces["endpoints"].as_array().into_iter().flatten() {
+            *refs.entry(ep["id"].as_u64().unwrap()).or_default() += 1;
+        }
+    }
+    refs
+}
+
+/// The same over CiliumEndpointSlices: a slice counts once per endpoint in
+/// it, and usage comes from the slices alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dangling_references_are_counted_in_endpoint_slices() {
+    let w = World::preset("slices").await;
+    assert_eq!(w.sim.actor_rates(), Default::default(), "no actors");
+    let refs = slice_refs(&w).await;
+    let mut by_count: Vec<(u64, u64)> = refs.iter().map(|(id, n)| (*n, *id)).collect();
+    by_count.sort_unstable_by(|a, b| b.cmp(a));
+    let mut gone: Vec<u64> = by_count[..3].iter().map(|(_, id)| *id).collect();
+    gone.sort_unstable();
+    let in_use_before = w.sim.referenced_ids().len() as u64;
+    assert_eq!(in_use_before as usize, refs.len());
+    for id in &gone {
+        w.sim
+            .delete_object(Kind::Identity, &id.to_string(), "someone", false)
+            .unwrap();
+    }
+    let d = diagnose_world(&w, &[]).await;
+    assert!(d.cluster.endpoint_slice_crd);
+    assert_eq!(
+        d.cluster.endpoint_slices as usize,
+        w.sim.count(Kind::EndpointSlice)
+    );
+    assert_eq!(d.cluster.endpoints, 0);
+    assert_eq!(d.identity_space.states.in_use, in_use_before - 3);
+    let want_refs: u64 = gone.iter().map(|id| refs[id]).sum();
+    assert!(want_refs > 3, "the most shared ids were deleted");
+    assert_eq!(d.integrity.dangling_ids, 3);
+    assert_eq!(d.integrity.dangling_references, want_refs);
+    assert_eq!(d.integrity.dangling_examples, gone);
+    assert!(!codes(&d).contains(&FindingCode::UsageUnknown));
+}
+
 /// Unused identities the operator marked long ago lose their mark to
 /// cilium-agent: the mark-strip loop. Before the strips there is none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
