@@ -332,7 +332,20 @@ fn age_and_rate(
         .filter_map(|r| r.identity.mark.as_deref().and_then(policy::parse_mark))
         .map(|m| age_seconds(now, m))
         .collect();
-    let created_last24h = created_ages.iter().filter(|a| **a < DAY).count() as u64;
+    // Only local ids use up the local range: another cluster's identity
+    // created today says nothing about when this range runs out.
+    let local = &space.local_range;
+    let created_last24h = input
+        .identities
+        .iter()
+        .filter(|r| {
+            r.identity
+                .numeric_id()
+                .is_some_and(|id| (local.min..=local.max).contains(&id))
+        })
+        .filter_map(|r| r.identity.created_at)
+        .filter(|c| age_seconds(now, *c) < DAY)
+        .count() as u64;
     let rate = created_last24h as f64 / 24.0;
     let exhaustion_in_seconds = if space.headroom == 0 {
         Some(0.0)
@@ -1352,6 +1365,24 @@ mod tests {
         assert_eq!(secs, ((65_280.0 - 8.0) / (3.0 / 24.0) * 3600.0_f64).round());
         assert!(!codes(&d).contains(&FindingCode::ExhaustionSoon));
         assert_eq!(d.age.created[3].to_seconds, None);
+    }
+
+    #[test]
+    fn only_local_creations_count_towards_exhaustion() {
+        // 50 local ids left; 50 local and 500 cluster-mesh ids created
+        // today. The other cluster's do not use up this range.
+        let mut ids: Vec<IdentityRecord> =
+            (0..65_180).map(|k| ident(256 + k, "a", 30 * DAY)).collect();
+        ids.extend((0..50).map(|k| ident(65_436 + k, "jobs", 600)));
+        ids.extend((0..500).map(|k| ident(70_000 + k, "remote", 600)));
+        let d = analyze(&input(ids), now());
+        assert_eq!(d.identity_space.headroom, 50);
+        assert_eq!(d.age.created_last24h, 50);
+        assert_eq!(d.age.created[0].count, 550, "the histogram shows them all");
+        // 50 ids at 50/24 per hour: 24 hours, not 2.
+        assert_eq!(d.age.exhaustion_in_seconds, Some(86_400.0));
+        let f = finding(&d, FindingCode::ExhaustionSoon);
+        assert_eq!(f.severity, Severity::Warning);
     }
 
     #[test]

@@ -264,7 +264,7 @@ pub struct AgeAndRate {
     pub marks: Vec<AgeBucket>,
     /// Marked identities whose mark is older than the heartbeat timeout.
     pub marks_past_timeout: u64,
-    /// Existing identities created in the last 24 hours (deleted ones cannot be seen, so this is a lower bound).
+    /// Existing identities in the local range created in the last 24 hours (deleted ones cannot be seen, so this is a lower bound; other clusters' ids do not count).
     pub created_last24h: u64,
     /// `createdLast24h` per hour.
     pub creation_rate_per_hour: f64,
