@@ -374,14 +374,21 @@ fn age_and_rate(
 }
 
 /// Keys policies depend on: never suggested for exclusion, never a churn
-/// driver (their values are namespaces, service accounts, the cluster).
+/// driver (their values are namespaces, service accounts, the cluster, or
+/// the workload names network policies select on: excluding `app` would
+/// make every policy that selects `app: x` match nothing).
 pub fn protected_key(key: &str) -> bool {
     let (source, name) = key.split_once(':').unwrap_or(("", key));
     source == "reserved"
         || name == crate::model::NAMESPACE_LABEL
         || name.starts_with("io.cilium.k8s.policy.")
         || name.starts_with("io.cilium.k8s.namespace.labels.")
+        || WORKLOAD_KEYS.contains(&name)
+        || name.starts_with("app.kubernetes.io/")
 }
+
+/// Labels that name a workload, by convention; policies select on them.
+const WORKLOAD_KEYS: &[&str] = &["app", "k8s-app", "name", "component", "tier", "role"];
 
 fn churn(input: &Input, states: &[State]) -> Churn {
     let total = input.identities.len() as u64;
@@ -1433,7 +1440,9 @@ mod tests {
         assert_eq!(
             keys,
             vec![
-                ("k8s:app", 40, true),
+                // One app per job here, yet `app` is never blamed: policies
+                // select on it.
+                ("k8s:app", 40, false),
                 ("k8s:batch.kubernetes.io/controller-uid", 40, true),
                 ("k8s:job-name", 40, true),
                 ("k8s:tier", 2, false),
@@ -1445,7 +1454,7 @@ mod tests {
         let f = finding(&d, FindingCode::LabelsFilterMissing);
         assert_eq!(
             d.configuration.suggested_labels.as_deref(),
-            Some(r"k8s:!app k8s:!batch\.kubernetes\.io/controller-uid k8s:!job-name")
+            Some(r"k8s:!batch\.kubernetes\.io/controller-uid k8s:!job-name")
         );
         assert!(f.suggestion.as_ref().unwrap().contains("labels:"));
         assert!(!codes(&d).contains(&FindingCode::LabelsFilterLeaky));
