@@ -84,16 +84,28 @@ pub fn render(
     style: Style,
     out: &mut impl Write,
 ) -> io::Result<()> {
+    write_document(report, format, || text(report, style), out)
+}
+
+/// Writes any of our documents: JSON (one pretty document and a newline),
+/// YAML (one document), or the text view `text` draws. Shared by the GC
+/// report and the diagnosis so both follow the same output rules.
+pub fn write_document<T: serde::Serialize>(
+    doc: &T,
+    format: OutputFormat,
+    text: impl FnOnce() -> String,
+    out: &mut impl Write,
+) -> io::Result<()> {
     match format {
         OutputFormat::Json => {
-            serde_json::to_writer_pretty(&mut *out, report).map_err(io::Error::from)?;
+            serde_json::to_writer_pretty(&mut *out, doc).map_err(io::Error::from)?;
             out.write_all(b"\n")
         }
         OutputFormat::Yaml => {
-            let yaml = serde_yaml::to_string(report).map_err(io::Error::other)?;
+            let yaml = serde_yaml::to_string(doc).map_err(io::Error::other)?;
             out.write_all(yaml.as_bytes())
         }
-        OutputFormat::Text => out.write_all(text(report, style).as_bytes()),
+        OutputFormat::Text => out.write_all(text().as_bytes()),
     }
 }
 

@@ -222,17 +222,7 @@ pub fn render(
     style: Style,
     out: &mut impl Write,
 ) -> io::Result<()> {
-    match format {
-        OutputFormat::Json => {
-            serde_json::to_writer_pretty(&mut *out, d).map_err(io::Error::from)?;
-            out.write_all(b"\n")
-        }
-        OutputFormat::Yaml => {
-            let yaml = serde_yaml::to_string(d).map_err(io::Error::other)?;
-            out.write_all(yaml.as_bytes())
-        }
-        OutputFormat::Text => out.write_all(text::text(d, style).as_bytes()),
-    }
+    crate::render::write_document(d, format, || text::text(d, style), out)
 }
 
 /// `diagnose` as the CLI runs it: signals, `--demo-scenario`, output, exit code.

@@ -16,8 +16,8 @@ use kubectl_cilium_gc::report::{ConfigSource, IdRange};
 use kubectl_cilium_gc::sim::{default_cilium_config, Scenario};
 use serde_json::{json, Value};
 
+use crate::support::schema;
 use crate::support::world::{binary, mark_of, World, TEST_TIMEOUT};
-use crate::support::{repo_path, schema};
 
 const TIME_FIELDS: [&str; 4] = ["generatedAt", "exhaustedAt", "time", "latest"];
 
@@ -25,20 +25,11 @@ const TIME_FIELDS: [&str; 4] = ["generatedAt", "exhaustedAt", "time", "latest"];
 /// `UPDATE_SCHEMA=1 cargo test --test it diagnose::` rewrites it.
 #[test]
 fn committed_schema_matches_the_types() {
-    let want = schema::generated_diagnosis_text();
-    let path = repo_path(schema::DIAGNOSIS_SCHEMA_FILE);
-    if std::env::var_os("UPDATE_SCHEMA").is_some_and(|v| !v.is_empty()) {
-        std::fs::write(&path, &want).expect("write schema");
-        return;
-    }
-    let got = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        got == want,
-        "{} is out of date with src/diagnose/types.rs.\n\
-         If the change is intended (v1 may only gain optional fields), regenerate it with\n\
-         \n    UPDATE_SCHEMA=1 cargo test --test it diagnose::committed_schema_matches_the_types\n\
-         \nand commit the result.",
+    schema::assert_committed(
         schema::DIAGNOSIS_SCHEMA_FILE,
+        &schema::generated_diagnosis_text(),
+        "src/diagnose/types.rs",
+        "diagnose::committed_schema_matches_the_types",
     );
 }
 

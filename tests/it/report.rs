@@ -4,26 +4,17 @@
 
 use serde_json::{json, Value};
 
-use crate::support::{example::full_report, repo_path, schema};
+use crate::support::{example::full_report, schema};
 
 /// Fails when the committed schema drifts from the types.
 /// `UPDATE_SCHEMA=1 cargo test --test it report::` rewrites it.
 #[test]
 fn committed_schema_matches_the_types() {
-    let want = schema::generated_text();
-    let path = repo_path(schema::SCHEMA_FILE);
-    if std::env::var_os("UPDATE_SCHEMA").is_some_and(|v| !v.is_empty()) {
-        std::fs::write(&path, &want).expect("write schema");
-        return;
-    }
-    let got = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        got == want,
-        "{} is out of date with src/report.rs.\n\
-         If the change is intended (v1 may only gain optional fields), regenerate it with\n\
-         \n    UPDATE_SCHEMA=1 cargo test --test it report::committed_schema_matches_the_types\n\
-         \nand commit the result.",
+    schema::assert_committed(
         schema::SCHEMA_FILE,
+        &schema::generated_text(),
+        "src/report.rs",
+        "report::committed_schema_matches_the_types",
     );
 }
 
@@ -43,63 +34,10 @@ fn schema_is_valid_draft_2020_12() {
 /// lower-kebab values; times are `date-time`.
 #[test]
 fn schema_documents_every_field() {
-    let s = schema::committed();
-    let mut problems = Vec::new();
-    let defs = s["$defs"].as_object().expect("$defs");
-    let mut objects: Vec<(String, &Value)> = vec![("#".to_string(), &s)];
-    for (name, def) in defs {
-        if def
-            .get("description")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .is_empty()
-        {
-            problems.push(format!("$defs/{name} has no description"));
-        }
-        objects.push((format!("$defs/{name}"), def));
-        if let Some(variants) = def.get("oneOf").and_then(Value::as_array) {
-            let consts: Vec<&Value> = variants.iter().filter_map(|v| v.get("const")).collect();
-            let listed = def.get("enum").and_then(Value::as_array);
-            if listed.map(|l| l.iter().collect::<Vec<_>>()) != Some(consts.clone()) {
-                problems.push(format!("$defs/{name}: `enum` does not list {consts:?}"));
-            }
-            for v in variants {
-                if v.get("description").is_none() {
-                    problems.push(format!("$defs/{name}: value {} undocumented", v["const"]));
-                }
-            }
-            for c in consts {
-                let c = c.as_str().unwrap_or_default();
-                let kebab =
-                    !c.is_empty() && c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '-');
-                if !kebab {
-                    problems.push(format!("$defs/{name}: {c:?} is not lower-kebab"));
-                }
-            }
-        }
-    }
-    for (at, obj) in objects {
-        for (field, prop) in obj
-            .get("properties")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
-            if prop
-                .get("description")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .is_empty()
-            {
-                problems.push(format!("{at}/properties/{field} has no description"));
-            }
-            let is_time = ["startedAt", "finishedAt", "createdAt", "markedAt", "time"]
-                .contains(&field.as_str());
-            if is_time && prop.get("format") != Some(&json!("date-time")) {
-                problems.push(format!("{at}/properties/{field} is not format date-time"));
-            }
-        }
-    }
+    let problems = schema::documentation_problems(
+        &schema::committed(),
+        &["startedAt", "finishedAt", "createdAt", "markedAt", "time"],
+    );
     assert!(
         problems.is_empty(),
         "schema problems:\n{}",

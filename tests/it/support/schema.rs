@@ -127,3 +127,21 @@ pub fn documentation_problems(schema: &Value, time_fields: &[&str]) -> Vec<Strin
     }
     problems
 }
+
+/// Fails when the committed schema `file` differs from `want` (generated
+/// from the types in `source`); with `UPDATE_SCHEMA=1` rewrites it instead.
+pub fn assert_committed(file: &str, want: &str, source: &str, test: &str) {
+    let path = repo_path(file);
+    if std::env::var_os("UPDATE_SCHEMA").is_some_and(|v| !v.is_empty()) {
+        std::fs::write(&path, want).expect("write schema");
+        return;
+    }
+    let got = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        got == want,
+        "{file} is out of date with {source}.\n\
+         If the change is intended (v1 may only gain optional fields), regenerate it with\n\
+         \n    UPDATE_SCHEMA=1 cargo test --test it {test}\n\
+         \nand commit the result.",
+    );
+}
