@@ -12,7 +12,7 @@ use crate::stop::Stop;
 
 /// Run the command; returns the exit status. Errors are printed once, on
 /// stderr, as one line.
-pub async fn run(cli: Cli, argv0: &str) -> Exit {
+pub async fn run(cli: Cli) -> Exit {
     let stop = Stop::default();
     match cli.command {
         Command::Scan(args) => match GcSettings::for_scan(args) {
@@ -35,10 +35,11 @@ pub async fn run(cli: Cli, argv0: &str) -> Exit {
             println_or_pipe(&format!("{} {} (commit {commit})", t.name, t.version))
         }
         Command::Completion { shell } => {
-            let mut cmd = crate::cli::command(argv0);
-            let name = cmd.get_name().to_owned();
+            // Completion scripts complete the executable, whose name has no
+            // space (clap_complete cannot walk a bin name with one).
+            let mut cmd = <Cli as clap::CommandFactory>::command();
             let mut buf = Vec::new();
-            clap_complete::generate(shell, &mut cmd, name, &mut buf);
+            clap_complete::generate(shell, &mut cmd, "kubectl-cilium_gc", &mut buf);
             write_stdout(&buf)
         }
         Command::Man => {

@@ -7,6 +7,7 @@ use clap::FromArgMatches;
 use kubectl_cilium_gc::{app, cli, exit::Exit};
 
 fn main() -> ExitCode {
+    one_line_panics();
     let argv0 = std::env::args().next().unwrap_or_default();
     let matches = match cli::command(&argv0).try_get_matches() {
         Ok(m) => m,
@@ -33,7 +34,7 @@ fn main() -> ExitCode {
             return Exit::Unexpected.into();
         }
     };
-    runtime.block_on(app::run(cli, &argv0)).into()
+    runtime.block_on(app::run(cli)).into()
 }
 
 /// Logs go to stderr; stdout is the report's alone.
@@ -60,4 +61,26 @@ fn init_logging(verbose: u8) {
         .with_env_filter(filter)
         .with_target(false)
         .init();
+}
+
+/// A bug must still end in one line on stderr and exit 1, not a stack trace
+/// (set `RUST_BACKTRACE=1` to get one when reporting it).
+fn one_line_panics() {
+    if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
+        return;
+    }
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("error: internal error: {what}{at} (a bug: please report it)");
+        std::process::exit(Exit::Unexpected.code().into());
+    }));
 }

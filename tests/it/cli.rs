@@ -292,3 +292,23 @@ async fn kubectl_discovers_and_runs_the_plugin() {
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(r["summary"]["scanned"].as_u64().unwrap() > 0);
 }
+
+#[tokio::test]
+async fn completions_and_man_page_are_generated() {
+    for shell in ["bash", "zsh", "fish", "powershell"] {
+        let out = binary().args(["completion", shell]).output().await.unwrap();
+        assert!(out.status.success(), "{shell}");
+        let script = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            script.contains("max-conflict-retries"),
+            "{shell} completion misses delete flags"
+        );
+    }
+    let out = binary().arg("man").output().await.unwrap();
+    let man = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        man.starts_with(".ie") || man.contains(".TH"),
+        "roff man page"
+    );
+    assert!(man.contains("Exit codes"));
+}
