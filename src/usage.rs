@@ -212,9 +212,25 @@ impl<'de> Deserialize<'de> for Id {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
                 Ok(Id(crate::model::parse_id(v).filter(|v| *v != 0)))
             }
+            // `60021.0` names identity 60021 as clearly as `60021` does;
+            // reading it as "no id" would let that identity be deleted.
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Id, E> {
+                Ok(Id(crate::model::integral_id(v).filter(|v| *v != 0)))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Id, E> {
+                Ok(Id(None))
+            }
+            fn visit_unit<E>(self) -> Result<Id, E> {
+                Ok(Id(None))
+            }
+            fn visit_none<E>(self) -> Result<Id, E> {
+                Ok(Id(None))
+            }
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an identity id")
+            }
             nothing_for!(map);
             nothing_for!(seq);
-            nothing_for!(scalars);
         }
         d.deserialize_any(V)
     }
@@ -257,9 +273,9 @@ struct WireObject {
 
 impl<'de> Deserialize<'de> for UsageObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Obj::<WireObject>::deserialize(d)?
-            .0
-            .ok_or_else(|| de::Error::custom("not an object"))?;
+        // Not even an object: it references nothing. An error here would
+        // fail the whole list page, and the watcher would re-list forever.
+        let w = Obj::<WireObject>::deserialize(d)?.0.unwrap_or_default();
         let m = w.metadata.0.unwrap_or_default();
         let from_status = w.status.0.and_then(|s| s.identity.0).and_then(|i| i.id.0);
         let from_slice = w
@@ -287,27 +303,42 @@ impl<'de> Deserialize<'de> for UsageObject {
 struct Index {
     by_key: HashMap<u128, Box<[u64]>>,
     refs: HashMap<u64, u32>,
+    /// Keys handed to endpoints that have neither a readable name nor a uid.
+    anonymous: u128,
 }
 
 impl Index {
-    fn key(obj: &UsageObject) -> u128 {
+    /// The key of an endpoint: namespace and name, else its uid. Endpoints
+    /// with an unreadable name must not share a key, or one's update would
+    /// release the other's references. `None` when there is neither.
+    fn key(obj: &UsageObject) -> Option<u128> {
+        let m = &obj.meta;
+        let id = match (&m.name, &m.uid) {
+            (Some(name), _) => (0u8, name),
+            (None, Some(uid)) => (1u8, uid),
+            (None, None) => return None,
+        };
         let mut lo = DefaultHasher::new();
         let mut hi = DefaultHasher::new();
-        (0u8, &obj.meta.namespace, &obj.meta.name).hash(&mut lo);
-        (1u8, &obj.meta.namespace, &obj.meta.name).hash(&mut hi);
-        (u128::from(hi.finish()) << 64) | u128::from(lo.finish())
+        (0u8, &m.namespace, id).hash(&mut lo);
+        (1u8, &m.namespace, id).hash(&mut hi);
+        Some((u128::from(hi.finish()) << 64) | u128::from(lo.finish()))
     }
     fn apply(&mut self, obj: &UsageObject) {
-        let old = self
-            .by_key
-            .insert(Self::key(obj), obj.ids.clone().into_boxed_slice());
+        // An endpoint we cannot key keeps its references until the next
+        // full re-list: never released early, so never unsafe.
+        let key = Self::key(obj).unwrap_or_else(|| {
+            self.anonymous += 1;
+            self.anonymous
+        });
+        let old = self.by_key.insert(key, obj.ids.clone().into_boxed_slice());
         self.release(old);
         for id in obj.ids.iter() {
             *self.refs.entry(*id).or_insert(0) += 1;
         }
     }
     fn delete(&mut self, obj: &UsageObject) {
-        let old = self.by_key.remove(&Self::key(obj));
+        let old = Self::key(obj).and_then(|k| self.by_key.remove(&k));
         self.release(old);
     }
     fn release(&mut self, old: Option<Box<[u64]>>) {
@@ -554,7 +585,47 @@ mod tests {
         ] {
             assert!(obj(junk).ids.is_empty(), "{junk}");
         }
-        assert!(serde_json::from_str::<UsageObject>("[1]").is_err() || obj("[1]").ids.is_empty());
+        for not_an_object in ["[1]", "\"junk\"", "7", "null"] {
+            assert!(obj(not_an_object).ids.is_empty(), "{not_an_object}");
+        }
+        // ...so a list page holding one still decodes.
+        let page: Vec<UsageObject> = serde_json::from_str(
+            r#"["junk",{"metadata":{"name":"p"},"status":{"identity":{"id":9}}}]"#,
+        )
+        .unwrap();
+        assert_eq!(page[1].ids, vec![9]);
+    }
+
+    #[test]
+    fn integral_float_ids_count_as_references() {
+        let cep = obj(r#"{"metadata":{"name":"p"},"status":{"identity":{"id":60021.0}}}"#);
+        assert_eq!(cep.ids, vec![60021]);
+        let ces =
+            obj(r#"{"metadata":{"name":"c"},"endpoints":[{"id":7.0},{"id":7.5},{"id":-8.0}]}"#);
+        assert_eq!(ces.ids, vec![7]);
+    }
+
+    #[test]
+    fn endpoints_with_unreadable_names_do_not_share_a_key() {
+        let mut ix = Index::default();
+        let a = obj(
+            r#"{"metadata":{"name":1,"namespace":"n","uid":"a"},"status":{"identity":{"id":10}}}"#,
+        );
+        let b = obj(
+            r#"{"metadata":{"name":2,"namespace":"n","uid":"b"},"status":{"identity":{"id":11}}}"#,
+        );
+        ix.apply(&a);
+        ix.apply(&b);
+        assert_eq!((ix.refs.get(&10), ix.refs.get(&11)), (Some(&1), Some(&1)));
+        ix.delete(&b);
+        assert_eq!((ix.refs.get(&10), ix.refs.get(&11)), (Some(&1), None));
+        // Neither name nor uid: the references stay until the next re-list.
+        let c = obj(r#"{"metadata":"x","status":{"identity":{"id":12}}}"#);
+        let d = obj(r#"{"metadata":"y","status":{"identity":{"id":13}}}"#);
+        ix.apply(&c);
+        ix.apply(&d);
+        ix.delete(&c);
+        assert_eq!((ix.refs.get(&12), ix.refs.get(&13)), (Some(&1), Some(&1)));
     }
 
     #[test]
