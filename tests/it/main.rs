@@ -20,3 +20,7 @@ mod sweep;
 
 /// The binary: help, exit codes, stdout, jq, signals, kubectl discovery.
 mod cli;
+
+/// Safety under chaos: random schedules (property tests), malformed
+/// objects, spoiled pages, restarts, clock skew, signals at random points.
+mod chaos;
