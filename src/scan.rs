@@ -19,7 +19,10 @@ use crate::stop::Stop;
 
 /// Default identities per page.
 pub const PAGE_SIZE: u32 = 500;
-/// How many times a list may restart or continue after 410 before we give up.
+/// How many 410s in a row (with no page read between them) a list
+/// tolerates, and how many restarts from the first page in all. Continuing
+/// with the server's token always makes progress, so 410s separated by
+/// pages read are not counted against each other.
 pub const MAX_LIST_RESTARTS: u32 = 5;
 
 /// Why the identity list could not be read.
@@ -34,7 +37,7 @@ pub enum ScanError {
     /// Retries ran out, or the server answered something unusable.
     #[error("listing ciliumidentities: {0}")]
     Failed(String),
-    /// Too many 410s in a row.
+    /// Too many 410s in a row, or too many restarts from the first page.
     #[error("listing ciliumidentities: the list expired {0} times (the API server compacts faster than we can page); try a larger --page-size")]
     TooManyRestarts(u32),
     /// A signal arrived.
@@ -128,7 +131,8 @@ pub async fn list_raw(
     mut on_raw: impl FnMut(&RawValue),
 ) -> Result<(), ScanError> {
     let mut token: Option<String> = None;
-    let mut restarts = 0;
+    // 410s since the last page read; restarts from the first page, in all.
+    let (mut restarts, mut from_scratch) = (0, 0);
     let mut undecodable = 0;
     loop {
         if stop.is_stopped() {
@@ -145,8 +149,11 @@ pub async fn list_raw(
             Class::Expired { continue_token } => {
                 Stats::bump(&api.stats.list_restarts);
                 restarts += 1;
-                if restarts > MAX_LIST_RESTARTS {
-                    return Err(ScanError::TooManyRestarts(restarts - 1));
+                if continue_token.is_none() {
+                    from_scratch += 1;
+                }
+                if restarts.max(from_scratch) > MAX_LIST_RESTARTS {
+                    return Err(ScanError::TooManyRestarts(MAX_LIST_RESTARTS));
                 }
                 tracing::warn!(
                     "identity list expired (410); {}",
@@ -179,6 +186,7 @@ pub async fn list_raw(
             }
         };
         undecodable = 0;
+        restarts = 0;
         Stats::bump(&api.stats.list_pages);
         for raw in &page.items {
             on_raw(raw);
