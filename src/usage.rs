@@ -39,12 +39,25 @@ use crate::stats::Stats;
 /// arrive then, or a re-list starts.
 pub const DEGRADED_PAUSE: Duration = Duration::from_secs(5);
 
+/// How long deletes wait for endpoint usage to be readable again (a watcher
+/// re-listing or just failed) before the run stops writing: past this, the
+/// watchers are not coming back soon (list forbidden, server gone), and
+/// waiting longer would only hang the run.
+pub const USAGE_STALL_LIMIT: Duration = Duration::from_secs(60);
+
 /// One endpoint object as the watcher decodes it: its key and the identity
 /// ids it references.
 #[derive(Debug, Clone)]
 pub struct UsageObject {
     meta: ObjectMeta,
     ids: Vec<u64>,
+}
+
+impl UsageObject {
+    /// The identity ids this endpoint object references.
+    pub fn ids(&self) -> &[u64] {
+        &self.ids
+    }
 }
 
 impl Resource for UsageObject {
@@ -373,6 +386,8 @@ struct Shared {
     sources: Mutex<HashMap<Kind, Source>>,
     changed: Notify,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// When a waiter first saw usage not ready; cleared once seen ready.
+    unready_since: Mutex<Option<Instant>>,
 }
 
 /// A live view of identity usage. Cheap to clone.
@@ -528,6 +543,38 @@ impl UsageHandle {
         }
     }
 
+    /// As [`Self::wait_ready`], but gives up (`false`) once usage has been
+    /// unready for `limit`, counted from when a waiter first saw it unready:
+    /// every waiter shares that deadline, so a run gives up once, not once
+    /// per identity.
+    pub async fn wait_ready_within(&self, limit: Duration) -> bool {
+        loop {
+            let notified = self.shared.changed.notified();
+            let wake = {
+                let now = Instant::now();
+                let sources = self.shared.sources.lock().unwrap();
+                let mut since = self.shared.unready_since.lock().unwrap();
+                if sources.values().all(|s| s.ready(now)) {
+                    *since = None;
+                    return true;
+                }
+                let deadline = *since.get_or_insert(now) + limit;
+                if now >= deadline {
+                    return false;
+                }
+                sources
+                    .values()
+                    .filter_map(|s| s.degraded_until)
+                    .filter(|t| *t > now)
+                    .fold(deadline, Instant::min)
+            };
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep_until(wake) => {}
+            }
+        }
+    }
+
     /// Endpoints referencing `id` right now (over all sources).
     pub fn refs(&self, id: u64) -> u32 {
         let sources = self.shared.sources.lock().unwrap();
@@ -650,6 +697,36 @@ mod tests {
             obj(r#"{"metadata":{"name":"a","namespace":"m"},"status":{"identity":{"id":11}}}"#);
         ix.apply(&other);
         assert_eq!(ix.refs.get(&11), Some(&2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiters_give_up_together_when_usage_stays_unready() {
+        let h = UsageHandle::default();
+        h.shared
+            .sources
+            .lock()
+            .unwrap()
+            .insert(Kind::Endpoint, Source::default());
+        let stats = Stats::default();
+        h.on_event(Kind::Endpoint, Event::Init, &stats);
+        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+        let limit = Duration::from_secs(60);
+        assert!(h.wait_ready_within(limit).await);
+        h.on_event(Kind::Endpoint, Event::Init, &stats); // a re-list that never ends
+        let t0 = Instant::now();
+        let first = tokio::spawn({
+            let h = h.clone();
+            async move { h.wait_ready_within(limit).await }
+        });
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(!h.wait_ready_within(limit).await, "gives up");
+        assert_eq!(Instant::now() - t0, limit, "at the first waiter's deadline");
+        assert!(!first.await.unwrap());
+        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+        assert!(
+            h.wait_ready_within(limit).await,
+            "ready again, a fresh start"
+        );
     }
 
     #[tokio::test(start_paused = true)]
