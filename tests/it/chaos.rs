@@ -854,3 +854,218 @@ async fn chaos_signals_at_random_points_stop_cleanly() {
         signal_at_random_point(base.wrapping_add(i)).await;
     }
 }
+
+// ---- regressions ----
+
+/// Broke: `scan::list_raw` counted every 410 of the whole list against
+/// `MAX_LIST_RESTARTS` and never reset it, although continuing with the
+/// server's token always makes progress. A long list through a server that
+/// compacts often (more than 5 expiries in all) was aborted, exit 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn regression_continue_token_expiring_often_over_a_long_list_aborted_the_scan() {
+    let mut s = calm(300);
+    s.faults.expire_continue_fraction = 0.5;
+    // One page of endpoints: kube's watcher restarts its initial list on a
+    // 410, and at this rate would never finish a paged one.
+    s.endpoints = 5;
+    let w = World::start(s).await;
+    let all = w.names();
+    let (report, exit) = w.gc(&["scan", "--page-size", "10"]).await;
+    assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
+    assert!(
+        report.summary.list_restarts > 5,
+        "the schedule expired more than 5 tokens: {:?}",
+        report.summary
+    );
+    assert_eq!(report.summary.scanned as usize, all.len());
+}
+
+// ---- the fuzz targets' properties, as property tests ----
+//
+// `fuzz/` holds cargo-fuzz targets for the same four paths; these run the
+// same properties on every `cargo test`, with JSON shaped like the objects
+// (the keys the decoders look for, values of every type).
+
+fn fuzz_cases() -> u32 {
+    cases().saturating_mul(64).max(384)
+}
+
+fn json_value() -> impl Strategy<Value = Value> {
+    let key = prop_oneof![
+        Just("metadata".to_owned()),
+        Just("name".to_owned()),
+        Just("namespace".to_owned()),
+        Just("uid".to_owned()),
+        Just("resourceVersion".to_owned()),
+        Just("labels".to_owned()),
+        Just("annotations".to_owned()),
+        Just(HEARTBEAT_ANNOTATION.to_owned()),
+        Just("managedFields".to_owned()),
+        Just("status".to_owned()),
+        Just("identity".to_owned()),
+        Just("id".to_owned()),
+        Just("endpoints".to_owned()),
+        Just("security-labels".to_owned()),
+        "[a-z0-9.:/-]{0,12}",
+    ];
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        (-1e20..1e20f64).prop_map(Value::from),
+        (0u32..70_000).prop_map(|n| Value::from(f64::from(n))),
+        "[0-9]{0,6}".prop_map(Value::from),
+        "2026-0[1-9]-1[0-9]T[0-2][0-9]:[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?Z"
+            .prop_map(Value::from),
+        ".{0,12}".prop_map(Value::from),
+    ];
+    leaf.prop_recursive(5, 64, 8, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map(key.clone(), inner, 0..8)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: fuzz_cases(),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// fuzz target `decode_identity`.
+    #[test]
+    fn fuzz_prop_decode_identity_accepts_only_deletable_identities(v in json_value()) {
+        let raw = serde_json::value::RawValue::from_string(v.to_string()).unwrap();
+        match kubectl_cilium_gc::model::decode_identity(&raw) {
+            Ok(i) => prop_assert!(
+                !i.name.is_empty() && !i.uid.is_empty() && !i.resource_version.is_empty()
+            ),
+            Err(bad) => prop_assert!(!bad.problem.is_empty()),
+        }
+    }
+
+    /// fuzz target `decode_usage`: any JSON value decodes (an error would
+    /// fail a whole watcher page), and finds the ids the simulator's
+    /// stricter decoder finds.
+    #[test]
+    fn fuzz_prop_decode_usage_never_fails_and_misses_no_reference(v in json_value()) {
+        let text = v.to_string();
+        let usage = serde_json::from_str::<kubectl_cilium_gc::usage::UsageObject>(&text);
+        prop_assert!(usage.is_ok(), "{text}");
+        if let Ok(strict) = kubectl_cilium_gc::model::decode_endpoint(&text) {
+            let lenient = usage.unwrap();
+            for id in strict.ids {
+                prop_assert!(lenient.ids().contains(&id), "{text}: {id}");
+            }
+        }
+    }
+
+    /// fuzz target `decide`: stale only when unreferenced, local, and marked
+    /// longer ago than the timeout; referenced always wins.
+    #[test]
+    fn fuzz_prop_decide_is_stale_only_when_it_must_be(
+        name in prop_oneof!["[0-9]{1,7}", ".{0,8}"],
+        mark in prop_oneof![
+            (-7200i64..7200).prop_map(Some),
+            Just(None),
+        ],
+        raw_mark in prop::option::of(".{0,30}"),
+        refs in prop_oneof![Just(0u32), any::<u32>()],
+        timeout_secs in 0u64..7200,
+        cluster_id in 0u64..4,
+        wide in any::<bool>(),
+    ) {
+        use kubectl_cilium_gc::policy::{decide, local_range, parse_mark, Policy, Reason};
+        let now: Timestamp = "2026-06-01T12:00:00Z".parse().unwrap();
+        let identity = kubectl_cilium_gc::model::Identity {
+            name,
+            uid: "u".into(),
+            resource_version: "1".into(),
+            created_at: None,
+            labels: Default::default(),
+            namespace: None,
+            mark: mark.map(|s| ago(now, s)).or(raw_mark),
+            last_change: None,
+        };
+        let policy = Policy {
+            local_range: local_range(cluster_id, if wide { 511 } else { 255 }),
+            heartbeat_timeout: Duration::from_secs(timeout_secs),
+            selector: None,
+            namespaces: vec![],
+            min_age: None,
+        };
+        let d = decide(&identity, refs, &policy, now);
+        if d.reason == Reason::Stale {
+            prop_assert_eq!(refs, 0);
+            let id = identity.numeric_id().unwrap();
+            prop_assert!(policy.local_range.contains(&id));
+            let m = parse_mark(identity.mark.as_deref().unwrap()).unwrap();
+            let age: Result<Duration, _> = now.duration_since(m).try_into();
+            prop_assert!(age.is_ok_and(|a| a > policy.heartbeat_timeout));
+        }
+        if refs > 0 && identity.numeric_id().is_some() {
+            prop_assert_eq!(d.reason, Reason::InUse);
+        }
+    }
+
+    /// fuzz target `selector`: parse and match never panic; a parsed
+    /// selector prints back to one that matches the same labels.
+    #[test]
+    fn fuzz_prop_selector_round_trips(
+        text in prop_oneof![
+            "[a-z!=(), ]{0,24}",
+            "(!?[a-z]{1,3}((=|==|!=)[a-z]{0,3}| (in|notin) \\([a-z,]{0,6}\\))?,?){1,3}",
+            ".{0,24}",
+        ],
+        labels in prop::collection::btree_map("[a-z]{1,3}", "[a-z]{0,3}", 0..5),
+    ) {
+        use kubectl_cilium_gc::selector::Selector;
+        if let Ok(sel) = Selector::parse(&text) {
+            let again = Selector::parse(&sel.to_string());
+            prop_assert!(again.is_ok(), "{} printed as {}", text, sel);
+            prop_assert_eq!(again.unwrap().matches(&labels), sel.matches(&labels));
+        }
+    }
+}
+
+/// Broke: when the endpoint watchers could not re-list mid-run (here: list
+/// and watch of CiliumEndpoints forbidden, then the watch expired), every
+/// delete worker waited for usage to be ready again, forever: the run hung
+/// until killed, with no report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn regression_endpoint_watchers_unable_to_relist_hung_the_run() {
+    let w = World::start(calm(200)).await;
+    let sim = &w.sim;
+    let run = w.gc(&["delete", "--yes", "--qps", "10", "--burst", "1"]);
+    let break_usage = async {
+        while sim.ledger().deletes.len() < 3 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        sim.set_rbac_denials(vec![
+            kubectl_cilium_gc::sim::Denial::new("list", "ciliumendpoints"),
+            kubectl_cilium_gc::sim::Denial::new("watch", "ciliumendpoints"),
+        ]);
+        sim.compact();
+        sim.now()
+    };
+    let ((report, exit), broken_at) = tokio::time::timeout(Duration::from_secs(200), async {
+        tokio::join!(run, break_usage)
+    })
+    .await
+    .expect("the run ends although endpoint usage can no longer be read");
+    assert_ne!(exit, Exit::Success, "{:?}", report.aborted);
+    assert!(report.aborted.is_some());
+    assert!(report.summary.not_attempted > 0 || report.summary.failed > 0);
+    let late: Vec<_> = sim
+        .ledger()
+        .requests
+        .into_iter()
+        .filter(|r| r.method == "DELETE" && r.time > broken_at + SignedDuration::from_millis(300))
+        .collect();
+    assert!(late.is_empty(), "deletes while usage was unknown: {late:?}");
+    assert_valid(&json(&report));
+}
