@@ -229,6 +229,11 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 /// laptop's: judging their age by the server's `Date` keeps a skewed client
 /// from deleting too early. `Date` has one-second resolution and is
 /// truncated, so the estimate errs towards "younger", the safe side.
+///
+/// So with a server 2 h ahead, a mark 40 min old by the server is collected
+/// (our clock would call it 80 min in the future); with a server 2 h behind,
+/// a mark 10 min old by the server is kept (our clock would call it over 2 h
+/// old). Tests: `chaos_server_clock_two_hours_*`; see `docs/reliability.md`.
 #[derive(Debug, Default)]
 pub struct ServerClock {
     /// server minus local, in milliseconds; `i64::MIN` until first seen.

@@ -532,6 +532,14 @@ async fn execute(
                 Exit::Refused,
             )
         }
+        Some(StopReason::UsageLost) => {
+            let m = format!(
+                "the endpoint watchers could not re-list for {}s, so which identities are in use is unknown: no further writes were started",
+                crate::usage::USAGE_STALL_LIMIT.as_secs()
+            );
+            run.error(ErrorKind::Watcher, m.clone());
+            return run.abort(AbortReason::ReadFailed, m, Exit::Unexpected);
+        }
         Some(_) => return Exit::Interrupted,
         None => {}
     }

@@ -121,6 +121,14 @@ pub fn parse_id(name: &str) -> Option<u64> {
     name.parse().ok()
 }
 
+/// An identity id written as a JSON float: only an integral, non-negative
+/// value in range names one (`60021.0` is 60021; `1.5` names nothing).
+pub fn integral_id(f: f64) -> Option<u64> {
+    // 2^64 is exactly representable; every smaller integral f64 fits a u64.
+    (f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 18_446_744_073_709_551_616.0)
+        .then_some(f as u64)
+}
+
 /// An object in a list or watch that we could not decode; reported, skipped.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Malformed {
@@ -269,7 +277,7 @@ pub struct EndpointRefs {
 /// serializers); anything else is "no id".
 fn lenient_id(v: &serde_json::Value) -> Option<u64> {
     match v {
-        serde_json::Value::Number(n) => n.as_u64(),
+        serde_json::Value::Number(n) => n.as_u64().or_else(|| n.as_f64().and_then(integral_id)),
         serde_json::Value::String(s) => parse_id(s),
         _ => None,
     }

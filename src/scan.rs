@@ -19,9 +19,10 @@ use crate::stop::Stop;
 
 /// Default identities per page.
 pub const PAGE_SIZE: u32 = 500;
-/// How many 410s in a row, with no page read in between, before we give up.
-/// A continuation with the server's token reads a page and so makes
-/// progress; only expiries that keep us from reading anything are bounded.
+/// How many 410s in a row (with no page read between them) a list
+/// tolerates, and how many restarts from the first page in all. Continuing
+/// with the server's token always makes progress, so 410s separated by
+/// pages read are not counted against each other.
 pub const MAX_LIST_RESTARTS: u32 = 5;
 
 /// Why the identity list could not be read.
@@ -36,8 +37,8 @@ pub enum ScanError {
     /// Retries ran out, or the server answered something unusable.
     #[error("listing ciliumidentities: {0}")]
     Failed(String),
-    /// Too many 410s in a row.
-    #[error("listing ciliumidentities: the list expired {0} times in a row (the API server compacts faster than we can page); try a larger --page-size")]
+    /// Too many 410s in a row, or too many restarts from the first page.
+    #[error("listing ciliumidentities: the list expired {0} times (the API server compacts faster than we can page); try a larger --page-size")]
     TooManyRestarts(u32),
     /// A signal arrived.
     #[error("listing ciliumidentities: interrupted")]
@@ -130,7 +131,8 @@ pub async fn list_raw(
     mut on_raw: impl FnMut(&RawValue),
 ) -> Result<(), ScanError> {
     let mut token: Option<String> = None;
-    let mut restarts = 0;
+    // 410s since the last page read; restarts from the first page, in all.
+    let (mut restarts, mut from_scratch) = (0, 0);
     let mut undecodable = 0;
     loop {
         if stop.is_stopped() {
@@ -147,8 +149,11 @@ pub async fn list_raw(
             Class::Expired { continue_token } => {
                 Stats::bump(&api.stats.list_restarts);
                 restarts += 1;
-                if restarts > MAX_LIST_RESTARTS {
-                    return Err(ScanError::TooManyRestarts(restarts));
+                if continue_token.is_none() {
+                    from_scratch += 1;
+                }
+                if restarts.max(from_scratch) > MAX_LIST_RESTARTS {
+                    return Err(ScanError::TooManyRestarts(MAX_LIST_RESTARTS));
                 }
                 tracing::warn!(
                     "identity list expired (410); {}",

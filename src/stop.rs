@@ -18,6 +18,9 @@ pub enum StopReason {
     Terminate,
     /// 401/403 on a write: the permission was lost mid-run.
     PermissionLost,
+    /// The endpoint watchers could not re-list for too long: which
+    /// identities are in use is unknown, so nothing more may be deleted.
+    UsageLost,
 }
 
 /// A shared stop flag. Cheap to clone.
@@ -33,6 +36,7 @@ impl Stop {
             StopReason::Interrupt => 1,
             StopReason::Terminate => 2,
             StopReason::PermissionLost => 3,
+            StopReason::UsageLost => 4,
         };
         let _ = self
             .inner
@@ -47,6 +51,7 @@ impl Stop {
             1 => Some(StopReason::Interrupt),
             2 => Some(StopReason::Terminate),
             3 => Some(StopReason::PermissionLost),
+            4 => Some(StopReason::UsageLost),
             _ => None,
         }
     }

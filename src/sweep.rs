@@ -26,7 +26,7 @@ use crate::report::{Conflict, Outcome};
 use crate::retry::Class;
 use crate::stats::Stats;
 use crate::stop::{Stop, StopReason};
-use crate::usage::UsageHandle;
+use crate::usage::{UsageHandle, USAGE_STALL_LIMIT};
 
 /// 429s tolerated for one item before it is reported failed. Throttling is
 /// expected under a server-side rate cap, so this is far above `--max-retries`.
@@ -203,7 +203,10 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
             _ = ctx.stop.wait() => return stopped(r),
         }
         tokio::select! {
-            _ = ctx.usage.wait_ready() => {}
+            ready = ctx.usage.wait_ready_within(USAGE_STALL_LIMIT) => if !ready {
+                ctx.stop.trigger(StopReason::UsageLost);
+                return stopped(r);
+            },
             _ = ctx.stop.wait() => return stopped(r),
         }
         if ctx.stop.is_stopped() {

@@ -44,12 +44,25 @@ pub const PAGE_SIZE: u32 = 500;
 /// arrive then, or a re-list starts.
 pub const DEGRADED_PAUSE: Duration = Duration::from_secs(5);
 
+/// How long deletes wait for endpoint usage to be readable again (a watcher
+/// re-listing or just failed) before the run stops writing: past this, the
+/// watchers are not coming back soon (list forbidden, server gone), and
+/// waiting longer would only hang the run.
+pub const USAGE_STALL_LIMIT: Duration = Duration::from_secs(60);
+
 /// One endpoint object as the watcher decodes it: its key and the identity
 /// ids it references.
 #[derive(Debug, Clone)]
 pub struct UsageObject {
     meta: ObjectMeta,
     ids: Vec<u64>,
+}
+
+impl UsageObject {
+    /// The identity ids this endpoint object references.
+    pub fn ids(&self) -> &[u64] {
+        &self.ids
+    }
 }
 
 impl Resource for UsageObject {
@@ -217,9 +230,25 @@ impl<'de> Deserialize<'de> for Id {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
                 Ok(Id(crate::model::parse_id(v).filter(|v| *v != 0)))
             }
+            // `60021.0` names identity 60021 as clearly as `60021` does;
+            // reading it as "no id" would let that identity be deleted.
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Id, E> {
+                Ok(Id(crate::model::integral_id(v).filter(|v| *v != 0)))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Id, E> {
+                Ok(Id(None))
+            }
+            fn visit_unit<E>(self) -> Result<Id, E> {
+                Ok(Id(None))
+            }
+            fn visit_none<E>(self) -> Result<Id, E> {
+                Ok(Id(None))
+            }
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an identity id")
+            }
             nothing_for!(map);
             nothing_for!(seq);
-            nothing_for!(scalars);
         }
         d.deserialize_any(V)
     }
@@ -262,9 +291,9 @@ struct WireObject {
 
 impl<'de> Deserialize<'de> for UsageObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let w = Obj::<WireObject>::deserialize(d)?
-            .0
-            .ok_or_else(|| de::Error::custom("not an object"))?;
+        // Not even an object: it references nothing. An error here would
+        // fail the whole list page, and the watcher would re-list forever.
+        let w = Obj::<WireObject>::deserialize(d)?.0.unwrap_or_default();
         let m = w.metadata.0.unwrap_or_default();
         let from_status = w.status.0.and_then(|s| s.identity.0).and_then(|i| i.id.0);
         let from_slice = w
@@ -292,27 +321,42 @@ impl<'de> Deserialize<'de> for UsageObject {
 struct Index {
     by_key: HashMap<u128, Box<[u64]>>,
     refs: HashMap<u64, u32>,
+    /// Keys handed to endpoints that have neither a readable name nor a uid.
+    anonymous: u128,
 }
 
 impl Index {
-    fn key(obj: &UsageObject) -> u128 {
+    /// The key of an endpoint: namespace and name, else its uid. Endpoints
+    /// with an unreadable name must not share a key, or one's update would
+    /// release the other's references. `None` when there is neither.
+    fn key(obj: &UsageObject) -> Option<u128> {
+        let m = &obj.meta;
+        let id = match (&m.name, &m.uid) {
+            (Some(name), _) => (0u8, name),
+            (None, Some(uid)) => (1u8, uid),
+            (None, None) => return None,
+        };
         let mut lo = DefaultHasher::new();
         let mut hi = DefaultHasher::new();
-        (0u8, &obj.meta.namespace, &obj.meta.name).hash(&mut lo);
-        (1u8, &obj.meta.namespace, &obj.meta.name).hash(&mut hi);
-        (u128::from(hi.finish()) << 64) | u128::from(lo.finish())
+        (0u8, &m.namespace, id).hash(&mut lo);
+        (1u8, &m.namespace, id).hash(&mut hi);
+        Some((u128::from(hi.finish()) << 64) | u128::from(lo.finish()))
     }
     fn apply(&mut self, obj: &UsageObject) {
-        let old = self
-            .by_key
-            .insert(Self::key(obj), obj.ids.clone().into_boxed_slice());
+        // An endpoint we cannot key keeps its references until the next
+        // full re-list: never released early, so never unsafe.
+        let key = Self::key(obj).unwrap_or_else(|| {
+            self.anonymous += 1;
+            self.anonymous
+        });
+        let old = self.by_key.insert(key, obj.ids.clone().into_boxed_slice());
         self.release(old);
         for id in obj.ids.iter() {
             *self.refs.entry(*id).or_insert(0) += 1;
         }
     }
     fn delete(&mut self, obj: &UsageObject) {
-        let old = self.by_key.remove(&Self::key(obj));
+        let old = Self::key(obj).and_then(|k| self.by_key.remove(&k));
         self.release(old);
     }
     fn release(&mut self, old: Option<Box<[u64]>>) {
@@ -347,6 +391,8 @@ struct Shared {
     sources: Mutex<HashMap<Kind, Source>>,
     changed: Notify,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// When a waiter first saw usage not ready; cleared once seen ready.
+    unready_since: Mutex<Option<Instant>>,
 }
 
 /// A live view of identity usage. Cheap to clone.
@@ -497,6 +543,38 @@ impl UsageHandle {
         }
     }
 
+    /// As [`Self::wait_ready`], but gives up (`false`) once usage has been
+    /// unready for `limit`, counted from when a waiter first saw it unready:
+    /// every waiter shares that deadline, so a run gives up once, not once
+    /// per identity.
+    pub async fn wait_ready_within(&self, limit: Duration) -> bool {
+        loop {
+            let notified = self.shared.changed.notified();
+            let wake = {
+                let now = Instant::now();
+                let sources = self.shared.sources.lock().unwrap();
+                let mut since = self.shared.unready_since.lock().unwrap();
+                if sources.values().all(|s| s.ready(now)) {
+                    *since = None;
+                    return true;
+                }
+                let deadline = *since.get_or_insert(now) + limit;
+                if now >= deadline {
+                    return false;
+                }
+                sources
+                    .values()
+                    .filter_map(|s| s.degraded_until)
+                    .filter(|t| *t > now)
+                    .fold(deadline, Instant::min)
+            };
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep_until(wake) => {}
+            }
+        }
+    }
+
     /// Endpoints referencing `id` right now (over all sources).
     pub fn refs(&self, id: u64) -> u32 {
         let sources = self.shared.sources.lock().unwrap();
@@ -554,7 +632,47 @@ mod tests {
         ] {
             assert!(obj(junk).ids.is_empty(), "{junk}");
         }
-        assert!(serde_json::from_str::<UsageObject>("[1]").is_err() || obj("[1]").ids.is_empty());
+        for not_an_object in ["[1]", "\"junk\"", "7", "null"] {
+            assert!(obj(not_an_object).ids.is_empty(), "{not_an_object}");
+        }
+        // ...so a list page holding one still decodes.
+        let page: Vec<UsageObject> = serde_json::from_str(
+            r#"["junk",{"metadata":{"name":"p"},"status":{"identity":{"id":9}}}]"#,
+        )
+        .unwrap();
+        assert_eq!(page[1].ids, vec![9]);
+    }
+
+    #[test]
+    fn integral_float_ids_count_as_references() {
+        let cep = obj(r#"{"metadata":{"name":"p"},"status":{"identity":{"id":60021.0}}}"#);
+        assert_eq!(cep.ids, vec![60021]);
+        let ces =
+            obj(r#"{"metadata":{"name":"c"},"endpoints":[{"id":7.0},{"id":7.5},{"id":-8.0}]}"#);
+        assert_eq!(ces.ids, vec![7]);
+    }
+
+    #[test]
+    fn endpoints_with_unreadable_names_do_not_share_a_key() {
+        let mut ix = Index::default();
+        let a = obj(
+            r#"{"metadata":{"name":1,"namespace":"n","uid":"a"},"status":{"identity":{"id":10}}}"#,
+        );
+        let b = obj(
+            r#"{"metadata":{"name":2,"namespace":"n","uid":"b"},"status":{"identity":{"id":11}}}"#,
+        );
+        ix.apply(&a);
+        ix.apply(&b);
+        assert_eq!((ix.refs.get(&10), ix.refs.get(&11)), (Some(&1), Some(&1)));
+        ix.delete(&b);
+        assert_eq!((ix.refs.get(&10), ix.refs.get(&11)), (Some(&1), None));
+        // Neither name nor uid: the references stay until the next re-list.
+        let c = obj(r#"{"metadata":"x","status":{"identity":{"id":12}}}"#);
+        let d = obj(r#"{"metadata":"y","status":{"identity":{"id":13}}}"#);
+        ix.apply(&c);
+        ix.apply(&d);
+        ix.delete(&c);
+        assert_eq!((ix.refs.get(&12), ix.refs.get(&13)), (Some(&1), Some(&1)));
     }
 
     #[test]
@@ -579,6 +697,36 @@ mod tests {
             obj(r#"{"metadata":{"name":"a","namespace":"m"},"status":{"identity":{"id":11}}}"#);
         ix.apply(&other);
         assert_eq!(ix.refs.get(&11), Some(&2));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiters_give_up_together_when_usage_stays_unready() {
+        let h = UsageHandle::default();
+        h.shared
+            .sources
+            .lock()
+            .unwrap()
+            .insert(Kind::Endpoint, Source::default());
+        let stats = Stats::default();
+        h.on_event(Kind::Endpoint, Event::Init, &stats);
+        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+        let limit = Duration::from_secs(60);
+        assert!(h.wait_ready_within(limit).await);
+        h.on_event(Kind::Endpoint, Event::Init, &stats); // a re-list that never ends
+        let t0 = Instant::now();
+        let first = tokio::spawn({
+            let h = h.clone();
+            async move { h.wait_ready_within(limit).await }
+        });
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(!h.wait_ready_within(limit).await, "gives up");
+        assert_eq!(Instant::now() - t0, limit, "at the first waiter's deadline");
+        assert!(!first.await.unwrap());
+        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+        assert!(
+            h.wait_ready_within(limit).await,
+            "ready again, a fresh start"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -10,9 +10,11 @@
 //! Layout: `store` (versioned store with history), `routes` (HTTP front),
 //! `resource` (list/get/write handlers), `watch`, `discovery`, `status`
 //! (error bodies), `actors`, `faults`, `seed` + `scenario`, `tls`
-//! (CA and kubeconfig), `ledger` (what the client did).
+//! (CA and kubeconfig), `ledger` (what the client did), `chaos`
+//! (malformed objects and spoiled list answers, for tests).
 
 mod actors;
+mod chaos;
 mod crds;
 mod discovery;
 mod faults;
@@ -42,6 +44,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_rustls::TlsAcceptor;
 
 pub use actors::ActorRates;
+pub use chaos::PageFault;
 pub use faults::{Faults, ResetMode, ThrottleShape};
 pub use ledger::{IdentityDelete, Ledger, RequestRecord};
 pub use scenario::{default_cilium_config, CrdSet, Denial, Scenario, UnusedMix};
@@ -149,6 +152,7 @@ impl Simulator {
             rng: Mutex::new(rand_chacha::ChaCha8Rng::seed_from_u64(
                 scenario.seed.wrapping_add(7),
             )),
+            chaos: chaos::Chaos::default(),
         });
         let actors = actors::Actors::start(app.store.clone(), &scenario, clock, rng);
         let compactor = tokio::spawn(compact_periodically(

@@ -48,6 +48,8 @@ pub struct App {
     pub expire_watches: broadcast::Sender<()>,
     /// RNG for uids of created objects.
     pub rng: Mutex<rand_chacha::ChaCha8Rng>,
+    /// Test-only spoilers of list answers.
+    pub chaos: super::chaos::Chaos,
 }
 
 impl App {
@@ -284,7 +286,7 @@ impl Req {
     }
 }
 
-const MAX_BODY: usize = 64 << 20;
+pub(super) const MAX_BODY: usize = 64 << 20;
 
 async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Body> {
     let time = app.clock.now();
@@ -377,7 +379,10 @@ async fn serve(app: &Arc<App>, r: &Req, target: &Target, verb: &'static str) -> 
     }
     let resp = match verb {
         "watch" => watch::watch(app.clone(), *kind, namespace.clone(), r),
-        "list" => resource::list(app, *kind, namespace.as_deref(), r, verdict.expire_continue),
+        "list" => {
+            let resp = resource::list(app, *kind, namespace.as_deref(), r, verdict.expire_continue);
+            app.chaos.tamper(*kind, resp).await
+        }
         "get" => resource::get(
             app,
             *kind,
@@ -461,7 +466,7 @@ fn rejection(r: Rejection) -> Response<Body> {
 }
 
 /// Replace the body with one that fails: at once, or after half of it.
-async fn cut(resp: Response<Body>, mode: ResetMode) -> Response<Body> {
+pub(super) async fn cut(resp: Response<Body>, mode: ResetMode) -> Response<Body> {
     let (parts, body) = resp.into_parts();
     let err = || {
         Err::<Bytes, std::io::Error>(std::io::Error::new(

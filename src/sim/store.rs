@@ -492,6 +492,23 @@ impl Store {
         self.lock().actor_touched.insert(name.to_owned());
     }
 
+    /// Store `v` under `key` exactly as given: no validation and no
+    /// metadata bookkeeping, but logged and broadcast like any write (chaos
+    /// tests serve objects a real server would never hold; see `chaos.rs`).
+    pub fn put_raw(&self, kind: Kind, key: &str, v: &Value) -> Arc<Obj> {
+        let mut g = self.lock();
+        g.rv += 1;
+        let obj = seal(kind, v, g.rv);
+        let prev = g.tables[idx(kind)].get(key).cloned();
+        let typ = match prev {
+            Some(_) => EventType::Modified,
+            None => EventType::Added,
+        };
+        let writer = Writer::client("chaos");
+        self.commit(&mut g, kind, key, typ, obj.clone(), prev, &writer);
+        obj
+    }
+
     /// Identity names actors touched.
     pub fn actor_touched(&self) -> BTreeSet<String> {
         self.lock().actor_touched.clone()

@@ -24,3 +24,7 @@ mod cli;
 /// The simulated API server's wire semantics, pinned against its answers
 /// and real `kubectl`.
 mod sim;
+
+/// Safety under chaos: random schedules (property tests), malformed
+/// objects, spoiled pages, restarts, clock skew, signals at random points.
+mod chaos;

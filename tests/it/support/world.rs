@@ -66,20 +66,7 @@ impl World {
 
     /// As [`World::gc`], with a stop flag the test controls.
     pub async fn gc_with_stop(&self, args: &[&str], stop: &Stop) -> (Report, Exit) {
-        let mut argv = vec!["kubectl-cilium_gc"];
-        argv.extend_from_slice(args);
-        let cli = Cli::try_parse_from(argv).expect("test flags parse");
-        let settings = match cli.command {
-            Command::Scan(a) => GcSettings::for_scan(a),
-            Command::Delete(d) => GcSettings::for_delete(d),
-            other => panic!("not a gc command: {other:?}"),
-        }
-        .expect("settings valid");
-        let (kube, ui) = (self.kube(), Ui::headless());
-        let run = gc::run(&kube, &settings, stop, &ui);
-        tokio::time::timeout(TEST_TIMEOUT, run)
-            .await
-            .expect("gc run finished in time")
+        gc_at(self.kube(), args, stop).await
     }
 
     /// Run the built binary with `--kubeconfig` to the simulator.
@@ -120,6 +107,24 @@ impl World {
             })
             .collect()
     }
+}
+
+/// Run `scan ...` or `delete ...` through the library against `kube`.
+pub async fn gc_at(kube: KubeArgs, args: &[&str], stop: &Stop) -> (Report, Exit) {
+    let mut argv = vec!["kubectl-cilium_gc"];
+    argv.extend_from_slice(args);
+    let cli = Cli::try_parse_from(argv).expect("test flags parse");
+    let settings = match cli.command {
+        Command::Scan(a) => GcSettings::for_scan(a),
+        Command::Delete(d) => GcSettings::for_delete(d),
+        other => panic!("not a gc command: {other:?}"),
+    }
+    .expect("settings valid");
+    let ui = Ui::headless();
+    let run = gc::run(&kube, &settings, stop, &ui);
+    tokio::time::timeout(TEST_TIMEOUT, run)
+        .await
+        .expect("gc run finished in time")
 }
 
 /// The heartbeat mark of an identity object, parsed.
