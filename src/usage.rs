@@ -214,12 +214,13 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
     }
 }
 
-/// A JSON string; anything else is `None` (flagged when present).
+/// A JSON string; anything else is `None` (a missing or unreadable name
+/// is caught by its `None`).
 #[derive(Default)]
-struct Str(Option<String>, bool);
+struct Str(Option<String>);
 impl Lenient for Str {
     fn wrong() -> Self {
-        Str(None, true)
+        Str(None)
     }
 }
 impl<'de> Deserialize<'de> for Str {
@@ -228,7 +229,7 @@ impl<'de> Deserialize<'de> for Str {
         impl<'de> Visitor<'de> for V {
             type Value = Str;
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Str, E> {
-                Ok(Str(Some(v.to_owned()), false))
+                Ok(Str(Some(v.to_owned())))
             }
             nothing_for!(map);
             nothing_for!(seq);

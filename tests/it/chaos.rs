@@ -835,7 +835,7 @@ async fn signal_at_random_point(seed: u64) {
     let ready = |w: &World| {
         let l = w.sim.ledger();
         if during_deletes {
-            l.deletes.len() >= 1
+            !l.deletes.is_empty()
         } else {
             !l.requests.is_empty()
         }
