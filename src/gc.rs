@@ -200,6 +200,9 @@ struct Run {
     dropped_errors: u64,
     aborted: Option<Abort>,
     interrupted: bool,
+    /// The live usage view, once started: its malformed endpoints are
+    /// reported when the run ends, however it ends.
+    usage: Option<UsageHandle>,
 }
 
 impl Run {
@@ -217,6 +220,7 @@ impl Run {
             dropped_errors: 0,
             aborted: None,
             interrupted: false,
+            usage: None,
         }
     }
 
@@ -322,6 +326,15 @@ pub async fn run(kube: &KubeArgs, s: &GcSettings, stop: &Stop, ui: &Ui) -> (Repo
     let mut run = Run::new(s, kube);
     let exit = execute(kube, s, stop, ui, &mut run, &stats).await;
     ui.progress.finish();
+    if let Some(usage) = run.usage.take() {
+        for (what, problem) in usage.malformed() {
+            run.summary.malformed += 1;
+            run.error(
+                ErrorKind::MalformedObject,
+                format!("{what}: {problem} (it references nothing)"),
+            );
+        }
+    }
     let exit = match stop.reason() {
         Some(StopReason::Interrupt) => Exit::Interrupted,
         Some(StopReason::Terminate) => Exit::Terminated,
@@ -404,6 +417,8 @@ async fn execute(
         preflight::usage_sources(crds, &cilium),
         stats.clone(),
     );
+    let _watchers = usage.stop_on_drop();
+    run.usage = Some(usage.clone());
     ui.progress.listing("syncing endpoints");
     tokio::select! {
         r = tokio::time::timeout(SYNC_TIMEOUT, usage.wait_ready()) => if r.is_err() {
@@ -412,7 +427,7 @@ async fn execute(
         },
         _ = stop.wait() => return Exit::Interrupted,
     }
-    let _watchers = usage.stop_on_drop();
+
     run.summary.endpoints = usage.object_count(Kind::Endpoint);
     run.summary.endpoint_slices = usage.object_count(Kind::EndpointSlice);
 

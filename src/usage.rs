@@ -13,7 +13,7 @@
 //! error that would stall the watcher.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
@@ -56,12 +56,18 @@ pub const USAGE_STALL_LIMIT: Duration = Duration::from_secs(60);
 pub struct UsageObject {
     meta: ObjectMeta,
     ids: Vec<u64>,
+    problem: Option<&'static str>,
 }
 
 impl UsageObject {
     /// The identity ids this endpoint object references.
     pub fn ids(&self) -> &[u64] {
         &self.ids
+    }
+    /// What was unreadable on the path to its ids, if anything (reported as
+    /// a malformed object; the unreadable part references nothing).
+    pub fn problem(&self) -> Option<&'static str> {
+        self.problem
     }
 }
 
@@ -92,41 +98,49 @@ impl Resource for UsageObject {
 }
 
 // Lenient decoding: every wrapper below yields "nothing" for JSON of the
-// wrong shape (draining it), so one odd field never fails a whole list page.
+// wrong shape (draining it), so one odd field never fails a whole list page;
+// it remembers that the shape was wrong, so the object can be reported.
 
-/// Visitor methods that answer "nothing" (`Default`) for the listed JSON shapes.
+/// A lenient wrapper: `Default` is "absent" (or null), `wrong` is "present
+/// but of the wrong shape".
+trait Lenient: Default {
+    fn wrong() -> Self;
+}
+
+/// Visitor methods that answer "nothing" ([`Lenient::wrong`]) for the
+/// listed JSON shapes, and "absent" for null.
 macro_rules! nothing_for {
     (map) => {
         fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
             while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-            Ok(Default::default())
+            Ok(Lenient::wrong())
         }
     };
     (seq) => {
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
             while seq.next_element::<IgnoredAny>()?.is_some() {}
-            Ok(Default::default())
+            Ok(Lenient::wrong())
         }
     };
     (str) => {
         fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-            Ok(Default::default())
+            Ok(Lenient::wrong())
         }
     };
     (int) => {
         fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(Default::default())
+            Ok(Lenient::wrong())
         }
         fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(Default::default())
+            Ok(Lenient::wrong())
         }
     };
     (scalars) => {
         fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(Default::default())
+            Ok(Lenient::wrong())
         }
         fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(Default::default())
+            Ok(Lenient::wrong())
         }
         fn visit_unit<E>(self) -> Result<Self::Value, E> {
             Ok(Default::default())
@@ -140,11 +154,17 @@ macro_rules! nothing_for {
     };
 }
 
-/// A JSON object decoded as `T` (whose fields must be lenient too).
-struct Obj<T>(Option<T>);
+/// A JSON object decoded as `T` (whose fields must be lenient too); the
+/// flag says it was present but not an object.
+struct Obj<T>(Option<T>, bool);
 impl<T> Default for Obj<T> {
     fn default() -> Self {
-        Obj(None)
+        Obj(None, false)
+    }
+}
+impl<T> Lenient for Obj<T> {
+    fn wrong() -> Self {
+        Obj(None, true)
     }
 }
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
@@ -153,7 +173,8 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
         impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
             type Value = Obj<T>;
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-                T::deserialize(de::value::MapAccessDeserializer::new(map)).map(|t| Obj(Some(t)))
+                T::deserialize(de::value::MapAccessDeserializer::new(map))
+                    .map(|t| Obj(Some(t), false))
             }
             nothing_for!(seq);
             nothing_for!(str);
@@ -164,11 +185,17 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Obj<T> {
     }
 }
 
-/// A JSON array of lenient elements.
-struct List<T>(Vec<T>);
+/// A JSON array of lenient elements; the flag says it was present but not
+/// an array.
+struct List<T>(Vec<T>, bool);
 impl<T> Default for List<T> {
     fn default() -> Self {
-        List(Vec::new())
+        List(Vec::new(), false)
+    }
+}
+impl<T> Lenient for List<T> {
+    fn wrong() -> Self {
+        List(Vec::new(), true)
     }
 }
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
@@ -181,7 +208,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
                 while let Some(t) = seq.next_element::<T>()? {
                     v.push(t);
                 }
-                Ok(List(v))
+                Ok(List(v, false))
             }
             nothing_for!(map);
             nothing_for!(str);
@@ -192,9 +219,15 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for List<T> {
     }
 }
 
-/// A JSON string; anything else is `None`.
+/// A JSON string; anything else is `None` (a missing or unreadable name
+/// is caught by its `None`).
 #[derive(Default)]
 struct Str(Option<String>);
+impl Lenient for Str {
+    fn wrong() -> Self {
+        Str(None)
+    }
+}
 impl<'de> Deserialize<'de> for Str {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -215,34 +248,49 @@ impl<'de> Deserialize<'de> for Str {
 /// An identity id: a non-negative number or a numeric string; anything else
 /// (and 0, "no identity yet") is `None`.
 #[derive(Default)]
-struct Id(Option<u64>);
+struct Id(Option<u64>, bool);
+impl Lenient for Id {
+    fn wrong() -> Self {
+        Id(None, true)
+    }
+}
+impl Id {
+    /// 0 is "no identity yet"; anything else unparseable is wrong.
+    fn of(v: Option<u64>) -> Id {
+        match v {
+            Some(0) => Id(None, false),
+            Some(v) => Id(Some(v), false),
+            None => Id::wrong(),
+        }
+    }
+}
 impl<'de> Deserialize<'de> for Id {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
         impl<'de> Visitor<'de> for V {
             type Value = Id;
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
-                Ok(Id(Some(v).filter(|v| *v != 0)))
+                Ok(Id::of(Some(v)))
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id, E> {
-                Ok(Id(u64::try_from(v).ok().filter(|v| *v != 0)))
+                Ok(Id::of(u64::try_from(v).ok()))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
-                Ok(Id(crate::model::parse_id(v).filter(|v| *v != 0)))
+                Ok(Id::of(crate::model::parse_id(v)))
             }
             // `60021.0` names identity 60021 as clearly as `60021` does;
             // reading it as "no id" would let that identity be deleted.
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Id, E> {
-                Ok(Id(crate::model::integral_id(v).filter(|v| *v != 0)))
+                Ok(Id::of(crate::model::integral_id(v)))
             }
             fn visit_bool<E>(self, _: bool) -> Result<Id, E> {
-                Ok(Id(None))
+                Ok(Id::wrong())
             }
             fn visit_unit<E>(self) -> Result<Id, E> {
-                Ok(Id(None))
+                Ok(Id::default())
             }
             fn visit_none<E>(self) -> Result<Id, E> {
-                Ok(Id(None))
+                Ok(Id::default())
             }
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("an identity id")
@@ -293,9 +341,37 @@ impl<'de> Deserialize<'de> for UsageObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         // Not even an object: it references nothing. An error here would
         // fail the whole list page, and the watcher would re-list forever.
-        let w = Obj::<WireObject>::deserialize(d)?.0.unwrap_or_default();
+        let Some(w) = Obj::<WireObject>::deserialize(d)?.0 else {
+            return Ok(UsageObject {
+                meta: ObjectMeta::default(),
+                ids: Vec::new(),
+                problem: Some("not a JSON object"),
+            });
+        };
         let m = w.metadata.0.unwrap_or_default();
-        let from_status = w.status.0.and_then(|s| s.identity.0).and_then(|i| i.id.0);
+        let status = w.status.0;
+        let identity = status.as_ref().map(|s| &s.identity);
+        let problem = if m.name.0.is_none() {
+            Some("no readable metadata.name")
+        } else if w.status.1 {
+            Some("status is not an object")
+        } else if identity.is_some_and(|i| i.1) {
+            Some("status.identity is not an object")
+        } else if identity.and_then(|i| i.0.as_ref()).is_some_and(|i| i.id.1) {
+            Some("status.identity.id is not an identity id")
+        } else if w.endpoints.1 {
+            Some("endpoints is not a list")
+        } else if w
+            .endpoints
+            .0
+            .iter()
+            .any(|e| e.1 || e.0.as_ref().is_some_and(|i| i.id.1))
+        {
+            Some("an endpoints[].id is not an identity id")
+        } else {
+            None
+        };
+        let from_status = status.and_then(|s| s.identity.0).and_then(|i| i.id.0);
         let from_slice = w
             .endpoints
             .0
@@ -312,6 +388,7 @@ impl<'de> Deserialize<'de> for UsageObject {
                 ..ObjectMeta::default()
             },
             ids,
+            problem,
         })
     }
 }
@@ -393,7 +470,13 @@ struct Shared {
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// When a waiter first saw usage not ready; cleared once seen ready.
     unready_since: Mutex<Option<Instant>>,
+    /// Malformed endpoints seen, as (what, uid, problem), at most
+    /// [`MAX_MALFORMED`].
+    malformed: Mutex<BTreeMap<(String, String, &'static str), ()>>,
 }
+
+/// Malformed endpoint objects remembered for the report.
+pub const MAX_MALFORMED: usize = 1000;
 
 /// A live view of identity usage. Cheap to clone.
 #[derive(Debug, Clone, Default)]
@@ -495,6 +578,9 @@ impl UsageHandle {
     }
 
     fn on_event(&self, kind: Kind, ev: Event<UsageObject>, stats: &Stats) {
+        if let Event::InitApply(o) | Event::Apply(o) = &ev {
+            self.note_malformed(kind, o);
+        }
         self.with(kind, |s| match ev {
             Event::Init => {
                 if s.synced_once {
@@ -512,6 +598,29 @@ impl UsageHandle {
             Event::Apply(o) => s.live.apply(&o),
             Event::Delete(o) => s.live.delete(&o),
         });
+    }
+
+    fn note_malformed(&self, kind: Kind, o: &UsageObject) {
+        let Some(problem) = o.problem else { return };
+        let m = &o.meta;
+        let name = match (&m.namespace, &m.name) {
+            (Some(ns), Some(n)) => format!("{ns}/{n}"),
+            (None, Some(n)) => n.clone(),
+            (_, None) => "<no name>".into(),
+        };
+        let what = format!("{} {name}", kind.kind().to_lowercase());
+        let key = (what, m.uid.clone().unwrap_or_default(), problem);
+        let mut g = self.shared.malformed.lock().unwrap();
+        if g.len() < MAX_MALFORMED {
+            g.insert(key, ());
+        }
+    }
+
+    /// Malformed endpoint objects seen so far, as (what, problem), e.g.
+    /// ("ciliumendpoint ns/name", "status.identity.id is not an identity id").
+    pub fn malformed(&self) -> Vec<(String, &'static str)> {
+        let g = self.shared.malformed.lock().unwrap();
+        g.keys().map(|(what, _, p)| (what.clone(), *p)).collect()
     }
 
     /// Wait until every source has listed fully, is not re-listing, and has
@@ -641,6 +750,84 @@ mod tests {
         )
         .unwrap();
         assert_eq!(page[1].ids, vec![9]);
+    }
+
+    #[test]
+    fn unreadable_parts_are_named_and_reference_nothing() {
+        let id = "status.identity.id is not an identity id";
+        let cases = [
+            (r#""junk""#, Some("not a JSON object")),
+            (
+                r#"{"metadata":{"name":7}}"#,
+                Some("no readable metadata.name"),
+            ),
+            (
+                r#"{"status":{"identity":{"id":5}}}"#,
+                Some("no readable metadata.name"),
+            ),
+            (
+                r#"{"metadata":{"name":"p"},"status":"x"}"#,
+                Some("status is not an object"),
+            ),
+            (
+                r#"{"metadata":{"name":"p"},"status":{"identity":[1]}}"#,
+                Some("status.identity is not an object"),
+            ),
+            (
+                r#"{"metadata":{"name":"p"},"status":{"identity":{"id":true}}}"#,
+                Some(id),
+            ),
+            (
+                r#"{"metadata":{"name":"p"},"status":{"identity":{"id":-1}}}"#,
+                Some(id),
+            ),
+            (
+                r#"{"metadata":{"name":"p"},"status":{"identity":{"id":"x"}}}"#,
+                Some(id),
+            ),
+            (
+                r#"{"metadata":{"name":"p"},"status":{"identity":{"id":1.5}}}"#,
+                Some(id),
+            ),
+            (
+                r#"{"metadata":{"name":"c"},"endpoints":{}}"#,
+                Some("endpoints is not a list"),
+            ),
+            (
+                r#"{"metadata":{"name":"c"},"endpoints":[{"id":"x"}]}"#,
+                Some("an endpoints[].id is not an identity id"),
+            ),
+            (
+                r#"{"metadata":{"name":"c"},"endpoints":[7]}"#,
+                Some("an endpoints[].id is not an identity id"),
+            ),
+            // An endpoint without an identity yet is not malformed.
+            (r#"{"metadata":{"name":"p"}}"#, None),
+            (r#"{"metadata":{"name":"p"},"status":null}"#, None),
+            (r#"{"metadata":{"name":"p"},"status":{}}"#, None),
+            (
+                r#"{"metadata":{"name":"p"},"status":{"identity":{"id":0}}}"#,
+                None,
+            ),
+            (
+                r#"{"metadata":{"name":"p"},"status":{"identity":{"id":null}}}"#,
+                None,
+            ),
+            (
+                r#"{"metadata":{"name":"p"},"status":{"identity":{"id":"5"}}}"#,
+                None,
+            ),
+            (
+                r#"{"metadata":{"name":"c"},"endpoints":[{"id":5},{"name":"x"}]}"#,
+                None,
+            ),
+        ];
+        for (json, want) in cases {
+            assert_eq!(obj(json).problem(), want, "{json}");
+            if want.is_some() && !json.contains(r#""id":5"#) {
+                assert!(obj(json).ids.is_empty(), "{json}");
+            }
+        }
     }
 
     #[test]

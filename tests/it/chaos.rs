@@ -493,22 +493,48 @@ async fn chaos_malformed_objects_are_reported_and_skipped_never_deleted() {
     assert_valid(&json(&report));
     check_ledger_agrees(&report, &w);
 
-    // Every malformed identity is counted and named.
-    assert_eq!(report.summary.malformed, 9, "{:#?}", report.errors);
+    // Every malformed identity and endpoint is counted and named: 9
+    // identities, and 7 endpoints whose name or id path cannot be read.
+    assert_eq!(report.summary.malformed, 16, "{:#?}", report.errors);
     let malformed_errors: Vec<&str> = report
         .errors
         .iter()
         .filter(|e| e.kind == ErrorKind::MalformedObject)
         .map(|e| e.message.as_str())
         .collect();
-    assert_eq!(malformed_errors.len(), 9, "{malformed_errors:#?}");
+    assert_eq!(malformed_errors.len(), 16, "{malformed_errors:#?}");
     for name in ["60001", "60002", "60003", "60004", "60005", "60007"] {
         assert!(
             malformed_errors.iter().any(|m| m.contains(name)),
             "{name} is named: {malformed_errors:#?}"
         );
     }
-    assert!(malformed_errors.iter().all(|m| m.contains("(skipped)")));
+    for name in [
+        "id-bool",
+        "id-object",
+        "id-negative",
+        "status-string",
+        "identity-list",
+    ] {
+        let what = format!("ciliumendpoint chaos/{name}:");
+        assert!(
+            malformed_errors.iter().any(|m| m.starts_with(&what)),
+            "{name} is named: {malformed_errors:#?}"
+        );
+    }
+    assert_eq!(
+        malformed_errors
+            .iter()
+            .filter(|m| m.starts_with("ciliumendpoint <no name>: no readable metadata.name"))
+            .count(),
+        2
+    );
+    for m in &malformed_errors {
+        assert!(
+            m.ends_with("(skipped)") || m.ends_with("(it references nothing)"),
+            "{m}"
+        );
+    }
 
     let left = w.names();
     for name in [
@@ -593,6 +619,25 @@ async fn chaos_malformed_endpoints_arriving_by_watch_do_not_stall_or_confuse_the
     };
     let ((report, exit), ()) = tokio::join!(run, inject);
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
+    // Seen by watch or by the re-list a watch event without resourceVersion
+    // causes: reported, referencing nothing.
+    let reported: Vec<&str> = report
+        .errors
+        .iter()
+        .filter(|e| e.kind == ErrorKind::MalformedObject)
+        .map(|e| e.message.as_str())
+        .collect();
+    assert!(
+        reported
+            .iter()
+            .any(|m| m.starts_with("ciliumendpoint chaos/no-rv: status.identity.id")),
+        "{reported:#?}"
+    );
+    assert!(
+        reported.iter().any(|m| m.contains("not a JSON object")),
+        "{reported:#?}"
+    );
+    assert_eq!(report.summary.malformed as usize, reported.len());
     check_ledger_agrees(&report, &w);
     assert_eq!(
         w.names().intersection(&stale).count(),
