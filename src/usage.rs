@@ -442,14 +442,21 @@ impl UsageHandle {
     }
 
     fn with(&self, kind: Kind, f: impl FnOnce(&mut Source)) {
-        if let Some(s) = self.shared.sources.lock().unwrap().get_mut(&kind) {
-            f(s);
-        }
+        self.update(kind, f);
         self.shared.changed.notify_waiters();
     }
 
+    fn update(&self, kind: Kind, f: impl FnOnce(&mut Source)) {
+        if let Some(s) = self.shared.sources.lock().unwrap().get_mut(&kind) {
+            f(s);
+        }
+    }
+
     fn on_event(&self, kind: Kind, ev: Event<UsageObject>, stats: &Stats) {
-        self.with(kind, |s| match ev {
+        // Only Init and InitDone change readiness; waking `wait_ready` for
+        // each of 150k listed objects cost a cross-thread wake-up apiece.
+        let wake = matches!(ev, Event::Init | Event::InitDone);
+        let apply = |s: &mut Source| match ev {
             Event::Init => {
                 if s.synced_once {
                     Stats::bump(&stats.watcher_restarts);
@@ -465,7 +472,12 @@ impl UsageHandle {
             }
             Event::Apply(o) => s.live.apply(&o),
             Event::Delete(o) => s.live.delete(&o),
-        });
+        };
+        if wake {
+            self.with(kind, apply);
+        } else {
+            self.update(kind, apply);
+        }
     }
 
     /// Wait until every source has listed fully, is not re-listing, and has
