@@ -710,7 +710,7 @@ mod tests {
         s.seed(
             Kind::Endpoint,
             ["a/1", "a/2", "a/3", "a0", "b/1"].map(|n| (n.to_string(), ident(n))),
-            |v, rv| super::super::object::set_rv(v, rv),
+            super::super::object::set_rv,
         );
         let p = s
             .list(
