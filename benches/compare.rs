@@ -3,38 +3,54 @@
 //! and server are measured apart.
 //!
 //! Run: `cargo bench --bench compare` (release build). Quick: add
-//! `-- --quick` (smaller sizes). Prints a Markdown table on stderr and the
-//! raw figures as JSON on stdout; `bench/results.json` keeps the last run.
+//! `-- --quick` (smaller sizes). One part only: `-- --only scan,delete,rate,
+//! memory,capacity` (any subset). Prints progress and a Markdown table on
+//! stderr and the raw figures as JSON on stdout; `bench/results.json`
+//! (`bench/results-quick.json`) keeps the last run.
 //!
 //! Wall time is measured around each child process; CPU time and peak RSS
-//! come from `wait4`'s rusage of that child alone.
+//! come from `wait4`'s rusage of that child alone. The simulator's CPU time
+//! during each client run comes from `/proc/<pid>/stat`, so a figure the
+//! simulator limits shows as such.
+//!
+//! *Peak RSS caveat:* Linux starts a child's `ru_maxrss` at the peak RSS of
+//! the process that spawned it (exec records the old address space's high
+//! water mark, and `posix_spawn` shares ours). So the harness never holds a
+//! child's output in memory, resets its own high water mark
+//! (`/proc/self/clear_refs`) before every spawn, and reports the floor this
+//! leaves (`rssFloorKiB`: the peak RSS of `true`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-cilium_gc");
 
-/// What one child process cost.
+/// What one child process cost, and what the simulator spent meanwhile.
 #[derive(Debug, Clone, Copy, Default)]
 struct Cost {
     wall: f64,
     cpu: f64,
     max_rss_kib: i64,
+    sim_cpu: f64,
     ok: bool,
 }
 
 impl Cost {
     fn json(&self) -> Value {
-        json!({"wallSeconds": r3(self.wall), "cpuSeconds": r3(self.cpu), "peakRssKiB": self.max_rss_kib, "ok": self.ok})
+        json!({"wallSeconds": r3(self.wall), "cpuSeconds": r3(self.cpu), "peakRssKiB": self.max_rss_kib,
+               "simulatorCpuSeconds": r3(self.sim_cpu), "ok": self.ok})
     }
     fn plus(self, o: Cost) -> Cost {
         Cost {
             wall: self.wall + o.wall,
             cpu: self.cpu + o.cpu,
             max_rss_kib: self.max_rss_kib.max(o.max_rss_kib),
+            sim_cpu: self.sim_cpu + o.sim_cpu,
             ok: self.ok && o.ok,
         }
     }
@@ -44,10 +60,45 @@ fn r3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-/// Run a command to completion, measuring it alone.
-fn measure(cmd: &mut Command) -> (Cost, Vec<u8>) {
-    let out_path = std::env::temp_dir().join(format!("bench-out-{}", std::process::id()));
-    let out = std::fs::File::create(&out_path).unwrap();
+/// The median run by wall time (upper median for an even count).
+fn median(mut runs: Vec<Cost>) -> Cost {
+    runs.sort_by(|a, b| a.wall.total_cmp(&b.wall));
+    runs[runs.len() / 2]
+}
+
+/// 1-minute load average, as `uptime` shows it.
+fn load() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// CPU seconds (user + system) a process has used so far.
+fn proc_cpu(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the parenthesised command name; utime and stime are the
+    // 14th and 15th fields overall, in clock ticks.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (ticks(11) + ticks(12)) / hz
+}
+
+/// Reset this process's RSS high water mark to its current RSS, so children
+/// spawned next do not inherit an earlier peak (see the module doc).
+fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Run a command to completion, measuring it alone; stdout goes to `out`.
+fn measure(cmd: &mut Command, out: Stdio, sim: Option<u32>) -> Cost {
+    reset_peak_rss();
+    let sim_before = sim.map_or(0.0, proc_cpu);
     let start = Instant::now();
     let child = cmd
         .stdout(out)
@@ -57,15 +108,13 @@ fn measure(cmd: &mut Command) -> (Cost, Vec<u8>) {
     let (status, usage) = wait4(child);
     let wall = start.elapsed().as_secs_f64();
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    let cost = Cost {
+    Cost {
         wall,
         cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
         max_rss_kib: usage.ru_maxrss,
+        sim_cpu: sim.map_or(0.0, |p| proc_cpu(p) - sim_before),
         ok: status == 0,
-    };
-    let bytes = std::fs::read(&out_path).unwrap_or_default();
-    let _ = std::fs::remove_file(out_path);
-    (cost, bytes)
+    }
 }
 
 fn wait4(child: Child) -> (i32, libc::rusage) {
@@ -88,6 +137,7 @@ fn wait4(child: Child) -> (i32, libc::rusage) {
 struct Server {
     child: Child,
     kubeconfig: PathBuf,
+    startup: f64,
     _dir: tempfile::TempDir,
 }
 
@@ -95,6 +145,7 @@ impl Server {
     fn start(identities: usize, endpoints: usize) -> Server {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
+        let started = Instant::now();
         let child = Command::new(BIN)
             .args(["sim-serve", "--scenario", "seed", "--no-actors"])
             .args([
@@ -109,17 +160,35 @@ impl Server {
             .stderr(Stdio::null())
             .spawn()
             .expect("sim-serve starts");
-        let deadline = Instant::now() + Duration::from_secs(300);
+        let deadline = Instant::now() + Duration::from_secs(600);
         while !kubeconfig.exists() {
             assert!(Instant::now() < deadline, "simulator did not come up");
             std::thread::sleep(Duration::from_millis(50));
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(200));
+        let startup = started.elapsed().as_secs_f64();
+        eprintln!("  simulator {identities} identities / {endpoints} CEPs up in {startup:.1}s");
         Server {
             child,
             kubeconfig,
+            startup,
             _dir: dir,
         }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn rss_kib(&self) -> i64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            })
+            .unwrap_or(0)
     }
 }
 
@@ -130,23 +199,32 @@ impl Drop for Server {
     }
 }
 
+/// Run the plugin; the report is written to a file and read back (it is
+/// small with `--items none`), never held while a child runs.
 fn gc(server: &Server, args: &[&str]) -> (Cost, Value) {
+    let out_path = std::env::temp_dir().join(format!("bench-report-{}", std::process::id()));
+    let out = std::fs::File::create(&out_path).unwrap();
     let mut cmd = Command::new(BIN);
     cmd.arg("--kubeconfig")
         .arg(&server.kubeconfig)
         .args(args)
         .args(["-o", "json"]);
-    let (cost, out) = measure(&mut cmd);
-    let report = serde_json::from_slice(&out).unwrap_or(Value::Null);
+    let cost = measure(&mut cmd, out.into(), Some(server.pid()));
+    let report = std::fs::read(&out_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
+    let _ = std::fs::remove_file(out_path);
     (cost, report)
 }
 
+/// Run kubectl; its output (tens of MB of JSON) goes to /dev/null.
 fn kubectl(server: &Server, home: &Path, args: &[&str]) -> Cost {
     let mut cmd = Command::new("kubectl");
     cmd.args(args)
         .env("KUBECONFIG", &server.kubeconfig)
         .env("HOME", home);
-    measure(&mut cmd).0
+    measure(&mut cmd, Stdio::null(), Some(server.pid()))
 }
 
 fn identity_names(server: &Server, home: &Path) -> Vec<String> {
@@ -162,197 +240,291 @@ fn identity_names(server: &Server, home: &Path) -> Vec<String> {
         .collect()
 }
 
+struct Opts {
+    quick: bool,
+    only: Vec<String>,
+}
+
+impl Opts {
+    fn wants(&self, part: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|p| p == part)
+    }
+}
+
 fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    let opts = Opts {
+        quick: args.iter().any(|a| a == "--quick"),
+        only: args
+            .iter()
+            .position(|a| a == "--only")
+            .and_then(|i| args.get(i + 1))
+            .map(|s| s.split(',').map(str::to_owned).collect())
+            .unwrap_or_default(),
+    };
+    let quick = opts.quick;
     let home = tempfile::tempdir().unwrap();
     let have_kubectl = Command::new("kubectl")
         .arg("version")
         .arg("--client")
         .output()
-        .is_ok();
+        .is_ok_and(|o| o.status.success());
+    let floor = measure(&mut Command::new("true"), Stdio::null(), None).max_rss_kib;
     let mut results = json!({
         "date": jiff::Timestamp::now().to_string(),
         "machine": machine(),
-        "command": "cargo bench --bench compare",
+        "command": format!("cargo bench --bench compare{}", if quick { " -- --quick" } else { "" }),
         "quick": quick,
+        "kubectl": kubectl_version(),
+        "rssFloorKiB": floor,
+        "loadAverageAtStart": load(),
     });
     let (ids, ceps) = if quick {
         (6_528, 15_000)
     } else {
         (65_280, 150_000)
     };
+    let reps = 3;
 
     // 1. Scan.
-    let server = Server::start(ids, ceps);
-    let (ours, report) = gc(&server, &["scan", "--items", "none"]);
-    let theirs = if have_kubectl {
-        kubectl(
-            &server,
-            home.path(),
-            &["get", "ciliumidentities", "--chunk-size=500", "-o", "json"],
-        )
-        .plus(kubectl(
-            &server,
-            home.path(),
-            &[
-                "get",
-                "ciliumendpoints",
-                "-A",
-                "--chunk-size=500",
-                "-o",
-                "json",
-            ],
-        ))
-    } else {
-        Cost::default()
-    };
-    eprintln!("scan {ids} identities / {ceps} CEPs: ours {ours:?}, kubectl {theirs:?}");
-    results["scan"] = json!({
-        "identities": ids, "endpoints": ceps,
-        "kubectlCiliumGc": ours.json(), "kubectl": theirs.json(),
-        "scanned": report["summary"]["scanned"],
-        "wallRatio": r3(ours.wall / theirs.wall), "rssRatio": r3(ours.max_rss_kib as f64 / theirs.max_rss_kib as f64),
-    });
-    drop(server);
+    if opts.wants("scan") {
+        eprintln!("scan: {ids} identities, {ceps} CEPs");
+        let server = Server::start(ids, ceps);
+        let load_before = load();
+        let mut runs = Vec::new();
+        let mut report = Value::Null;
+        for _ in 0..reps {
+            let (c, r) = gc(&server, &["scan", "--items", "none"]);
+            runs.push(c);
+            report = r;
+        }
+        let ours = median(runs.clone());
+        let (theirs, theirs_ids, theirs_ceps) = if have_kubectl {
+            let a = kubectl(
+                &server,
+                home.path(),
+                &["get", "ciliumidentities", "--chunk-size=500", "-o", "json"],
+            );
+            let b = kubectl(
+                &server,
+                home.path(),
+                &[
+                    "get",
+                    "ciliumendpoints",
+                    "-A",
+                    "--chunk-size=500",
+                    "-o",
+                    "json",
+                ],
+            );
+            (a.plus(b), a, b)
+        } else {
+            Default::default()
+        };
+        eprintln!("  ours (median of {reps}) {ours:?}\n  kubectl {theirs:?}");
+        results["scan"] = json!({
+            "identities": ids, "endpoints": ceps,
+            "kubectlCiliumGc": ours.json(),
+            "kubectlCiliumGcRuns": runs.iter().map(Cost::json).collect::<Vec<_>>(),
+            "kubectl": theirs.json(),
+            "kubectlIdentities": theirs_ids.json(), "kubectlEndpoints": theirs_ceps.json(),
+            "scanned": report["summary"]["scanned"],
+            "endpointsSeen": report["summary"]["endpoints"],
+            "wallRatio": r3(ours.wall / theirs.wall),
+            "cpuRatio": r3(ours.cpu / theirs.cpu),
+            "rssRatio": r3(ours.max_rss_kib as f64 / theirs.max_rss_kib as f64),
+            "simulatorStartupSeconds": r3(server.startup),
+            "loadAverage": [load_before, load()],
+        });
+    }
 
     // 2. Delete throughput, qps 0, by concurrency; kubectl delete in batches.
-    let mut rows = Vec::new();
-    for c in [1, 8, 32, 64] {
-        let server = Server::start(ids, ceps);
-        let (cost, report) = gc(
-            &server,
-            &[
-                "delete",
-                "--yes",
-                "--qps",
-                "0",
-                "--concurrency",
-                &c.to_string(),
-                "--items",
-                "none",
-            ],
-        );
-        let rate = report["summary"]["deleteRatePerSecond"]
-            .as_f64()
-            .unwrap_or(0.0);
-        eprintln!(
-            "delete c={c}: {rate}/s ({:?} deleted) {cost:?}",
-            report["summary"]["deleted"]
-        );
-        rows.push(json!({"concurrency": c, "deleted": report["summary"]["deleted"], "ratePerSecond": rate, "cost": cost.json()}));
-    }
-    let kubectl_rate = if have_kubectl {
-        let server = Server::start(ids, ceps);
-        let names = identity_names(&server, home.path());
-        let sample: Vec<&str> = names
-            .iter()
-            .take(if quick { 500 } else { 2_000 })
-            .map(String::as_str)
-            .collect();
-        let mut total = Cost {
-            ok: true,
-            ..Cost::default()
-        };
-        for batch in sample.chunks(100) {
-            let mut args = vec!["delete", "ciliumidentities", "--wait=false"];
-            args.extend_from_slice(batch);
-            total = total.plus(kubectl(&server, home.path(), &args));
+    if opts.wants("delete") {
+        let mut rows = Vec::new();
+        for c in [1, 8, 32, 64] {
+            eprintln!("delete --qps 0 --concurrency {c}");
+            let server = Server::start(ids, ceps);
+            let load_before = load();
+            let (cost, report) = gc(
+                &server,
+                &[
+                    "delete",
+                    "--yes",
+                    "--qps",
+                    "0",
+                    "--concurrency",
+                    &c.to_string(),
+                    "--items",
+                    "none",
+                ],
+            );
+            let rate = report["summary"]["deleteRatePerSecond"]
+                .as_f64()
+                .unwrap_or(0.0);
+            let deleted = report["summary"]["deleted"].as_f64().unwrap_or(0.0);
+            eprintln!("  {rate}/s ({deleted} deleted) {cost:?}");
+            rows.push(
+                json!({"concurrency": c, "deleted": report["summary"]["deleted"],
+                "failed": report["summary"]["failed"], "ratePerSecond": rate,
+                "deletePhaseSeconds": if rate > 0.0 { r3(deleted / rate) } else { 0.0 },
+                "cost": cost.json(), "loadAverage": [load_before, load()]}),
+            );
         }
-        let rate = sample.len() as f64 / total.wall;
-        eprintln!("kubectl delete: {rate:.1}/s over {} names", sample.len());
-        json!({"deleted": sample.len(), "ratePerSecond": r3(rate), "cost": total.json()})
-    } else {
-        Value::Null
-    };
-    let c32 = rows
-        .iter()
-        .find(|r| r["concurrency"] == 32)
-        .and_then(|r| r["ratePerSecond"].as_f64())
-        .unwrap_or(0.0);
-    results["deleteThroughput"] = json!({
-        "byConcurrency": rows, "kubectlDelete": kubectl_rate,
-        "ratioAtConcurrency32": kubectl_rate["ratePerSecond"].as_f64().map(|k| r3(c32 / k)),
-    });
+        let kubectl_rate = if have_kubectl {
+            eprintln!("kubectl delete");
+            let server = Server::start(ids, ceps);
+            let load_before = load();
+            let names = identity_names(&server, home.path());
+            let sample: Vec<&str> = names
+                .iter()
+                .take(if quick { 200 } else { 500 })
+                .map(String::as_str)
+                .collect();
+            let mut total = Cost {
+                ok: true,
+                ..Cost::default()
+            };
+            for batch in sample.chunks(100) {
+                let mut args = vec!["delete", "ciliumidentities", "--wait=false"];
+                args.extend_from_slice(batch);
+                total = total.plus(kubectl(&server, home.path(), &args));
+            }
+            let rate = sample.len() as f64 / total.wall;
+            eprintln!("  {rate:.1}/s over {} names", sample.len());
+            json!({"deleted": sample.len(), "batch": 100, "ratePerSecond": r3(rate), "cost": total.json(),
+                   "loadAverage": [load_before, load()]})
+        } else {
+            Value::Null
+        };
+        let c32 = rows
+            .iter()
+            .find(|r| r["concurrency"] == 32)
+            .and_then(|r| r["ratePerSecond"].as_f64())
+            .unwrap_or(0.0);
+        results["deleteThroughput"] = json!({
+            "identities": ids, "endpoints": ceps,
+            "byConcurrency": rows, "kubectlDelete": kubectl_rate,
+            "ratioAtConcurrency32": kubectl_rate["ratePerSecond"].as_f64().map(|k| r3(c32 / k)),
+        });
+    }
 
     // 3. Rate accuracy: burst 1 so the figure is the limiter's steady rate.
-    let mut acc = Vec::new();
-    for qps in [10u32, 100, 1000] {
-        let want = (qps as usize * if quick { 5 } else { 10 }).max(50);
-        // A scenario whose stale share gives about `want` candidates.
-        let server = Server::start(
-            (want as f64 / 0.3) as usize + 300,
-            (want as f64 / 0.3) as usize,
-        );
-        let (_, report) = gc(
-            &server,
-            &[
-                "delete",
-                "--yes",
-                "--qps",
-                &qps.to_string(),
-                "--burst",
-                "1",
-                "--concurrency",
-                "64",
-                "--items",
-                "none",
-            ],
-        );
-        let rate = report["summary"]["deleteRatePerSecond"]
-            .as_f64()
-            .unwrap_or(0.0);
-        let err = (rate - qps as f64).abs() * 100.0 / qps as f64;
-        eprintln!("qps {qps}: achieved {rate:.2}/s, error {err:.2}%");
-        acc.push(json!({"qps": qps, "deleted": report["summary"]["deleted"], "achieved": rate, "errorPercent": r3(err)}));
+    if opts.wants("rate") {
+        let mut acc = Vec::new();
+        for qps in [10u32, 100, 1000] {
+            let want = (qps as usize * if quick { 5 } else { 10 }).max(50);
+            eprintln!("delete --qps {qps} --burst 1 --concurrency 64 (~{want} deletes)");
+            // The seed scenario leaves about 30% of identities stale.
+            let server = Server::start(
+                (want as f64 / 0.3) as usize + 300,
+                (want as f64 / 0.3) as usize,
+            );
+            let load_before = load();
+            let (cost, report) = gc(
+                &server,
+                &[
+                    "delete",
+                    "--yes",
+                    "--qps",
+                    &qps.to_string(),
+                    "--burst",
+                    "1",
+                    "--concurrency",
+                    "64",
+                    "--items",
+                    "none",
+                ],
+            );
+            let rate = report["summary"]["deleteRatePerSecond"]
+                .as_f64()
+                .unwrap_or(0.0);
+            let err = (rate - qps as f64).abs() * 100.0 / qps as f64;
+            eprintln!("  achieved {rate:.2}/s, error {err:.2}%");
+            acc.push(json!({"qps": qps, "deleted": report["summary"]["deleted"], "achieved": rate,
+                "errorPercent": r3(err), "cost": cost.json(), "loadAverage": [load_before, load()]}));
+        }
+        results["rateAccuracy"] = json!(acc);
     }
-    results["rateAccuracy"] = json!(acc);
 
     // 4. Memory vs size.
-    let mut mem = Vec::new();
-    let sizes: &[(usize, usize)] = if quick {
-        &[(6_528, 15_000), (65_280, 15_000), (6_528, 150_000)]
-    } else {
-        &[
-            (6_528, 15_000),
-            (65_280, 15_000),
-            (652_800, 15_000),
-            (65_280, 150_000),
-        ]
-    };
-    for &(i, e) in sizes {
-        let server = Server::start(i, e);
-        let (cost, report) = gc(&server, &["scan", "--items", "none"]);
-        eprintln!("scan {i}/{e}: peak RSS {} KiB", cost.max_rss_kib);
-        mem.push(json!({"identities": i, "endpoints": e, "scanned": report["summary"]["scanned"], "cost": cost.json()}));
+    if opts.wants("memory") {
+        let mut mem = Vec::new();
+        let sizes: &[(usize, usize)] = if quick {
+            &[(6_528, 15_000), (65_280, 15_000), (6_528, 150_000)]
+        } else {
+            &[
+                (6_528, 15_000),
+                (65_280, 15_000),
+                (652_800, 15_000),
+                (65_280, 150_000),
+            ]
+        };
+        for &(i, e) in sizes {
+            eprintln!("memory: scan {i} identities / {e} CEPs");
+            let server = Server::start(i, e);
+            let load_before = load();
+            let (cost, report) = gc(&server, &["scan", "--items", "none"]);
+            eprintln!("  peak RSS {} KiB, {cost:?}", cost.max_rss_kib);
+            mem.push(json!({"identities": i, "endpoints": e, "scanned": report["summary"]["scanned"],
+                "cost": cost.json(), "simulatorRssKiB": server.rss_kib(),
+                "simulatorStartupSeconds": r3(server.startup), "loadAverage": [load_before, load()]}));
+        }
+        let rss = |i: usize, e: usize| {
+            mem.iter()
+                .find(|m| m["identities"] == i && m["endpoints"] == e)
+                .and_then(|m| m["cost"]["peakRssKiB"].as_f64())
+        };
+        let (small, big) = if quick {
+            (6_528, 65_280)
+        } else {
+            (65_280, 652_800)
+        };
+        let per_identity = match (rss(small, 15_000), rss(big, 15_000)) {
+            (Some(a), Some(b)) => Some(r3((b - a) * 1024.0 / (big - small) as f64)),
+            _ => None,
+        };
+        let (ei, e_lo, e_hi) = if quick {
+            (6_528, 15_000, 150_000)
+        } else {
+            (65_280, 15_000, 150_000)
+        };
+        let per_endpoint = match (rss(ei, e_lo), rss(ei, e_hi)) {
+            (Some(a), Some(b)) => Some(r3((b - a) * 1024.0 / (e_hi - e_lo) as f64)),
+            _ => None,
+        };
+        results["memory"] = json!({"runs": mem, "bytesPerIdentity": per_identity,
+            "bytesPerEndpoint": per_endpoint,
+            "identitySpan": [small, big], "endpointSpan": [e_lo, e_hi]});
     }
-    let rss = |i: usize, e: usize| {
-        mem.iter()
-            .find(|m| m["identities"] == i && m["endpoints"] == e)
-            .and_then(|m| m["cost"]["peakRssKiB"].as_f64())
-    };
-    let (small, big) = if quick {
-        (6_528, 65_280)
-    } else {
-        (65_280, 652_800)
-    };
-    let per_identity = match (rss(small, 15_000), rss(big, 15_000)) {
-        (Some(a), Some(b)) => Some(r3((b - a) * 1024.0 / (big - small) as f64)),
-        _ => None,
-    };
-    let (ei, e_lo, e_hi) = if quick {
-        (6_528, 15_000, 150_000)
-    } else {
-        (65_280, 15_000, 150_000)
-    };
-    let per_endpoint = match (rss(ei, e_lo), rss(ei, e_hi)) {
-        (Some(a), Some(b)) => Some(r3((b - a) * 1024.0 / (e_hi - e_lo) as f64)),
-        _ => None,
-    };
-    results["memory"] =
-        json!({"runs": mem, "bytesPerIdentity": per_identity, "bytesPerEndpoint": per_endpoint});
+
+    // 5. The simulator's own capacity: GET of one identity by N concurrent
+    // requests over one connection pool, for a few seconds each.
+    if opts.wants("capacity") {
+        eprintln!("simulator capacity");
+        let server = Server::start(6_528, 15_000);
+        let secs = if quick { 2.0 } else { 4.0 };
+        let mut rows = Vec::new();
+        for c in [1usize, 8, 32, 64] {
+            let load_before = load();
+            let sim_before = proc_cpu(server.pid());
+            let me_before = proc_cpu(std::process::id());
+            let (n, errors, wall) = hammer(&server.kubeconfig, c, Duration::from_secs_f64(secs));
+            let sim_cpu = proc_cpu(server.pid()) - sim_before;
+            let me_cpu = proc_cpu(std::process::id()) - me_before;
+            let rate = n as f64 / wall;
+            eprintln!("  c={c}: {rate:.0} GET/s ({errors} errors), simulator {:.0} µs CPU/request, client {:.0} µs CPU/request",
+                sim_cpu * 1e6 / n as f64, me_cpu * 1e6 / n as f64);
+            rows.push(json!({"concurrency": c, "requests": n, "errors": errors, "requestsPerSecond": r3(rate),
+                "simulatorCpuMicrosPerRequest": r3(sim_cpu * 1e6 / n as f64),
+                "clientCpuMicrosPerRequest": r3(me_cpu * 1e6 / n as f64),
+                "loadAverage": [load_before, load()]}));
+        }
+        results["simulatorCapacity"] = json!({"request": "GET /apis/cilium.io/v2/ciliumidentities/<one>", "seconds": secs, "byConcurrency": rows});
+    }
 
     let text = serde_json::to_string_pretty(&results).unwrap();
     println!("{text}");
+    eprintln!("{}", table(&results));
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench");
     let _ = std::fs::create_dir_all(&dir);
     let name = if quick {
@@ -360,7 +532,151 @@ fn main() {
     } else {
         "results.json"
     };
-    let _ = std::fs::write(dir.join(name), text + "\n");
+    if opts.only.is_empty() {
+        let _ = std::fs::write(dir.join(name), text + "\n");
+    }
+}
+
+/// `c` concurrent GETs of one identity through the plugin's own client, in
+/// this process, for `d`: (answers, errors, seconds).
+fn hammer(kubeconfig: &Path, c: usize, d: Duration) -> (u64, u64, f64) {
+    use kubectl_cilium_gc::cli::KubeArgs;
+    use kubectl_cilium_gc::cluster::Api;
+    use kubectl_cilium_gc::retry::Class;
+    use kubectl_cilium_gc::stats::Stats;
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let args = KubeArgs {
+            kubeconfig: Some(kubeconfig.to_owned()),
+            ..KubeArgs::default()
+        };
+        let (api, _) = Api::connect(&args, Arc::new(Stats::default()))
+            .await
+            .expect("connect");
+        let path = "/apis/cilium.io/v2/ciliumidentities/1000";
+        // Warm the connection pool.
+        let _ = api.get(path, 0).await;
+        let done = AtomicBool::new(false);
+        let ok = AtomicU64::new(0);
+        let bad = AtomicU64::new(0);
+        let start = Instant::now();
+        let worker = |_| {
+            let (api, done, ok, bad) = (&api, &done, &ok, &bad);
+            async move {
+                while !done.load(Ordering::Relaxed) {
+                    let a = api.get(path, 0).await;
+                    let n = if a.class == Class::Success { ok } else { bad };
+                    n.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        };
+        let timer = async {
+            tokio::time::sleep(d).await;
+            done.store(true, Ordering::Relaxed);
+        };
+        futures::join!(futures::future::join_all((0..c).map(worker)), timer);
+        (
+            ok.load(Ordering::Relaxed),
+            bad.load(Ordering::Relaxed),
+            start.elapsed().as_secs_f64(),
+        )
+    })
+}
+
+/// The Markdown summary of a run.
+fn table(r: &Value) -> String {
+    let mut t = String::from(
+        "| metric | ours | kubectl | ratio | target | met? |\n|---|---|---|---|---|---|\n",
+    );
+    let f = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+    let met = |b: bool| if b { "yes" } else { "no" };
+    if let Some(s) = r.get("scan") {
+        let (o, k) = (&s["kubectlCiliumGc"], &s["kubectl"]);
+        let wr = f(&s["wallRatio"]);
+        let rr = f(&s["rssRatio"]);
+        t += &format!(
+            "| scan wall, s | {:.2} | {:.2} | {wr:.3} | ≤ 0.5 | {} |\n",
+            f(&o["wallSeconds"]),
+            f(&k["wallSeconds"]),
+            met(wr <= 0.5)
+        );
+        t += &format!(
+            "| scan CPU, s | {:.2} | {:.2} | {:.3} | | |\n",
+            f(&o["cpuSeconds"]),
+            f(&k["cpuSeconds"]),
+            f(&s["cpuRatio"])
+        );
+        t += &format!(
+            "| scan peak RSS, MiB | {:.1} | {:.1} | {rr:.3} | ≤ 0.25 | {} |\n",
+            f(&o["peakRssKiB"]) / 1024.0,
+            f(&k["peakRssKiB"]) / 1024.0,
+            met(rr <= 0.25)
+        );
+    }
+    if let Some(d) = r.get("deleteThroughput") {
+        let k = f(&d["kubectlDelete"]["ratePerSecond"]);
+        for row in d["byConcurrency"].as_array().into_iter().flatten() {
+            let c = f(&row["concurrency"]);
+            let rate = f(&row["ratePerSecond"]);
+            let (target, ok) = if c == 32.0 {
+                ("≥ 20", met(rate / k >= 20.0))
+            } else {
+                ("", "")
+            };
+            t += &format!("| delete/s, --qps 0 --concurrency {c} | {rate:.0} | {k:.1} | {:.0} | {target} | {ok} |\n", rate / k);
+        }
+    }
+    for row in r
+        .get("rateAccuracy")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let e = f(&row["errorPercent"]);
+        t += &format!(
+            "| rate at --qps {} --burst 1 -c 64, /s | {:.2} | | error {e:.2}% | ≤ 2% | {} |\n",
+            row["qps"],
+            f(&row["achieved"]),
+            met(e <= 2.0)
+        );
+    }
+    if let Some(m) = r.get("memory") {
+        for row in m["runs"].as_array().into_iter().flatten() {
+            t += &format!(
+                "| scan peak RSS, {} ids / {} CEPs, MiB | {:.1} | | | | |\n",
+                row["identities"],
+                row["endpoints"],
+                f(&row["cost"]["peakRssKiB"]) / 1024.0
+            );
+        }
+        let b = f(&m["bytesPerIdentity"]);
+        t += &format!(
+            "| bytes per identity held | {b:.0} | | | ≤ 1024 | {} |\n",
+            met(b <= 1024.0)
+        );
+        let e = f(&m["bytesPerEndpoint"]);
+        t += &format!("| bytes per CEP held | {e:.0} | | | flat | |\n");
+    }
+    if let Some(c) = r.get("simulatorCapacity") {
+        for row in c["byConcurrency"].as_array().into_iter().flatten() {
+            t += &format!(
+                "| simulator GET/s, {} concurrent | {:.0} | | | | |\n",
+                row["concurrency"],
+                f(&row["requestsPerSecond"])
+            );
+        }
+    }
+    t
+}
+
+fn kubectl_version() -> Value {
+    Command::new("kubectl")
+        .args(["version", "--client", "-o", "json"])
+        .output()
+        .ok()
+        .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
+        .map(|v| v["clientVersion"]["gitVersion"].clone())
+        .unwrap_or(Value::Null)
 }
 
 fn machine() -> Value {
@@ -375,5 +691,17 @@ fn machine() -> Value {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(0);
-    json!({"cpu": cpu, "cores": cores, "os": std::env::consts::OS, "arch": std::env::consts::ARCH})
+    let mem_kib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .next()?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<u64>()
+                .ok()
+        })
+        .unwrap_or(0);
+    json!({"cpu": cpu, "cores": cores, "memoryGiB": r3(mem_kib as f64 / 1048576.0),
+           "os": std::env::consts::OS, "arch": std::env::consts::ARCH})
 }

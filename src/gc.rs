@@ -441,10 +441,17 @@ async fn execute(
     };
     ui.progress.listing("listing identities");
     let mut plan = Plan::default();
-    let scanned = scan::scan_identities(&api, s.scan.page_size, s.max_retries, stop, |item| {
-        ui.progress.listed();
-        plan.take(item, &usage, &policy, api.clock.now(), s, run);
-    })
+    let scanned = scan::scan_identities(
+        &api,
+        s.scan.page_size,
+        s.max_retries,
+        s.selector.is_some(),
+        stop,
+        |item| {
+            ui.progress.listed();
+            plan.take(item, &usage, &policy, api.clock.now(), s, run);
+        },
+    )
     .await;
     if let Err(e) = scanned {
         return match e {

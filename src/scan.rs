@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::cluster::Api;
-use crate::model::{decode_identity, Identity, Kind, Malformed};
+use crate::model::{decode_identity_with, Identity, Kind, Malformed};
 use crate::retry::Class;
 use crate::stats::Stats;
 use crate::stop::Stop;
@@ -45,12 +45,13 @@ pub enum ScanError {
     Interrupted,
 }
 
+/// A list page; items stay as slices of the body until decoded.
 #[derive(Deserialize)]
-struct Page {
+struct Page<'a> {
     #[serde(default)]
     metadata: PageMeta,
-    #[serde(default)]
-    items: Vec<Box<RawValue>>,
+    #[serde(default, borrow)]
+    items: Vec<&'a RawValue>,
 }
 
 #[derive(Deserialize, Default)]
@@ -82,10 +83,12 @@ fn urlencode(s: &str) -> String {
 
 /// List every identity, calling `on_item` once per identity (or malformed
 /// object), in list order. Retries each page up to `max_retries` times.
+/// Labels are decoded only when `keep_labels` (a selector needs them).
 pub async fn scan_identities(
     api: &Api,
     page_size: u32,
     max_retries: u32,
+    keep_labels: bool,
     stop: &Stop,
     mut on_item: impl FnMut(Result<Identity, Malformed>),
 ) -> Result<(), ScanError> {
@@ -97,7 +100,7 @@ pub async fn scan_identities(
         page_size,
         max_retries,
         stop,
-        |raw| match decode_identity(raw) {
+        |raw| match decode_identity_with(raw, keep_labels) {
             Ok(identity) => {
                 if seen.insert(identity.name.as_str().into()) {
                     on_item(Ok(identity));
@@ -172,7 +175,7 @@ pub async fn list_raw(
             Class::NotFound => return Err(ScanError::NotInstalled(answer.message)),
             _ => return Err(ScanError::Failed(answer.message)),
         }
-        let page: Page = match answer.json() {
+        let page: Page = match serde_json::from_slice(&answer.body) {
             Ok(p) => p,
             Err(e) => {
                 // A truncated or garbled body: the page is fetched again.

@@ -571,17 +571,24 @@ impl UsageHandle {
     }
 
     fn with(&self, kind: Kind, f: impl FnOnce(&mut Source)) {
+        self.update(kind, f);
+        self.shared.changed.notify_waiters();
+    }
+
+    fn update(&self, kind: Kind, f: impl FnOnce(&mut Source)) {
         if let Some(s) = self.shared.sources.lock().unwrap().get_mut(&kind) {
             f(s);
         }
-        self.shared.changed.notify_waiters();
     }
 
     fn on_event(&self, kind: Kind, ev: Event<UsageObject>, stats: &Stats) {
         if let Event::InitApply(o) | Event::Apply(o) = &ev {
             self.note_malformed(kind, o);
         }
-        self.with(kind, |s| match ev {
+        // Only Init and InitDone change readiness; waking `wait_ready` for
+        // each of 150k listed objects cost a cross-thread wake-up apiece.
+        let wake = matches!(ev, Event::Init | Event::InitDone);
+        let apply = |s: &mut Source| match ev {
             Event::Init => {
                 if s.synced_once {
                     Stats::bump(&stats.watcher_restarts);
@@ -597,7 +604,12 @@ impl UsageHandle {
             }
             Event::Apply(o) => s.live.apply(&o),
             Event::Delete(o) => s.live.delete(&o),
-        });
+        };
+        if wake {
+            self.with(kind, apply);
+        } else {
+            self.update(kind, apply);
+        }
     }
 
     fn note_malformed(&self, kind: Kind, o: &UsageObject) {
