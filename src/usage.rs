@@ -393,20 +393,32 @@ impl<'de> Deserialize<'de> for UsageObject {
     }
 }
 
+/// A 128-bit hash of an endpoint's `namespace/name`, as two words: 8-byte
+/// aligned, so an entry keyed by it with one id packs into 24 bytes (a
+/// `u128` key would pad the same entry to 32).
+type Key = [u64; 2];
+
 /// Counts for one source (CEPs or CESs).
+///
+/// Per endpoint we keep its key and ids, so that an update moving it to
+/// another identity, or its deletion, takes the old reference away. An
+/// endpoint with at most one id (every CEP) is stored inline in `single`
+/// (0 meaning none: id 0 is never an identity); only slices with several
+/// ids get a boxed slice in `multi`.
 #[derive(Debug, Default)]
 struct Index {
-    by_key: HashMap<u128, Box<[u64]>>,
+    single: HashMap<Key, u64>,
+    multi: HashMap<Key, Box<[u64]>>,
     refs: HashMap<u64, u32>,
     /// Keys handed to endpoints that have neither a readable name nor a uid.
-    anonymous: u128,
+    anonymous: u64,
 }
 
 impl Index {
     /// The key of an endpoint: namespace and name, else its uid. Endpoints
     /// with an unreadable name must not share a key, or one's update would
     /// release the other's references. `None` when there is neither.
-    fn key(obj: &UsageObject) -> Option<u128> {
+    fn key(obj: &UsageObject) -> Option<Key> {
         let m = &obj.meta;
         let id = match (&m.name, &m.uid) {
             (Some(name), _) => (0u8, name),
@@ -417,27 +429,50 @@ impl Index {
         let mut hi = DefaultHasher::new();
         (0u8, &m.namespace, id).hash(&mut lo);
         (1u8, &m.namespace, id).hash(&mut hi);
-        Some((u128::from(hi.finish()) << 64) | u128::from(lo.finish()))
+        Some([hi.finish(), lo.finish()])
     }
     fn apply(&mut self, obj: &UsageObject) {
         // An endpoint we cannot key keeps its references until the next
         // full re-list: never released early, so never unsafe.
         let key = Self::key(obj).unwrap_or_else(|| {
             self.anonymous += 1;
-            self.anonymous
+            [u64::MAX, self.anonymous]
         });
-        let old = self.by_key.insert(key, obj.ids.clone().into_boxed_slice());
-        self.release(old);
+        self.remove(&key);
+        match obj.ids.as_slice() {
+            [] => {
+                self.single.insert(key, 0);
+            }
+            [id] => {
+                self.single.insert(key, *id);
+            }
+            ids => {
+                self.multi.insert(key, ids.into());
+            }
+        }
         for id in obj.ids.iter() {
             *self.refs.entry(*id).or_insert(0) += 1;
         }
     }
     fn delete(&mut self, obj: &UsageObject) {
-        let old = Self::key(obj).and_then(|k| self.by_key.remove(&k));
-        self.release(old);
+        if let Some(k) = Self::key(obj) {
+            self.remove(&k);
+        }
     }
-    fn release(&mut self, old: Option<Box<[u64]>>) {
-        for id in old.iter().flat_map(|ids| ids.iter()) {
+    fn len(&self) -> usize {
+        self.single.len() + self.multi.len()
+    }
+    /// Forget an endpoint and release its references.
+    fn remove(&mut self, key: &Key) {
+        if let Some(id) = self.single.remove(key) {
+            self.release(&[id]);
+        }
+        if let Some(ids) = self.multi.remove(key) {
+            self.release(&ids);
+        }
+    }
+    fn release(&mut self, ids: &[u64]) {
+        for id in ids.iter().filter(|id| **id != 0) {
             if let Some(c) = self.refs.get_mut(id) {
                 *c -= 1;
                 if *c == 0 {
@@ -708,7 +743,7 @@ impl UsageHandle {
     /// Number of objects per source right now.
     pub fn object_count(&self, kind: Kind) -> u64 {
         let sources = self.shared.sources.lock().unwrap();
-        sources.get(&kind).map_or(0, |s| s.live.by_key.len() as u64)
+        sources.get(&kind).map_or(0, |s| s.live.len() as u64)
     }
 
     /// Distinct identity ids referenced right now.
@@ -896,6 +931,21 @@ mod tests {
             obj(r#"{"metadata":{"name":"a","namespace":"m"},"status":{"identity":{"id":11}}}"#);
         ix.apply(&other);
         assert_eq!(ix.refs.get(&11), Some(&2));
+        // A slice going from several ids to one and to none.
+        let ces = |ids: &str| {
+            obj(&format!(
+                r#"{{"metadata":{{"name":"ces"}},"endpoints":[{ids}]}}"#
+            ))
+        };
+        ix.apply(&ces(r#"{"id":20},{"id":21}"#));
+        assert_eq!((ix.refs.get(&20), ix.refs.get(&21)), (Some(&1), Some(&1)));
+        ix.apply(&ces(r#"{"id":21}"#));
+        assert_eq!((ix.refs.get(&20), ix.refs.get(&21)), (None, Some(&1)));
+        ix.apply(&ces(""));
+        assert_eq!(ix.refs.get(&21), None);
+        assert_eq!(ix.len(), 3, "a in n, a in m, ces (b is gone)");
+        ix.delete(&ces(""));
+        assert_eq!(ix.len(), 2);
     }
 
     #[tokio::test(start_paused = true)]
