@@ -20,7 +20,7 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
-use crate::support::world::{assert_valid, binary, gc_at, json, World};
+use crate::support::world::{assert_valid, binary, deletes_after, gc_at, json, World};
 
 const TIMEOUT_30M: Duration = Duration::from_secs(30 * 60);
 /// The note sweep puts on a 404 that followed a lost answer.
@@ -876,13 +876,7 @@ async fn signal_at_random_point(seed: u64) {
     assert_eq!(report["interrupted"], true, "{what}");
     assert_eq!(report["exitCode"], code, "{what}");
     let grace = SignedDuration::from_millis(300);
-    let late: Vec<_> = w
-        .sim
-        .ledger()
-        .requests
-        .into_iter()
-        .filter(|r| r.method == "DELETE" && r.time > signalled_at + grace)
-        .collect();
+    let late = deletes_after(&w.sim, signalled_at, grace);
     assert!(
         late.is_empty(),
         "{what}: deletes after the signal: {late:?}"

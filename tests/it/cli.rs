@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use kubectl_cilium_gc::sim::Scenario;
 
-use crate::support::world::{assert_valid, binary, World};
+use crate::support::world::{assert_ok, assert_valid, binary, deletes_after, World};
 
 fn calm(name: &str) -> Scenario {
     let mut s = Scenario::preset(name).unwrap();
@@ -107,11 +107,7 @@ async fn json_output_is_one_document_and_jq_reads_it() {
         .output()
         .await
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let deleted: usize = String::from_utf8(out.stdout)
         .unwrap()
         .trim()
@@ -212,13 +208,7 @@ async fn interrupt_during_deletes(signal: &str, code: i32) {
     }
     // In flight at the signal is allowed; anything later is not.
     let grace = jiff::SignedDuration::from_millis(300);
-    let late: Vec<_> = w
-        .sim
-        .ledger()
-        .requests
-        .into_iter()
-        .filter(|r| r.method == "DELETE" && r.time > signalled_at + grace)
-        .collect();
+    let late = deletes_after(&w.sim, signalled_at, grace);
     assert!(
         late.is_empty(),
         "deletes started after the signal: {late:?}"

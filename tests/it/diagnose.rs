@@ -17,7 +17,7 @@ use kubectl_cilium_gc::sim::{default_cilium_config, Scenario};
 use serde_json::{json, Value};
 
 use crate::support::schema;
-use crate::support::world::{binary, mark_of, World, TEST_TIMEOUT};
+use crate::support::world::{assert_ok, binary, mark_of, World, TEST_TIMEOUT};
 
 const TIME_FIELDS: [&str; 4] = ["generatedAt", "exhaustedAt", "time", "latest"];
 
@@ -214,11 +214,7 @@ fn schema_subcommand_prints_the_diagnosis_schema() {
         .args(["schema", "diagnosis"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_ok(&out);
     let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(printed, schema::committed_diagnosis());
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-cilium_gc"))

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::support::world::assert_ok;
 use futures::{StreamExt, TryStreamExt};
 use http::{HeaderMap, Method, Request, StatusCode};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
@@ -967,11 +968,7 @@ async fn kubectl_lists_in_chunks_and_deletes() {
         else {
             return;
         };
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_ok(&out);
         let listed = String::from_utf8_lossy(&out.stdout).lines().count();
         assert_eq!(listed, sim.identity_names().len());
         assert!(
@@ -987,11 +984,7 @@ async fn kubectl_lists_in_chunks_and_deletes() {
         )
         .await
         .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_ok(&out);
         assert_eq!(
             String::from_utf8_lossy(&out.stdout).trim(),
             format!("ciliumidentity.cilium.io \"{name}\" deleted")
@@ -1006,11 +999,7 @@ async fn kubectl_lists_in_chunks_and_deletes() {
         )
         .await
         .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_ok(&out);
         assert!(sim.identity(&name).is_none());
         let d = sim.ledger().deletes;
         assert_eq!(d.len(), 2);
@@ -1030,11 +1019,7 @@ async fn kubectl_lists_in_chunks_and_deletes() {
         )
         .await
         .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_ok(&out);
         assert_eq!(
             String::from_utf8_lossy(&out.stdout).lines().count(),
             sim.endpoint_keys().len()

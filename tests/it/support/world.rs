@@ -164,3 +164,26 @@ pub fn assert_valid(report: &Value) {
         errors.join("\n")
     );
 }
+
+/// Fail, showing stderr, unless the command succeeded.
+pub fn assert_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// DELETE requests that reached the server later than `grace` after `at`
+/// (server clock): with a stop at `at`, only in-flight ones may arrive.
+pub fn deletes_after(
+    sim: &Simulator,
+    at: Timestamp,
+    grace: jiff::SignedDuration,
+) -> Vec<kubectl_cilium_gc::sim::RequestRecord> {
+    sim.ledger()
+        .requests
+        .into_iter()
+        .filter(|r| r.method == "DELETE" && r.time > at + grace)
+        .collect()
+}
