@@ -391,7 +391,7 @@ async fn execute(
     }
     run.cluster.cilium_config = cilium.values.clone();
     run.options = options(s, kube, Some(&cilium));
-    let wanted = preflight::wanted_permissions(s.writes(), s.mark, crds.slices);
+    let wanted = crate::rbac::required(s.writes(), s.mark, crds.slices);
     let (missing, perm_warnings) = preflight::fetch_missing_permissions(
         &api,
         &wanted,

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::cluster::{Api, JSON};
 use crate::model::{Kind, CILIUM_GROUP};
-use crate::rbac::{self, Permission};
+use crate::rbac::Permission;
 use crate::report::{Check, CheckName, ConfigSource, ConfigValue};
 use crate::retry::Class;
 
@@ -357,11 +357,6 @@ pub async fn fetch_missing_permissions(
     (missing, warnings)
 }
 
-/// What a run must be allowed to do.
-pub fn wanted_permissions(deleting: bool, marking: bool, slices: bool) -> Vec<Permission> {
-    rbac::required(deleting, marking, slices)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,7 +430,7 @@ mod tests {
         assert!(!evaluate(all, &no_cep, &[])[1].passed);
         let none = Crds::default();
         assert!(!evaluate(none, &ok, &[])[0].passed);
-        let del = rbac::required(true, false, false);
+        let del = crate::rbac::required(true, false, false);
         let denied: Vec<_> = del.iter().copied().filter(|p| p.verb == "delete").collect();
         let c = evaluate(all, &ok, &denied);
         assert!(
