@@ -19,12 +19,11 @@ use jiff::Timestamp;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 use serde::Deserialize;
-use tokio::sync::Mutex;
-use tokio::time::Instant;
 
 use crate::cli::KubeArgs;
 use crate::retry::{classify, Backoff, Class};
 use crate::stats::Stats;
+use crate::watch_tap::{WatchTap, WatchTapLayer};
 
 /// Failures to set up a connection. All are configuration errors (exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -280,34 +279,6 @@ pub fn parse_http_date(s: &str) -> Option<Timestamp> {
         .map(|z| z.timestamp())
 }
 
-/// Closed while the server has asked us to wait (429 `Retry-After`): no
-/// request of ours is sent before it reopens.
-#[derive(Debug, Default)]
-pub struct Gate {
-    until: Mutex<Option<Instant>>,
-}
-
-impl Gate {
-    /// Wait until the gate is open.
-    pub async fn wait(&self) {
-        loop {
-            let until = *self.until.lock().await;
-            match until {
-                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
-                _ => return,
-            }
-        }
-    }
-    /// Keep the gate closed for at least `d` from now.
-    pub async fn close_for(&self, d: Duration) {
-        let t = Instant::now() + d;
-        let mut g = self.until.lock().await;
-        if g.is_none_or(|u| u < t) {
-            *g = Some(t);
-        }
-    }
-}
-
 /// The parts of a `Status` body we use.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -367,20 +338,20 @@ impl Answer {
     }
 }
 
-/// The API as this tool uses it: raw requests with our own gate, clock,
+/// The API as this tool uses it: raw requests with our own clock,
 /// timeout and counters around them.
 #[derive(Clone)]
 pub struct Api {
     client: Client,
     timeout: Duration,
-    /// Closed while a Retry-After runs.
-    pub gate: Arc<Gate>,
     /// The server's clock.
     pub clock: Arc<ServerClock>,
     /// Run-wide counters.
     pub stats: Arc<Stats>,
     /// Backoff for transient failures.
     pub backoff: Backoff,
+    /// Which endpoint watch streams are open (usage freshness).
+    pub watch_tap: WatchTap,
 }
 
 /// Content type of a JSON body.
@@ -391,12 +362,12 @@ pub const MERGE_PATCH: &str = "application/merge-patch+json";
 pub const FIELD_MANAGER: &str = "kubectl-cilium-gc";
 
 impl Api {
-    /// Wrap a client.
-    pub fn new(client: Client, timeout: Duration, stats: Arc<Stats>) -> Self {
+    /// Wrap a client whose stack carries `watch_tap`'s layer.
+    pub fn new(client: Client, watch_tap: WatchTap, timeout: Duration, stats: Arc<Stats>) -> Self {
         Api {
+            watch_tap,
             client,
             timeout,
-            gate: Arc::new(Gate::default()),
             clock: Arc::new(ServerClock::new()),
             stats,
             backoff: Backoff::default(),
@@ -413,8 +384,12 @@ impl Api {
             .request_timeout
             .filter(|t| !t.is_zero())
             .unwrap_or(DEFAULT_REQUEST_TIMEOUT);
-        let client = Client::try_from(config).map_err(ConnectError::Client)?;
-        Ok((Api::new(client, timeout, stats), endpoint))
+        let tap = WatchTap::default();
+        let client = kube::client::ClientBuilder::try_from(config)
+            .map_err(ConnectError::Client)?
+            .with_layer(&WatchTapLayer(tap.clone()))
+            .build();
+        Ok((Api::new(client, tap, timeout, stats), endpoint))
     }
 
     /// The kube client, for kube-runtime watchers.
@@ -422,15 +397,15 @@ impl Api {
         self.client.clone()
     }
 
-    /// Send one request, once. Waits for the Retry-After gate first, and
-    /// closes it when the answer is a 429. Counts throttles and server errors.
+    /// Send one request, once. Counts throttles and server errors. A 429's
+    /// `Retry-After` is the caller's to honour, for this request only: there
+    /// is no run-wide gate, so one throttled request never holds the others.
     pub async fn send_once(
         &self,
         method: Method,
         path_and_query: &str,
         body: Option<(&'static str, Vec<u8>)>,
     ) -> Answer {
-        self.gate.wait().await;
         let mut builder = Request::builder()
             .method(method)
             .uri(path_and_query)
@@ -453,11 +428,7 @@ impl Api {
             },
         };
         match &answer.class {
-            Class::Throttled { retry_after } => {
-                Stats::bump(&self.stats.throttled);
-                let wait = retry_after.unwrap_or(Duration::from_secs(1));
-                self.gate.close_for(wait).await;
-            }
+            Class::Throttled { .. } => Stats::bump(&self.stats.throttled),
             Class::Transient { .. } => Stats::bump(&self.stats.server_errors),
             _ => {}
         }
@@ -596,15 +567,5 @@ mod tests {
         let pem = b"junk\n-----BEGIN CERTIFICATE-----\nAAEC\nAwQ=\n-----END CERTIFICATE-----\n";
         assert_eq!(pem_certs(pem).unwrap(), vec![vec![0, 1, 2, 3, 4]]);
         assert!(pem_certs(b"nothing").is_err());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn gate_holds_requests_until_retry_after() {
-        let g = Gate::default();
-        g.close_for(Duration::from_secs(3)).await;
-        g.close_for(Duration::from_secs(1)).await; // never shortens
-        let start = Instant::now();
-        g.wait().await;
-        assert!(Instant::now() - start >= Duration::from_secs(3));
     }
 }

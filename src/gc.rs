@@ -414,6 +414,7 @@ async fn execute(
     // Usage, live for the rest of the run.
     let usage = UsageHandle::start(
         api.client(),
+        api.watch_tap.clone(),
         preflight::usage_sources(crds, &cilium),
         stats.clone(),
     );

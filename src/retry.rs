@@ -64,7 +64,7 @@ pub fn classify(
     let retry_after = retry_after_header.and_then(parse_retry_after).or_else(|| {
         status_retry_after
             .filter(|s| *s > 0)
-            .map(|s| Duration::from_secs(s.into()))
+            .map(|s| Duration::from_secs(s.into()).min(MAX_RETRY_AFTER))
     });
     match code {
         200..=299 => Class::Success,
@@ -81,10 +81,18 @@ pub fn classify(
     }
 }
 
-/// `Retry-After` in delta-seconds (what kube-apiserver sends). An HTTP date
-/// is not used by the API server; we ignore it and fall back to backoff.
+/// The longest `Retry-After` we honour: a server asking for more (or a
+/// proxy sending nonsense) is waited on for this long, then tried again.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
+
+/// `Retry-After` in delta-seconds (what kube-apiserver sends), capped at
+/// [`MAX_RETRY_AFTER`]. An HTTP date is not used by the API server; we
+/// ignore it and fall back to backoff.
 pub fn parse_retry_after(v: &str) -> Option<Duration> {
-    v.trim().parse::<u64>().ok().map(Duration::from_secs)
+    v.trim()
+        .parse::<u64>()
+        .ok()
+        .map(|s| Duration::from_secs(s).min(MAX_RETRY_AFTER))
 }
 
 /// Capped exponential backoff with full jitter: attempt `n` (0-based) waits a
@@ -181,6 +189,12 @@ mod tests {
             classify(410, None, None, Some("")),
             Class::Expired {
                 continue_token: None
+            }
+        );
+        assert_eq!(
+            classify(429, Some("86400"), None, None),
+            Class::Throttled {
+                retry_after: Some(MAX_RETRY_AFTER)
             }
         );
         assert!(classify(504, None, None, None).is_retryable());

@@ -2,6 +2,10 @@
 //! summary at the end. Atomics, so counting never blocks a request.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::pace::PaceSummary;
 
 /// Counters of everything the report counts that is not per item.
 #[derive(Debug, Default)]
@@ -22,12 +26,36 @@ pub struct Stats {
     pub watcher_restarts: AtomicU64,
     /// Objects that could not be decoded.
     pub malformed: AtomicU64,
+    /// Time writes spent waiting out their own `Retry-After`, in ms, summed.
+    pub retry_after_wait_ms: AtomicU64,
+    /// What the shared write limiter did, over every sweep of the run.
+    pub pace: Mutex<Option<PaceSummary>>,
 }
 
 impl Stats {
     /// Add one to a counter.
     pub fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+    /// Add one request's wait for its `Retry-After`.
+    pub fn add_retry_after_wait(&self, d: Duration) {
+        let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        self.retry_after_wait_ms.fetch_add(ms, Ordering::Relaxed);
+    }
+    /// Merge one sweep's limiter summary (marks, then deletes).
+    pub fn add_pace(&self, p: PaceSummary) {
+        let mut g = self.pace.lock().unwrap_or_else(|e| e.into_inner());
+        *g = Some(match *g {
+            None => p,
+            Some(q) => PaceSummary {
+                throttled: q.throttled + p.throttled,
+                lowest_rate: q.lowest_rate.min(p.lowest_rate),
+            },
+        });
+    }
+    /// The merged limiter summary, if any sweep was rate limited.
+    pub fn pace(&self) -> Option<PaceSummary> {
+        *self.pace.lock().unwrap_or_else(|e| e.into_inner())
     }
     /// Read a counter.
     pub fn get(counter: &AtomicU64) -> u64 {

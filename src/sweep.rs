@@ -2,24 +2,24 @@
 //! shared rate limiter, each item handled to the end without ever stopping
 //! the run for it.
 //!
-//! Per item, right before every write: wait for the limiter and the
-//! Retry-After gate, wait until usage is live, decide again on the freshest
-//! object we have and the live usage; only a still-stale identity is deleted,
+//! Per item, right before every write: wait until endpoint usage is known
+//! complete as of a few seconds ago (`usage`), wait for the shared limiter
+//! (`pace`), decide again on the freshest object we have and the live usage; only a still-stale identity is deleted,
 //! always with preconditions `{uid, resourceVersion}`. A 409 means someone
-//! changed it: we re-read it and decide again (bounded). Only a lost
-//! permission stops the run; the items not started are reported as such.
+//! changed it: we re-read it and decide again (bounded). A 429 delays only the
+//! request that got it (its `Retry-After`); the shared limiter slows down
+//! only when throttling is sustained. Only a lost permission, or endpoint
+//! usage unknown for [`USAGE_STALL_LIMIT`], stops the run; the items not started are reported as such.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
 
 use futures::StreamExt;
 use http::Method;
 use jiff::Timestamp;
 use serde_json::json;
-use tokio::time::Instant;
 
 use crate::cluster::{Api, FIELD_MANAGER, JSON, MERGE_PATCH};
 use crate::model::{decode_identity, Identity, Kind, HEARTBEAT_ANNOTATION};
+use crate::pace::Pace;
 use crate::policy::{decide, Policy, Reason};
 use crate::report::{Conflict, Outcome};
 use crate::retry::Class;
@@ -84,96 +84,6 @@ pub struct ItemResult {
     pub last_error: Option<String>,
 }
 
-/// The generic cell rate algorithm (GCRA, what `governor` implements),
-/// deciding when a cell is *reserved* rather than when it is used.
-///
-/// `governor`'s `until_ready` checks again when its sleep ends and, with
-/// `--burst 1`, anchors the next cell at that wake-up: every wake-up's
-/// lateness (timer resolution, a busy CPU, 64 workers racing for one cell)
-/// is lost for good, and at `--qps 1000` that was 17-23% of the rate. Here a
-/// worker reserves its cell before it sleeps, so the schedule advances by
-/// exactly one period per cell and a late wake-up delays only that one
-/// write (as client-go's token bucket does with `x/time/rate`'s `Reserve`).
-/// The burst keeps its meaning: at most `burst` cells are conforming at
-/// once after a pause; an idle limiter never banks more.
-#[derive(Debug)]
-struct Gcra {
-    /// Emission interval: 1 / qps.
-    period: Duration,
-    /// Cells allowed at once.
-    burst: u32,
-    /// Theoretical arrival time of the next cell; `None` before the first.
-    tat: std::sync::Mutex<Option<Instant>>,
-}
-
-impl Gcra {
-    fn new(qps: f64, burst: u32) -> Self {
-        Gcra {
-            period: Duration::from_secs_f64(1.0 / qps),
-            burst: burst.max(1),
-            tat: std::sync::Mutex::new(None),
-        }
-    }
-
-    /// Reserve `n` cells (`1..=burst`) at `now`: the instant they may be used.
-    fn reserve(&self, n: u32, now: Instant) -> Instant {
-        let n = n.clamp(1, self.burst);
-        let mut tat = self.tat.lock().unwrap_or_else(|e| e.into_inner());
-        let current = tat.map_or(now, |t| t.max(now));
-        // Conforming once `current + n·T - t <= burst·T`.
-        let slack = self.period * (self.burst - n);
-        let at = current.checked_sub(slack).map_or(now, |t| t.max(now));
-        *tat = Some(current + self.period * n);
-        at
-    }
-}
-
-/// Pacing: a GCRA limiter plus a penalty that makes each write cost more
-/// cells while the server throttles us, decaying as writes succeed.
-struct Pace {
-    limiter: Option<Gcra>,
-    burst: u32,
-    penalty: AtomicU32,
-    successes: AtomicU32,
-}
-
-impl Pace {
-    fn new(qps: f64, burst: u32) -> Self {
-        let burst = burst.max(1);
-        Pace {
-            limiter: (qps > 0.0).then(|| Gcra::new(qps, burst)),
-            burst,
-            penalty: AtomicU32::new(1),
-            successes: AtomicU32::new(0),
-        }
-    }
-
-    /// Wait for this write's cells. Cancelling the wait (a stop) only wastes
-    /// the reserved cells, which never makes us faster than the rate.
-    async fn until_ready(&self) {
-        if let Some(l) = &self.limiter {
-            let n = self.penalty.load(Ordering::Relaxed).clamp(1, self.burst);
-            let at = l.reserve(n, Instant::now());
-            tokio::time::sleep_until(at).await;
-        }
-    }
-
-    fn throttled(&self) {
-        let p = self.penalty.load(Ordering::Relaxed);
-        self.penalty
-            .store((p * 2).min(self.burst.max(1)), Ordering::Relaxed);
-        self.successes.store(0, Ordering::Relaxed);
-    }
-
-    fn succeeded(&self) {
-        if self.successes.fetch_add(1, Ordering::Relaxed) >= 20 {
-            self.successes.store(0, Ordering::Relaxed);
-            let p = self.penalty.load(Ordering::Relaxed);
-            self.penalty.store((p / 2).max(1), Ordering::Relaxed);
-        }
-    }
-}
-
 struct Ctx<'a> {
     api: &'a Api,
     usage: &'a UsageHandle,
@@ -210,6 +120,9 @@ pub async fn sweep(
             .inspect(|(_, r)| on_done(r))
             .collect()
             .await;
+    if let Some(p) = ctx.pace.summary() {
+        api.stats.add_pace(p);
+    }
     indexed.sort_by_key(|(i, _)| *i);
     indexed.into_iter().map(|(_, r)| r).collect()
 }
@@ -235,19 +148,27 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
         if ctx.stop.is_stopped() {
             return stopped(r);
         }
+        // Usage first: wait until every endpoint source is known complete
+        // as of at most `FRESHNESS_LIMIT` ago; give up once it has been
+        // unknown for the stall limit.
         tokio::select! {
-            _ = ctx.pace.until_ready() => {}
-            _ = ctx.stop.wait() => return stopped(r),
-        }
-        tokio::select! {
-            ready = ctx.usage.wait_ready_within(USAGE_STALL_LIMIT) => if !ready {
+            ready = ctx.usage.wait_fresh(USAGE_STALL_LIMIT) => if !ready {
                 ctx.stop.trigger(StopReason::UsageLost);
                 return stopped(r);
             },
             _ = ctx.stop.wait() => return stopped(r),
         }
+        tokio::select! {
+            _ = ctx.pace.until_ready() => {}
+            _ = ctx.stop.wait() => return stopped(r),
+        }
         if ctx.stop.is_stopped() {
             return stopped(r);
+        }
+        // The limiter may have held us while usage went stale: check again,
+        // without waiting, right before deciding.
+        if !ctx.usage.is_fresh() {
+            continue;
         }
         // Decide again, right now, on live usage: never write to an identity
         // that stopped being a candidate.
@@ -261,7 +182,7 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
         let answer = write(ctx, &ident).await;
         match answer.class {
             Class::Success => {
-                ctx.pace.succeeded();
+                ctx.pace.record(false);
                 let done = match ctx.action {
                     Action::Delete => Outcome::Deleted,
                     Action::Mark => Outcome::Marked,
@@ -310,15 +231,27 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
                 }
                 Stats::bump(&ctx.api.stats.retries);
             }
-            Class::Throttled { .. } => {
-                // The gate in `Api` already holds every request until Retry-After.
-                ctx.pace.throttled();
+            Class::Throttled { retry_after } => {
+                // This request waits out its own Retry-After (else backoff
+                // with jitter); the shared limiter slows everyone only when
+                // throttling is sustained (`pace`).
+                ctx.pace.record(true);
                 throttled += 1;
                 r.last_error = Some(answer.message);
                 if throttled > MAX_THROTTLED_PER_ITEM {
                     return finish(r, Outcome::Failed, None);
                 }
                 Stats::bump(&ctx.api.stats.retries);
+                let delay = ctx
+                    .api
+                    .backoff
+                    .delay(throttled.min(8) - 1, retry_after, &mut rand::rng());
+                let started = tokio::time::Instant::now();
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = ctx.stop.wait() => return stopped(r),
+                }
+                ctx.api.stats.add_retry_after_wait(started.elapsed());
             }
             Class::Transient { retry_after } => {
                 if answer.code == 0 {
@@ -459,48 +392,5 @@ mod tests {
         let t: Timestamp = "2026-01-02T03:04:05.5Z".parse().unwrap();
         assert_eq!(rfc3339_nano(t), "2026-01-02T03:04:05.5Z");
         assert_eq!(crate::policy::parse_mark(&rfc3339_nano(t)), Some(t));
-    }
-
-    #[test]
-    fn gcra_reservations_keep_the_period_and_the_burst() {
-        let t0 = Instant::now();
-        let ms = Duration::from_millis;
-        // Burst 1 at 1000/s: cell k at k ms, however late the callers come
-        // back, as long as they ask before their slot.
-        let g = Gcra::new(1000.0, 1);
-        let slots: Vec<Instant> = (0..64).map(|_| g.reserve(1, t0)).collect();
-        for (k, s) in slots.iter().enumerate() {
-            assert_eq!(*s, t0 + ms(k as u64));
-        }
-        assert_eq!(g.reserve(1, t0 + ms(10)), t0 + ms(64));
-        // Idle: no credit is banked beyond the burst.
-        assert_eq!(g.reserve(1, t0 + ms(1000)), t0 + ms(1000));
-        assert_eq!(g.reserve(1, t0 + ms(1000)), t0 + ms(1001));
-        // Burst 3 at 10/s: three at once, then one per 100 ms.
-        let g = Gcra::new(10.0, 3);
-        let got: Vec<Instant> = (0..5).map(|_| g.reserve(1, t0)).collect();
-        assert_eq!(got, vec![t0, t0, t0, t0 + ms(100), t0 + ms(200)]);
-        // A penalised write takes several cells: it waits for all of them.
-        let g = Gcra::new(10.0, 4);
-        assert_eq!(g.reserve(4, t0), t0);
-        assert_eq!(g.reserve(4, t0), t0 + ms(400));
-        assert_eq!(g.reserve(9, t0), t0 + ms(800), "clamped to the burst");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn pace_penalty_rises_on_throttle_and_decays() {
-        let p = Pace::new(10.0, 8);
-        p.throttled();
-        p.throttled();
-        assert_eq!(p.penalty.load(Ordering::Relaxed), 4);
-        for _ in 0..5 {
-            p.throttled();
-        }
-        assert_eq!(p.penalty.load(Ordering::Relaxed), 8, "capped at burst");
-        for _ in 0..22 {
-            p.succeeded();
-        }
-        assert_eq!(p.penalty.load(Ordering::Relaxed), 4);
-        p.until_ready().await; // never errors on capacity
     }
 }

@@ -2,9 +2,22 @@
 //!
 //! kube-runtime watchers over CiliumEndpoints (and CiliumEndpointSlices when
 //! that CRD exists) feed an index of id → reference count. Nothing is decided
-//! before the first full list of every source ([`UsageHandle::wait_ready`]),
-//! and deletes pause while a source re-lists or just failed, because then the
-//! index may miss an endpoint created meanwhile.
+//! before the first full list of every source ([`UsageHandle::wait_ready`]).
+//!
+//! *Freshness:* per source we know the instant up to which its index is
+//! complete ([`UsageHandle::complete_as_of`]). While its watch stream is open
+//! (seen on the wire by [`crate::watch_tap`]) that is now: the server sends
+//! every change, and bookmarks (requested) keep a quiet stream alive. Once
+//! the stream ends or fails, it is the instant it ended; a watch resumed
+//! from its resourceVersion replays what came after, so a normal end and a
+//! quick resume cost nothing. After a full (re-)list, it is when that list
+//! started. A write is sent only while every source is complete as of at
+//! most [`FRESHNESS_LIMIT`] ago ([`UsageHandle::wait_fresh`]); once one has
+//! been unknown for the stall limit, the run stops writing. The stall clock
+//! *is* the freshness instant, shared by every waiter: nobody can reset it.
+//!
+//! During a re-list (after a 410), an id referenced by the previous index
+//! *or* by the part of the new list read so far counts as in use.
 //!
 //! *Memory:* only counts are held: per endpoint a 128-bit hash of its key and
 //! its ids, per id a counter; never the objects. Decoding reads only
@@ -33,22 +46,65 @@ use tokio::time::Instant;
 
 use crate::model::{Kind, CILIUM_GROUP};
 use crate::stats::Stats;
+use crate::watch_tap::{StreamState, WatchTap};
 
 /// Endpoints per page of the watchers' initial list. Independent of the
 /// identity `--page-size`: a watcher restarts its whole list on any error, so
 /// few, large pages make it sync sooner on a struggling API server.
 pub const PAGE_SIZE: u32 = 500;
 
-/// How long deletes pause after a watcher error: the watcher re-watches
-/// within its backoff (under a second at first); events missed meanwhile
-/// arrive then, or a re-list starts.
-pub const DEGRADED_PAUSE: Duration = Duration::from_secs(5);
+/// How old the usage index may be known complete and a write still go out.
+/// The heartbeat handshake covers the rest: an identity is only a candidate
+/// after its mark has aged past the heartbeat timeout (30 min) with no agent
+/// removing it, and an agent that starts using it removes the mark first,
+/// which changes its resourceVersion so our precondition fails. What the
+/// handshake cannot cover is an endpoint that appears *without* an identity
+/// write (an operator marking from a stale view); only live usage protects
+/// that one, and 10 s bounds how late we may learn of it.
+pub const FRESHNESS_LIMIT: Duration = Duration::from_secs(10);
 
-/// How long deletes wait for endpoint usage to be readable again (a watcher
-/// re-listing or just failed) before the run stops writing: past this, the
-/// watchers are not coming back soon (list forbidden, server gone), and
-/// waiting longer would only hang the run.
+/// How long usage may stay unknown (not complete as of [`FRESHNESS_LIMIT`])
+/// before the run stops writing: past this, the watchers are not coming back
+/// soon (list forbidden, server gone), and waiting longer would only hang
+/// the run.
 pub const USAGE_STALL_LIMIT: Duration = Duration::from_secs(60);
+
+/// The watchers' backoff after an error: jittered exponential from 250 ms,
+/// capped at 3 s, so a flapping watch is back within a few seconds (kube's
+/// default grows to 30 s, during which no write could go out). Reset by
+/// every event received, as kube-runtime's `StreamBackoff` does.
+#[derive(Debug, Clone)]
+pub struct WatchBackoff {
+    attempt: u32,
+    policy: crate::retry::Backoff,
+}
+
+impl Default for WatchBackoff {
+    fn default() -> Self {
+        WatchBackoff {
+            attempt: 0,
+            policy: crate::retry::Backoff {
+                base: Duration::from_millis(250),
+                cap: Duration::from_secs(3),
+            },
+        }
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+    fn next(&mut self) -> Option<Duration> {
+        let d = self.policy.delay(self.attempt, None, &mut rand::rng());
+        self.attempt = self.attempt.saturating_add(1);
+        Some(d)
+    }
+}
+
+impl kube::runtime::utils::Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.attempt = 0;
+    }
+}
 
 /// One endpoint object as the watcher decodes it: its key and the identity
 /// ids it references.
@@ -489,12 +545,29 @@ struct Source {
     /// Filled between `Init` and `InitDone`.
     relisting: Option<Index>,
     synced_once: bool,
-    degraded_until: Option<Instant>,
+    /// When the current (or last) full list started: the index it builds is
+    /// complete as of then.
+    list_started: Option<Instant>,
+    /// When the last full list completed.
+    listed_from: Option<Instant>,
 }
 
 impl Source {
-    fn ready(&self, now: Instant) -> bool {
-        self.synced_once && self.relisting.is_none() && self.degraded_until.is_none_or(|t| t <= now)
+    /// The instant up to which this source's index is known complete, given
+    /// its watch streams; `None` before its first full list.
+    fn complete_as_of(&self, stream: StreamState, now: Instant) -> Option<Instant> {
+        if !self.synced_once {
+            return None;
+        }
+        if self.relisting.is_some() {
+            // The old index is complete up to the end of its stream; the
+            // partial new list adds no completeness until it is done.
+            return stream.last_end.or(self.listed_from);
+        }
+        if stream.open > 0 {
+            return Some(now);
+        }
+        [stream.last_end, self.listed_from].into_iter().flatten().max()
     }
 }
 
@@ -503,8 +576,8 @@ struct Shared {
     sources: Mutex<HashMap<Kind, Source>>,
     changed: Notify,
     tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
-    /// When a waiter first saw usage not ready; cleared once seen ready.
-    unready_since: Mutex<Option<Instant>>,
+    /// Open watch streams, seen on the wire.
+    tap: WatchTap,
     /// Malformed endpoints seen, as (what, uid, problem), at most
     /// [`MAX_MALFORMED`].
     malformed: Mutex<BTreeMap<(String, String, &'static str), ()>>,
@@ -549,8 +622,8 @@ fn api_resource(kind: Kind) -> ApiResource {
 
 impl UsageHandle {
     /// Start the watchers. Returns at once; call [`UsageHandle::wait_ready`].
-    pub fn start(client: kube::Client, sources: Sources, stats: Arc<Stats>) -> Self {
-        let handle = UsageHandle::default();
+    pub fn start(client: kube::Client, tap: WatchTap, sources: Sources, stats: Arc<Stats>) -> Self {
+        let handle = UsageHandle::with_tap(tap);
         let kinds = [
             (Kind::Endpoint, sources.endpoints),
             (Kind::EndpointSlice, sources.slices),
@@ -574,6 +647,16 @@ impl UsageHandle {
         handle
     }
 
+    /// A handle (no watchers yet) reading stream state from `tap`.
+    fn with_tap(tap: WatchTap) -> Self {
+        UsageHandle {
+            shared: Arc::new(Shared {
+                tap,
+                ..Shared::default()
+            }),
+        }
+    }
+
     /// A guard that stops the watchers when the caller's scope ends, however
     /// it ends (early return, error, signal).
     pub fn stop_on_drop(&self) -> WatchersGuard<'_> {
@@ -589,17 +672,21 @@ impl UsageHandle {
 
     async fn run(self, kind: Kind, client: kube::Client, stats: Arc<Stats>) {
         let api: KubeApi<UsageObject> = KubeApi::all_with(client, &api_resource(kind));
-        let config = watcher::Config::default().page_size(PAGE_SIZE);
-        let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+        let mut config = watcher::Config::default().page_size(PAGE_SIZE);
+        // Bookmarks keep a quiet stream alive and its resourceVersion
+        // current, so a resume after a normal end replays little.
+        config.bookmarks = true;
+        let mut stream = watcher::watcher(api, config)
+            .backoff(WatchBackoff::default())
+            .boxed();
         while let Some(ev) = stream.next().await {
             match ev {
                 Ok(ev) => self.on_event(kind, ev, &stats),
                 Err(e) => {
+                    // Freshness follows the stream itself (`watch_tap`):
+                    // nothing to record here but the restart.
                     tracing::warn!(kind = kind.plural(), "watcher error, restarting: {e}");
                     Stats::bump(&stats.watcher_restarts);
-                    self.with(kind, |s| {
-                        s.degraded_until = Some(Instant::now() + DEGRADED_PAUSE)
-                    });
                 }
             }
         }
@@ -629,12 +716,14 @@ impl UsageHandle {
                     Stats::bump(&stats.watcher_restarts);
                 }
                 s.relisting = Some(Index::default());
+                s.list_started = Some(Instant::now());
             }
             Event::InitApply(o) => s.relisting.get_or_insert_with(Index::default).apply(&o),
             Event::InitDone => {
                 if let Some(fresh) = s.relisting.take() {
                     s.live = fresh;
                 }
+                s.listed_from = s.list_started;
                 s.synced_once = true;
             }
             Event::Apply(o) => s.live.apply(&o),
@@ -670,63 +759,83 @@ impl UsageHandle {
         g.keys().map(|(what, _, p)| (what.clone(), *p)).collect()
     }
 
-    /// Wait until every source has listed fully, is not re-listing, and has
-    /// not just failed. Deletes call this right before deciding.
+    /// Wait until every source has listed fully once (before the first
+    /// decision of a run).
     pub async fn wait_ready(&self) {
         loop {
             let notified = self.shared.changed.notified();
-            let wake = {
-                let now = Instant::now();
-                let sources = self.shared.sources.lock().unwrap();
-                if sources.values().all(|s| s.ready(now)) {
-                    return;
-                }
-                sources
-                    .values()
-                    .filter_map(|s| s.degraded_until)
-                    .filter(|t| *t > now)
-                    .min()
-            };
-            match wake {
-                Some(t) => {
-                    tokio::select! {
-                        _ = notified => {}
-                        _ = tokio::time::sleep_until(t) => {}
-                    }
-                }
-                None => notified.await,
+            if self
+                .shared
+                .sources
+                .lock()
+                .unwrap()
+                .values()
+                .all(|s| s.synced_once)
+            {
+                return;
             }
+            notified.await;
         }
     }
 
-    /// As [`Self::wait_ready`], but gives up (`false`) once usage has been
-    /// unready for `limit`, counted from when a waiter first saw it unready:
-    /// every waiter shares that deadline, so a run gives up once, not once
-    /// per identity.
-    pub async fn wait_ready_within(&self, limit: Duration) -> bool {
+    /// Per source, the instant up to which its index is known complete
+    /// (`None`: not listed yet).
+    pub fn complete_as_of(&self, now: Instant) -> Vec<(Kind, Option<Instant>)> {
+        let sources = self.shared.sources.lock().unwrap();
+        sources
+            .iter()
+            .map(|(k, s)| (*k, s.complete_as_of(self.shared.tap.state(*k), now)))
+            .collect()
+    }
+
+    /// The oldest completeness instant over all sources: `Err(())` while
+    /// some source has never listed, `Ok(None)` with no sources at all.
+    fn oldest(&self, now: Instant) -> Result<Option<Instant>, ()> {
+        let mut oldest = None;
+        for (_, t) in self.complete_as_of(now) {
+            let t = t.ok_or(())?;
+            oldest = Some(oldest.map_or(t, |o: Instant| o.min(t)));
+        }
+        Ok(oldest)
+    }
+
+    /// Whether every source is known complete as of at most
+    /// [`FRESHNESS_LIMIT`] ago. Checked right before each write.
+    pub fn is_fresh(&self) -> bool {
+        let now = Instant::now();
+        match self.oldest(now) {
+            Ok(None) => true,
+            Ok(Some(t)) => now.saturating_duration_since(t) <= FRESHNESS_LIMIT,
+            Err(()) => false,
+        }
+    }
+
+    /// Wait until [`Self::is_fresh`]; `false` once some source has been
+    /// known complete only as of more than `stall` ago (usage lost). The
+    /// stall clock is the freshness instant itself, the same for every
+    /// waiter, so no waiter can restart it.
+    pub async fn wait_fresh(&self, stall: Duration) -> bool {
         loop {
             let notified = self.shared.changed.notified();
-            let wake = {
-                let now = Instant::now();
-                let sources = self.shared.sources.lock().unwrap();
-                let mut since = self.shared.unready_since.lock().unwrap();
-                if sources.values().all(|s| s.ready(now)) {
-                    *since = None;
-                    return true;
-                }
-                let deadline = *since.get_or_insert(now) + limit;
-                if now >= deadline {
-                    return false;
-                }
-                sources
-                    .values()
-                    .filter_map(|s| s.degraded_until)
-                    .filter(|t| *t > now)
-                    .fold(deadline, Instant::min)
+            let tapped = self.shared.tap.changed();
+            let now = Instant::now();
+            let deadline = match self.oldest(now) {
+                Ok(None) => return true,
+                Ok(Some(t)) if now.saturating_duration_since(t) <= FRESHNESS_LIMIT => return true,
+                Ok(Some(t)) if now.saturating_duration_since(t) >= stall => return false,
+                Ok(Some(t)) => Some(t + stall),
+                Err(()) => None,
             };
-            tokio::select! {
-                _ = notified => {}
-                _ = tokio::time::sleep_until(wake) => {}
+            match deadline {
+                Some(d) => tokio::select! {
+                    _ = notified => {}
+                    _ = tapped => {}
+                    _ = tokio::time::sleep_until(d) => {}
+                },
+                None => tokio::select! {
+                    _ = notified => {}
+                    _ = tapped => {}
+                },
             }
         }
     }
@@ -734,9 +843,12 @@ impl UsageHandle {
     /// Endpoints referencing `id` right now (over all sources).
     pub fn refs(&self, id: u64) -> u32 {
         let sources = self.shared.sources.lock().unwrap();
+        // A re-list in progress: the previous index or the part of the new
+        // list read so far; either one referencing it keeps it in use.
         sources
             .values()
-            .map(|s| s.live.refs.get(&id).copied().unwrap_or(0))
+            .flat_map(|s| std::iter::once(&s.live).chain(s.relisting.as_ref()))
+            .map(|ix| ix.refs.get(&id).copied().unwrap_or(0))
             .sum()
     }
 
@@ -948,79 +1060,113 @@ mod tests {
         assert_eq!(ix.len(), 2);
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn waiters_give_up_together_when_usage_stays_unready() {
-        let h = UsageHandle::default();
+    fn handle_with_endpoints() -> (UsageHandle, WatchTap, Stats) {
+        let tap = WatchTap::default();
+        let h = UsageHandle::with_tap(tap.clone());
         h.shared
             .sources
             .lock()
             .unwrap()
             .insert(Kind::Endpoint, Source::default());
-        let stats = Stats::default();
-        h.on_event(Kind::Endpoint, Event::Init, &stats);
-        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
-        let limit = Duration::from_secs(60);
-        assert!(h.wait_ready_within(limit).await);
-        h.on_event(Kind::Endpoint, Event::Init, &stats); // a re-list that never ends
-        let t0 = Instant::now();
-        let first = tokio::spawn({
-            let h = h.clone();
-            async move { h.wait_ready_within(limit).await }
-        });
-        tokio::time::sleep(Duration::from_secs(30)).await;
-        assert!(!h.wait_ready_within(limit).await, "gives up");
-        assert_eq!(Instant::now() - t0, limit, "at the first waiter's deadline");
-        assert!(!first.await.unwrap());
-        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
-        assert!(
-            h.wait_ready_within(limit).await,
-            "ready again, a fresh start"
-        );
+        (h, tap, Stats::default())
+    }
+
+    fn cep(name: &str, id: u64) -> UsageObject {
+        obj(&format!(
+            r#"{{"metadata":{{"name":"{name}","namespace":"n"}},"status":{{"identity":{{"id":{id}}}}}}}"#
+        ))
     }
 
     #[tokio::test(start_paused = true)]
-    async fn not_ready_until_synced_and_while_relisting() {
-        let h = UsageHandle::default();
-        h.shared
-            .sources
-            .lock()
-            .unwrap()
-            .insert(Kind::Endpoint, Source::default());
-        let stats = Stats::default();
-        let ready = |h: &UsageHandle| {
+    async fn freshness_follows_the_watch_stream() {
+        let (h, tap, stats) = handle_with_endpoints();
+        assert!(!h.is_fresh(), "never listed");
+        h.on_event(Kind::Endpoint, Event::Init, &stats);
+        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+        assert!(h.is_fresh(), "just listed");
+        let stream = tap.opened(Kind::Endpoint);
+        tokio::time::sleep(Duration::from_secs(100)).await;
+        assert!(h.is_fresh(), "an open stream is complete up to now");
+        // A normal end and a quick resume: no pause.
+        drop(stream);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(h.is_fresh());
+        let stream = tap.opened(Kind::Endpoint);
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(h.is_fresh());
+        // The stream ends and nothing resumes: fresh for 10 s, then not.
+        drop(stream);
+        let ended = Instant::now();
+        tokio::time::sleep(FRESHNESS_LIMIT).await;
+        assert!(h.is_fresh());
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert!(!h.is_fresh());
+        // A waiter waits for the resume...
+        let waiter = tokio::spawn({
             let h = h.clone();
-            async move {
-                tokio::time::timeout(Duration::from_millis(10), h.wait_ready())
-                    .await
-                    .is_ok()
-            }
-        };
-        assert!(!ready(&h).await);
-        h.on_event(Kind::Endpoint, Event::Init, &stats);
-        h.on_event(
-            Kind::Endpoint,
-            Event::InitApply(obj(
-                r#"{"metadata":{"name":"a","namespace":"n"},"status":{"identity":{"id":10}}}"#,
-            )),
-            &stats,
-        );
-        assert!(!ready(&h).await);
-        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
-        assert!(ready(&h).await);
-        assert_eq!(h.refs(10), 1);
-        // A re-list keeps the old counts live but blocks deletes until done.
-        h.on_event(Kind::Endpoint, Event::Init, &stats);
-        assert!(!ready(&h).await);
-        assert_eq!(h.refs(10), 1);
-        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
-        assert_eq!(h.refs(10), 0, "the re-list did not contain it");
-        assert_eq!(Stats::get(&stats.watcher_restarts), 1);
-        // After an error, deletes wait out the pause.
-        h.with(Kind::Endpoint, |s| {
-            s.degraded_until = Some(Instant::now() + DEGRADED_PAUSE)
+            async move { h.wait_fresh(USAGE_STALL_LIMIT).await }
         });
-        assert!(!ready(&h).await);
-        tokio::time::sleep(DEGRADED_PAUSE).await;
-        assert!(ready(&h).await);
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let _stream = tap.opened(Kind::Endpoint);
+        assert!(waiter.await.unwrap());
+        assert!(Instant::now() - ended < USAGE_STALL_LIMIT);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_waiter_gives_up_at_the_same_stall_deadline() {
+        let (h, tap, stats) = handle_with_endpoints();
+        h.on_event(Kind::Endpoint, Event::Init, &stats);
+        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+        drop(tap.opened(Kind::Endpoint));
+        let ended = Instant::now();
+        tokio::time::sleep(FRESHNESS_LIMIT * 2).await;
+        let first = tokio::spawn({
+            let h = h.clone();
+            async move { h.wait_fresh(USAGE_STALL_LIMIT).await }
+        });
+        // Waiters coming and going (each seeing "not fresh") cannot move
+        // the deadline: it is the stream's end plus the limit.
+        for _ in 0..3 {
+            tokio::time::sleep(Duration::from_secs(10)).await;
+            let _ = tokio::time::timeout(
+                Duration::from_millis(1),
+                h.wait_fresh(USAGE_STALL_LIMIT),
+            )
+            .await;
+        }
+        assert!(!h.wait_fresh(USAGE_STALL_LIMIT).await, "gives up");
+        assert_eq!(Instant::now() - ended, USAGE_STALL_LIMIT);
+        assert!(!first.await.unwrap());
+        // Usage back: a fresh start.
+        let _s = tap.opened(Kind::Endpoint);
+        assert!(h.wait_fresh(USAGE_STALL_LIMIT).await);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_relist_counts_old_and_partial_new_references() {
+        let (h, tap, stats) = handle_with_endpoints();
+        h.on_event(Kind::Endpoint, Event::Init, &stats);
+        h.on_event(Kind::Endpoint, Event::InitApply(cep("a", 10)), &stats);
+        assert!(!h.is_fresh());
+        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+        assert_eq!(h.refs(10), 1);
+        let s = tap.opened(Kind::Endpoint);
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        drop(s); // a 410 ERROR event ends the stream; a re-list starts
+        h.on_event(Kind::Endpoint, Event::Init, &stats);
+        h.on_event(Kind::Endpoint, Event::InitApply(cep("b", 11)), &stats);
+        assert_eq!((h.refs(10), h.refs(11)), (1, 1), "old or partial new");
+        tokio::time::sleep(FRESHNESS_LIMIT * 2).await;
+        assert!(!h.is_fresh(), "complete only up to the stream's end");
+        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+        assert_eq!((h.refs(10), h.refs(11)), (0, 1), "the new list alone");
+        assert!(!h.is_fresh(), "complete as of the list's start, 20 s ago");
+        let _s = tap.opened(Kind::Endpoint);
+        assert!(h.is_fresh(), "watching from the list's resourceVersion");
+        drop(_s);
+        h.on_event(Kind::Endpoint, Event::Init, &stats);
+        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+        assert!(h.is_fresh(), "a quick re-list is complete as of its start");
+        assert_eq!(Stats::get(&stats.watcher_restarts), 2);
     }
 }

@@ -158,7 +158,7 @@ pub async fn collect(
     let settings = crate::preflight::settings_from_config(config.as_ref(), None);
     let sources = crate::preflight::usage_sources(crds, &settings);
 
-    let usage = UsageHandle::start(api.client(), sources, stats);
+    let usage = UsageHandle::start(api.client(), api.watch_tap.clone(), sources, stats);
     let _watchers = usage.stop_on_drop();
     if sources.endpoints || sources.slices {
         let limit = crate::gc::SYNC_TIMEOUT;
