@@ -248,6 +248,14 @@ impl Run {
         s.list_pages = Stats::get(&stats.list_pages);
         s.list_restarts = Stats::get(&stats.list_restarts);
         s.watcher_restarts = Stats::get(&stats.watcher_restarts);
+        if let Some(p) = stats.pace() {
+            s.throttled_seconds = Some(round3(p.throttled.as_secs_f64()));
+            s.lowest_rate_per_second = Some(round3(p.lowest_rate));
+        }
+        let waited = Stats::get(&stats.retry_after_wait_ms);
+        if waited > 0 {
+            s.retry_after_wait_seconds = Some(round3(waited as f64 / 1000.0));
+        }
         if self.dropped_errors > 0 {
             self.errors.push(RunError {
                 kind: ErrorKind::Other,
@@ -557,11 +565,11 @@ async fn execute(
         }
         Some(StopReason::UsageLost) => {
             let m = format!(
-                "the endpoint watchers could not re-list for {}s, so which identities are in use is unknown: no further writes were started",
+                "endpoint usage was not known complete for {}s (watches of CiliumEndpoints/Slices down), so which identities are in use is unknown: no further writes were started",
                 crate::usage::USAGE_STALL_LIMIT.as_secs()
             );
             run.error(ErrorKind::Watcher, m.clone());
-            return run.abort(AbortReason::ReadFailed, m, Exit::Unexpected);
+            return run.abort(AbortReason::UsageLost, m, Exit::Unexpected);
         }
         Some(_) => return Exit::Interrupted,
         None => {}

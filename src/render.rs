@@ -227,6 +227,12 @@ pub fn next_steps(report: &Report) -> Vec<String> {
             "Nothing was deleted without confirmation: rerun with --yes to delete non-interactively"
                 .to_string(),
         ),
+        Some(AbortReason::UsageLost) => steps.push(format!(
+            "Endpoint usage could not be read, so writing stopped with {} {} not attempted: \
+             check that CiliumEndpoints/Slices can be listed and watched, then rerun",
+            thousands(s.not_attempted),
+            plural(s.not_attempted, "candidate", "candidates"),
+        )),
         Some(AbortReason::ReadFailed) | Some(AbortReason::Unexpected) => {
             steps.push("The run stopped early: see the errors above and rerun".to_string())
         }
@@ -542,6 +548,12 @@ fn text(report: &Report, style: Style) -> String {
     if report.mode != Mode::Scan {
         let rate = format!("{:.1}/s", s.delete_rate_per_second);
         row(&mut o, 0, "delete rate", rate, Tone::Plain);
+        if let (Some(t), Some(low)) = (s.throttled_seconds, s.lowest_rate_per_second) {
+            if t > 0.0 {
+                let v = format!("{t:.1}s below --qps, lowest {low:.1}/s");
+                row(&mut o, 0, "slowed by throttling", v, Tone::Warn);
+            }
+        }
     }
 
     // Failed items.

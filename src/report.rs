@@ -234,6 +234,10 @@ pub enum AbortReason {
     NotConfirmed,
     /// The identity list or usage could not be read.
     ReadFailed,
+    /// Endpoint usage stayed unknown (no source known complete as of a few
+    /// seconds ago) for the stall limit: writing stopped, the remaining
+    /// items are `not-attempted`.
+    UsageLost,
     /// An unexpected error.
     Unexpected,
 }
@@ -320,6 +324,19 @@ pub struct Summary {
     pub endpoint_slices: u64,
     /// Deletions per second achieved during the delete phase.
     pub delete_rate_per_second: f64,
+    /// Wall time, in seconds, the shared write limiter ran below `--qps`
+    /// because the server throttled a large share of recent writes. Absent
+    /// when no write was rate limited (`--qps 0`, or a scan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttled_seconds: Option<f64>,
+    /// The lowest rate, in writes per second, the limiter adapted down to
+    /// (`--qps` when throttling was never sustained). Absent as above.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lowest_rate_per_second: Option<f64>,
+    /// Seconds writes spent waiting out their own 429 `Retry-After` (or
+    /// backoff), summed over writes. Absent when no write was throttled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_wait_seconds: Option<f64>,
 }
 
 /// Identities per decision reason.

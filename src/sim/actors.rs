@@ -32,6 +32,12 @@ pub struct ActorRates {
     pub identity_churn: f64,
     /// CiliumEndpoints created or deleted.
     pub endpoint_churn: f64,
+    /// A pod appears for a *marked* identity with no write to the identity
+    /// (the operator marked it from a stale view): the heartbeat handshake
+    /// cannot protect it, only live usage can.
+    pub shadow_reuse: f64,
+    /// How long after the actors start `shadow_reuse` begins.
+    pub shadow_reuse_after: Duration,
 }
 
 const AGENT: &str = "cilium-agent";
@@ -59,7 +65,7 @@ impl Actors {
             next_id: s.first_id + s.identities as u64,
             namespaces: s.namespaces,
             job_ratio: s.job_ratio,
-            endpoints: s.crds.endpoints && !s.slices,
+            endpoints: s.crds.endpoints && (!s.slices || s.ceps_with_slices),
             counter: 0,
         };
         let task = tokio::spawn(run(world, paused.clone(), rates.clone()));
@@ -117,12 +123,13 @@ struct World {
 }
 
 async fn run(mut w: World, paused: Arc<AtomicBool>, rates: Arc<Mutex<ActorRates>>) {
-    let mut credit = [0.0f64; 5];
+    let mut credit = [0.0f64; 6];
+    let started = tokio::time::Instant::now();
     let mut tick = tokio::time::interval(TICK);
     loop {
         tick.tick().await;
         if paused.load(Ordering::SeqCst) {
-            credit = [0.0; 5];
+            credit = [0.0; 6];
             continue;
         }
         let r = *rates.lock().unwrap_or_else(|e| e.into_inner());
@@ -132,6 +139,11 @@ async fn run(mut w: World, paused: Arc<AtomicBool>, rates: Arc<Mutex<ActorRates>
             r.operator_mark,
             r.identity_churn,
             r.endpoint_churn,
+            if started.elapsed() >= r.shadow_reuse_after {
+                r.shadow_reuse
+            } else {
+                0.0
+            },
         ];
         for (i, rate) in rs.iter().enumerate() {
             credit[i] += rate.max(0.0) * TICK.as_secs_f64();
@@ -142,7 +154,8 @@ async fn run(mut w: World, paused: Arc<AtomicBool>, rates: Arc<Mutex<ActorRates>
                     1 => w.reuse(),
                     2 => w.operator_mark(),
                     3 => w.identity_churn(),
-                    _ => w.endpoint_churn(),
+                    4 => w.endpoint_churn(),
+                    _ => w.shadow_reuse(),
                 }
             }
         }
@@ -264,6 +277,15 @@ impl World {
         if let Some((name, v)) = self.pick_identity(|w, id, v| mark_of(v).is_none() && w.unused(id))
         {
             self.store.note_actor_touch(&name);
+            if let Some(id) = parse_id(&name) {
+                self.add_pod(id, &v);
+            }
+        }
+    }
+
+    fn shadow_reuse(&mut self) {
+        if let Some((name, v)) = self.pick_identity(|w, id, v| mark_of(v).is_some() && w.unused(id))
+        {
             if let Some(id) = parse_id(&name) {
                 self.add_pod(id, &v);
             }

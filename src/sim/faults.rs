@@ -59,6 +59,26 @@ pub struct Faults {
     pub slow_delay: Duration,
     /// Share of continue requests answered 410 Expired (as if compacted).
     pub expire_continue_fraction: f64,
+    /// Slow answers take a uniform time in `slow_delay..=slow_delay_max`
+    /// (`None`: exactly `slow_delay`).
+    pub slow_delay_max: Option<Duration>,
+    /// Only list requests are slowed (a struggling server's big reads).
+    pub slow_only_lists: bool,
+    /// Share of 5xx answers sent *after* the write committed (the client
+    /// cannot tell whether it happened).
+    pub error_after_commit_share: f64,
+    /// Every watch ends within this long, at a random instant: a normal end
+    /// (most), a dropped connection, or a 410 ERROR event, per the shares
+    /// below.
+    pub watch_end_within: Option<Duration>,
+    /// Share of those ends that drop the connection.
+    pub watch_drop_share: f64,
+    /// Share of those ends that are a 410 `ERROR` event (compaction).
+    pub watch_expire_share: f64,
+    /// From this long after the server started, every list and watch of
+    /// CiliumEndpoints and CiliumEndpointSlices is answered 500: endpoint
+    /// usage goes dark for good.
+    pub endpoint_reads_fail_after: Option<Duration>,
 }
 
 impl Default for Faults {
@@ -77,29 +97,70 @@ impl Default for Faults {
             slow_fraction: 0.0,
             slow_delay: Duration::from_millis(200),
             expire_continue_fraction: 0.0,
+            slow_delay_max: None,
+            slow_only_lists: false,
+            error_after_commit_share: 0.0,
+            watch_end_within: None,
+            watch_drop_share: 0.0,
+            watch_expire_share: 0.0,
+            endpoint_reads_fail_after: None,
         }
     }
 }
 
 impl Faults {
-    /// The `hostile` preset: some of everything.
+    /// The `hostile` preset: a struggling API server. 5% random 429s (half
+    /// APF `text/plain`, half `Status` with `retryAfterSeconds`), a 3 s
+    /// burst of 429s every 20 s, a 50 deletes/s cap answered 429 +
+    /// `Retry-After`, 3% 500/503/504 (a third after the write committed),
+    /// 1% connection resets, 10% slow list pages (0.2-1.5 s), compaction in
+    /// the middle of paginated lists, and watches that end within 20 s
+    /// (normally, by a dropped connection, or by a 410 ERROR event).
     pub fn hostile() -> Self {
         Faults {
             throttle_fraction: 0.05,
             throttle_shape: ThrottleShape::Mixed,
             retry_after_secs: 1,
-            burst_every: Some(Duration::from_secs(15)),
-            burst_len: Duration::from_millis(1500),
+            burst_every: Some(Duration::from_secs(20)),
+            burst_len: Duration::from_secs(3),
             delete_rate_cap: Some(50.0),
-            error_500_fraction: 0.02,
-            error_503_fraction: 0.02,
+            error_500_fraction: 0.01,
+            error_503_fraction: 0.01,
             error_504_fraction: 0.01,
-            reset_fraction: 0.02,
+            reset_fraction: 0.01,
             slow_fraction: 0.1,
-            slow_delay: Duration::from_millis(300),
+            slow_delay: Duration::from_millis(200),
             expire_continue_fraction: 0.1,
+            slow_delay_max: Some(Duration::from_millis(1500)),
+            slow_only_lists: true,
+            error_after_commit_share: 1.0 / 3.0,
+            watch_end_within: Some(Duration::from_secs(20)),
+            watch_drop_share: 0.25,
+            watch_expire_share: 0.25,
+            endpoint_reads_fail_after: None,
         }
     }
+
+    /// The `usage-dark` preset: endpoint watches end within 5 s, and from
+    /// 8 s on every list and watch of endpoints fails with 500, for good.
+    pub fn usage_dark() -> Self {
+        Faults {
+            watch_end_within: Some(Duration::from_secs(5)),
+            endpoint_reads_fail_after: Some(Duration::from_secs(8)),
+            ..Faults::default()
+        }
+    }
+}
+
+/// How a watch ends early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchEnd {
+    /// The server closes the stream normally (as `timeoutSeconds` would).
+    Normal,
+    /// The connection drops mid-stream.
+    Drop,
+    /// A 410 `ERROR` event (the resourceVersion was compacted), then the end.
+    Expire,
 }
 
 /// What to do to one request.
@@ -113,6 +174,8 @@ pub struct Verdict {
     pub reset: Option<ResetMode>,
     /// Treat the continue token as compacted.
     pub expire_continue: bool,
+    /// Serve the request (commit it), then answer with `reject` anyway.
+    pub after_commit: bool,
 }
 
 /// An injected error answer.
@@ -159,19 +222,27 @@ impl FaultEngine {
         *self.cfg.lock().unwrap_or_else(|e| e.into_inner()) = f;
     }
 
-    /// Decide the fate of one client request.
-    pub fn judge(&self, is_delete: bool, is_continue: bool) -> Verdict {
+    /// Decide the fate of one client request: `verb` is the Kubernetes verb
+    /// (`list`, `watch`, `delete`, ...), `endpoint_read` whether it lists or
+    /// watches CiliumEndpoints/Slices.
+    pub fn judge(&self, verb: &str, endpoint_read: bool, is_continue: bool) -> Verdict {
         let f = self.get();
         let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
         let mut hit = |p: f64| p > 0.0 && rng.random::<f64>() < p;
         let mut v = Verdict::default();
-        if hit(f.slow_fraction) {
+        if (!f.slow_only_lists || verb == "list") && hit(f.slow_fraction) {
             v.delay = Some(f.slow_delay);
         }
+        let dark = endpoint_read
+            && f
+                .endpoint_reads_fail_after
+                .is_some_and(|t| self.started.elapsed() >= t);
         let throttled = self.in_burst(&f)
             || hit(f.throttle_fraction)
-            || (is_delete && !self.take_delete_token(&f));
-        v.reject = if throttled {
+            || (verb == "delete" && !self.take_delete_token(&f));
+        v.reject = if dark {
+            Some(Rejection::Internal)
+        } else if throttled {
             let status = match f.throttle_shape {
                 ThrottleShape::Apf => false,
                 ThrottleShape::Status => true,
@@ -191,15 +262,42 @@ impl FaultEngine {
         } else {
             None
         };
+        let server_error = !dark && !throttled && v.reject.is_some();
+        v.after_commit = server_error && hit(f.error_after_commit_share);
         if v.reject.is_none() && hit(f.reset_fraction) {
-            v.reset = Some(if hit(0.5) {
+            v.reset = Some(if verb == "watch" || hit(0.5) {
                 ResetMode::AfterHeaders
             } else {
                 ResetMode::MidBody
             });
         }
         v.expire_continue = is_continue && v.reject.is_none() && hit(f.expire_continue_fraction);
+        drop(rng);
+        if let (Some(d), Some(max)) = (v.delay, f.slow_delay_max.filter(|m| *m > f.slow_delay)) {
+            let extra = (max - d).as_secs_f64() * self.random();
+            v.delay = Some(d + Duration::from_secs_f64(extra));
+        }
         v
+    }
+
+    fn random(&self) -> f64 {
+        self.rng.lock().unwrap_or_else(|e| e.into_inner()).random()
+    }
+
+    /// When and how a new watch ends early, if the faults say it does.
+    pub fn watch_end(&self) -> Option<(Duration, WatchEnd)> {
+        let f = self.get();
+        let within = f.watch_end_within.filter(|d| !d.is_zero())?;
+        let at = within.mul_f64(self.random());
+        let r = self.random();
+        let how = if r < f.watch_drop_share {
+            WatchEnd::Drop
+        } else if r < f.watch_drop_share + f.watch_expire_share {
+            WatchEnd::Expire
+        } else {
+            WatchEnd::Normal
+        };
+        Some((at, how))
     }
 
     fn in_burst(&self, f: &Faults) -> bool {
@@ -237,7 +335,7 @@ mod tests {
     fn no_faults_means_clean_verdicts() {
         let e = FaultEngine::new(Faults::default(), 1);
         for _ in 0..100 {
-            assert_eq!(e.judge(true, true), Verdict::default());
+            assert_eq!(e.judge("delete", false, true), Verdict::default());
         }
     }
 
@@ -251,9 +349,9 @@ mod tests {
             1,
         );
         let rejected = (0..50)
-            .filter(|_| e.judge(true, false).reject.is_some())
+            .filter(|_| e.judge("delete", false, false).reject.is_some())
             .count();
         assert!(rejected >= 40, "{rejected}");
-        assert!(e.judge(false, false).reject.is_none());
+        assert!(e.judge("get", false, false).reject.is_none());
     }
 }

@@ -357,14 +357,17 @@ async fn serve(app: &Arc<App>, r: &Req, target: &Target, verb: &'static str) -> 
     else {
         return serve_other(app, r, target, verb);
     };
+    let endpoint_read = matches!(kind, Kind::Endpoint | Kind::EndpointSlice)
+        && matches!(verb, "list" | "watch");
     let verdict = app.faults.judge(
-        verb == "delete",
+        verb,
+        endpoint_read,
         r.query.get("continue").is_some_and(|c| !c.is_empty()),
     );
     if let Some(d) = verdict.delay {
         tokio::time::sleep(d).await;
     }
-    if let Some(rej) = verdict.reject {
+    if let Some(rej) = verdict.reject.filter(|_| !verdict.after_commit) {
         return rejection(rej);
     }
     let res = resource::res(*kind);
@@ -414,6 +417,10 @@ async fn serve(app: &Arc<App>, r: &Req, target: &Target, verb: &'static str) -> 
         ),
         _ => status::method_not_allowed(),
     };
+    if let Some(rej) = verdict.reject {
+        // The write is committed; the client only sees the error.
+        return rejection(rej);
+    }
     match verdict.reset {
         Some(mode) => cut(resp, mode).await,
         None => resp,

@@ -123,6 +123,9 @@ pub struct Scenario {
     pub slices: bool,
     /// Endpoints per CiliumEndpointSlice.
     pub endpoints_per_slice: usize,
+    /// With [`Self::slices`], publish the CiliumEndpoints too (Cilium's CES
+    /// mode: agents write CEPs, the operator batches them into slices).
+    pub ceps_with_slices: bool,
     /// `data` of `kube-system/cilium-config`; `None` = no such ConfigMap (404).
     pub cilium_config: Option<BTreeMap<String, String>>,
     /// Which CRDs are installed.
@@ -163,6 +166,7 @@ impl Default for Scenario {
             namespaces: 10,
             slices: false,
             endpoints_per_slice: 100,
+            ceps_with_slices: false,
             cilium_config: Some(default_cilium_config("crd")),
             crds: CrdSet::ALL,
             rbac_denials: Vec::new(),
@@ -194,12 +198,20 @@ pub fn default_cilium_config(allocation_mode: &str) -> BTreeMap<String, String> 
     .collect()
 }
 
+/// `cilium-config` of a cluster in CiliumEndpointSlice mode.
+fn ces_config() -> BTreeMap<String, String> {
+    let mut c = default_cilium_config("crd");
+    c.insert("enable-cilium-endpoint-slice".into(), "true".into());
+    c
+}
+
 impl Scenario {
     /// Names [`Scenario::preset`] knows.
     pub const PRESETS: &'static [&'static str] = &[
         "small",
         "seed",
         "hostile",
+        "usage-dark",
         "no-endpoints",
         "no-cep-crd",
         "forbidden",
@@ -233,10 +245,21 @@ impl Scenario {
                     operator_mark: 20.0,
                     identity_churn: 2.0,
                     endpoint_churn: 5.0,
+                    ..ActorRates::default()
                 },
                 ..small
             },
+            // A struggling API server in a busy CES-mode cluster: 3,000+
+            // identities (~800 stale), 1,500 CEPs batched into slices, agents
+            // reclaiming, and every fault of `Faults::hostile`.
             "hostile" => Scenario {
+                identities: 3_000,
+                stale_ratio: 0.53,
+                endpoints: 1_500,
+                slices: true,
+                ceps_with_slices: true,
+                endpoints_per_slice: 50,
+                cilium_config: Some(ces_config()),
                 faults: Faults::hostile(),
                 actors: ActorRates {
                     agent_reclaim: 2.0,
@@ -244,6 +267,28 @@ impl Scenario {
                     operator_mark: 2.0,
                     identity_churn: 1.0,
                     endpoint_churn: 1.0,
+                    ..ActorRates::default()
+                },
+                ..small
+            },
+            // Endpoint usage goes dark for good: CEP/CES watches end within
+            // 5 s, from 8 s every list and watch of them fails with 500, and
+            // from 30 s endpoints appear for marked identities with no write
+            // to the identity (an operator that marked from a stale view):
+            // only live usage could protect those.
+            "usage-dark" => Scenario {
+                identities: 1_000,
+                stale_ratio: 0.6,
+                endpoints: 400,
+                slices: true,
+                ceps_with_slices: true,
+                endpoints_per_slice: 50,
+                cilium_config: Some(ces_config()),
+                faults: Faults::usage_dark(),
+                actors: ActorRates {
+                    shadow_reuse: 5.0,
+                    shadow_reuse_after: Duration::from_secs(30),
+                    ..ActorRates::default()
                 },
                 ..small
             },
@@ -280,11 +325,7 @@ impl Scenario {
             },
             "slices" => Scenario {
                 slices: true,
-                cilium_config: Some({
-                    let mut c = default_cilium_config("crd");
-                    c.insert("enable-cilium-endpoint-slice".into(), "true".into());
-                    c
-                }),
+                cilium_config: Some(ces_config()),
                 ..small
             },
             _ => return None,

@@ -343,7 +343,8 @@ pub fn populate(store: &Store, s: &Scenario, clock: &Clock) -> ChaCha8Rng {
     }
     if s.slices {
         seed_slices(store, s, &mut rng, &eps, &mut created);
-    } else if s.crds.endpoints {
+    }
+    if s.crds.endpoints && (!s.slices || s.ceps_with_slices) {
         let objs: Vec<_> = eps
             .iter()
             .enumerate()

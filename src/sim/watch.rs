@@ -11,6 +11,7 @@ use axum::http::Response;
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 
+use super::faults::WatchEnd;
 use super::object::Obj;
 use super::resource::{partial_metadata, split_key};
 use super::routes::{App, Req};
@@ -149,7 +150,8 @@ pub fn watch(app: Arc<App>, kind: Kind, namespace: Option<String>, r: &Req) -> R
     let rv = r.query.get("resourceVersion").cloned().unwrap_or_default();
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(256);
     let kill = app.expire_watches.subscribe();
-    tokio::spawn(async move { run(app, p, rv, tx, kill).await });
+    let fate = app.faults.watch_end();
+    tokio::spawn(async move { run(app, p, rv, tx, kill, fate).await });
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     });
@@ -163,7 +165,14 @@ pub fn watch(app: Arc<App>, kind: Kind, namespace: Option<String>, r: &Req) -> R
 
 type Tx = mpsc::Sender<Result<Bytes, std::io::Error>>;
 
-async fn run(app: Arc<App>, p: Params, rv: String, tx: Tx, mut kill: broadcast::Receiver<()>) {
+async fn run(
+    app: Arc<App>,
+    p: Params,
+    rv: String,
+    tx: Tx,
+    mut kill: broadcast::Receiver<()>,
+    fate: Option<(Duration, WatchEnd)>,
+) {
     let (start, initial) = match rv.parse::<u64>() {
         Ok(rv) if rv > 0 && !p.send_initial => (rv, Vec::new()),
         _ => {
@@ -207,11 +216,28 @@ async fn run(app: Arc<App>, p: Params, rv: String, tx: Tx, mut kill: broadcast::
     }
     let deadline = tokio::time::sleep(p.timeout.unwrap_or(Duration::from_secs(3600)));
     tokio::pin!(deadline);
+    // An injected early end (faults): normal, dropped, or 410 ERROR.
+    let (end_at, end_how) = fate.unwrap_or((Duration::from_secs(86_400), WatchEnd::Normal));
+    let early_end = tokio::time::sleep(end_at);
+    tokio::pin!(early_end);
     let mut tick = tokio::time::interval(app.bookmark_interval.max(Duration::from_millis(10)));
     tick.tick().await;
     loop {
         tokio::select! {
             _ = &mut deadline => return,
+            _ = &mut early_end => {
+                match end_how {
+                    WatchEnd::Normal => {}
+                    WatchEnd::Drop => {
+                        let cut = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "injected watch drop");
+                        let _ = tx.send(Err(cut)).await;
+                    }
+                    WatchEnd::Expire => {
+                        let _ = tx.send(Ok(error_line(status::too_old_watch_status(last, app.store.compacted_rv())))).await;
+                    }
+                }
+                return;
+            }
             _ = tx.closed() => return,
             _ = kill.recv() => {
                 let _ = tx.send(Ok(error_line(status::too_old_watch_status(last, app.store.compacted_rv())))).await;

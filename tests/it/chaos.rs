@@ -161,6 +161,7 @@ fn actor_rates() -> impl Strategy<Value = ActorRates> {
                         operator_mark,
                         identity_churn,
                         endpoint_churn,
+                        ..ActorRates::default()
                     }
                 }
             ),
