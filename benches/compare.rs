@@ -176,6 +176,37 @@ impl Server {
         }
     }
 
+    /// A named preset (actors on); `faults: false` serves its objects on a
+    /// healthy server.
+    fn start_preset(preset: &str, faults: bool) -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let kubeconfig = dir.path().join("kubeconfig");
+        let started = Instant::now();
+        let mut cmd = Command::new(BIN);
+        cmd.args(["sim-serve", "--scenario", preset]);
+        if !faults {
+            cmd.arg("--no-faults");
+        }
+        let child = cmd
+            .arg("--kubeconfig-out")
+            .arg(&kubeconfig)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sim-serve starts");
+        while !kubeconfig.exists() {
+            assert!(started.elapsed() < Duration::from_secs(120), "simulator did not come up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        Server {
+            child,
+            kubeconfig,
+            startup: started.elapsed().as_secs_f64(),
+            _dir: dir,
+        }
+    }
+
     fn pid(&self) -> u32 {
         self.child.id()
     }
@@ -408,42 +439,83 @@ fn main() {
         });
     }
 
-    // 3. Rate accuracy: burst 1 so the figure is the limiter's steady rate.
+    // 3. Rate accuracy: the default burst (the figure the issue targets),
+    // then burst 1 (what it can and cannot hold at high rates).
     if opts.wants("rate") {
         let mut acc = Vec::new();
-        for qps in [10u32, 100, 1000] {
-            let want = (qps as usize * if quick { 5 } else { 10 }).max(50);
-            eprintln!("delete --qps {qps} --burst 1 --concurrency 64 (~{want} deletes)");
-            // The seed scenario leaves about 30% of identities stale.
-            let server = Server::start(
-                (want as f64 / 0.3) as usize + 300,
-                (want as f64 / 0.3) as usize,
-            );
+        for burst in [None, Some(1u32)] {
+            for qps in [10u32, 100, 1000] {
+                let want = (qps as usize * if quick { 5 } else { 10 }).max(50);
+                let b = burst.map_or("default".to_owned(), |b| b.to_string());
+                eprintln!("delete --qps {qps} --burst {b} --concurrency 64 (~{want} deletes)");
+                // The seed scenario leaves about 30% of identities stale.
+                let server = Server::start(
+                    (want as f64 / 0.3) as usize + 300,
+                    (want as f64 / 0.3) as usize,
+                );
+                let load_before = load();
+                let qps_s = qps.to_string();
+                let b_s = burst.unwrap_or(1).to_string();
+                let mut args = vec![
+                    "delete", "--yes", "--qps", &qps_s, "--concurrency", "64", "--items", "none",
+                ];
+                if burst.is_some() {
+                    args.extend(["--burst", &b_s]);
+                }
+                let (cost, report) = gc(&server, &args);
+                let rate = report["summary"]["deleteRatePerSecond"]
+                    .as_f64()
+                    .unwrap_or(0.0);
+                let err = (rate - qps as f64).abs() * 100.0 / qps as f64;
+                eprintln!("  achieved {rate:.2}/s, error {err:.2}%");
+                acc.push(json!({"qps": qps, "burst": burst, "deleted": report["summary"]["deleted"],
+                    "achieved": rate, "errorPercent": r3(err), "aboveQps": rate > qps as f64,
+                    "cost": cost.json(), "loadAverage": [load_before, load()]}));
+            }
+        }
+        results["rateAccuracy"] = json!(acc);
+    }
+
+    // 3b. A struggling server (issue 11): the `hostile` preset (50 deletes/s
+    // cap answered 429, random and bursty 429s, 5xx, resets, slow pages,
+    // watch faults, agents reclaiming) at --qps 100 and 200, and the same
+    // objects on a healthy server.
+    if opts.wants("struggling") {
+        let mut rows = Vec::new();
+        for (faults, qps, conc) in [(true, 100u32, 8u32), (true, 200, 16), (false, 100, 8), (false, 200, 16)] {
+            eprintln!("delete on hostile (faults {faults}) --qps {qps} --concurrency {conc}");
+            let server = Server::start_preset("hostile", faults);
             let load_before = load();
             let (cost, report) = gc(
                 &server,
                 &[
-                    "delete",
-                    "--yes",
-                    "--qps",
-                    &qps.to_string(),
-                    "--burst",
-                    "1",
-                    "--concurrency",
-                    "64",
-                    "--items",
-                    "none",
+                    "delete", "--yes", "--qps", &qps.to_string(), "--concurrency",
+                    &conc.to_string(), "--items", "none",
                 ],
             );
-            let rate = report["summary"]["deleteRatePerSecond"]
-                .as_f64()
-                .unwrap_or(0.0);
-            let err = (rate - qps as f64).abs() * 100.0 / qps as f64;
-            eprintln!("  achieved {rate:.2}/s, error {err:.2}%");
-            acc.push(json!({"qps": qps, "deleted": report["summary"]["deleted"], "achieved": rate,
-                "errorPercent": r3(err), "cost": cost.json(), "loadAverage": [load_before, load()]}));
+            let s = &report["summary"];
+            let rate = s["deleteRatePerSecond"].as_f64().unwrap_or(0.0);
+            let handled = ["deleted", "alreadyGone", "reclaimed"]
+                .iter()
+                .map(|k| s[k].as_u64().unwrap_or(0))
+                .sum::<u64>();
+            eprintln!(
+                "  {} deleted, {handled}/{} handled, {rate:.1}/s = {:.0}% of the 50/s cap, wall {:.1}s, exit {}",
+                s["deleted"], s["candidates"], rate * 2.0, cost.wall, report["exitCode"]
+            );
+            rows.push(json!({
+                "faults": faults, "qps": qps, "concurrency": conc,
+                "candidates": s["candidates"], "deleted": s["deleted"], "handled": handled,
+                "deleteRatePerSecond": rate, "fractionOfCap": r3(rate / 50.0),
+                "wallSeconds": r3(cost.wall), "exitCode": report["exitCode"],
+                "throttled": s["throttled"], "throttledSeconds": s["throttledSeconds"],
+                "lowestRatePerSecond": s["lowestRatePerSecond"],
+                "retryAfterWaitSeconds": s["retryAfterWaitSeconds"],
+                "serverErrors": s["serverErrors"], "watcherRestarts": s["watcherRestarts"],
+                "loadAverage": [load_before, load()],
+            }));
         }
-        results["rateAccuracy"] = json!(acc);
+        results["struggling"] = json!(rows);
     }
 
     // 4. Memory vs size.
@@ -633,11 +705,39 @@ fn table(r: &Value) -> String {
         .flatten()
     {
         let e = f(&row["errorPercent"]);
+        let burst = row["burst"].as_u64().map_or("default".to_owned(), |b| b.to_string());
+        let (target, ok) = if row["burst"].is_null() {
+            ("≤ 2%, never above", met(e <= 2.0 && row["aboveQps"] != json!(true)))
+        } else {
+            ("", "")
+        };
         t += &format!(
-            "| rate at --qps {} --burst 1 -c 64, /s | {:.2} | | error {e:.2}% | ≤ 2% | {} |\n",
+            "| rate at --qps {} --burst {burst} -c 64, /s | {:.2} | | error {e:.2}% | {target} | {ok} |\n",
             row["qps"],
             f(&row["achieved"]),
-            met(e <= 2.0)
+        );
+    }
+    for row in r
+        .get("struggling")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let faults = row["faults"].as_bool().unwrap_or(false);
+        let frac = f(&row["fractionOfCap"]);
+        let (target, ok) = if faults {
+            ("≥ 60% of cap", met(frac >= 0.6))
+        } else {
+            ("", "")
+        };
+        t += &format!(
+            "| hostile{} --qps {} -c {}: delete/s (of 50/s cap), wall s | {:.1} ({:.0}%), {:.1} s | | | {target} | {ok} |\n",
+            if faults { "" } else { " objects, no faults," },
+            row["qps"],
+            row["concurrency"],
+            f(&row["deleteRatePerSecond"]),
+            frac * 100.0,
+            f(&row["wallSeconds"]),
         );
     }
     if let Some(m) = r.get("memory") {

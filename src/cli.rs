@@ -288,6 +288,9 @@ pub struct SimServeArgs {
     /// Stop the cluster actors.
     #[arg(long)]
     pub no_actors: bool,
+    /// Inject no faults (the preset's objects on a healthy server).
+    #[arg(long)]
+    pub no_faults: bool,
 }
 
 /// The name users type: `kubectl cilium-gc` when run as a kubectl plugin.

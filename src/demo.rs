@@ -88,6 +88,9 @@ pub async fn serve(args: SimServeArgs) -> Exit {
     if args.no_actors {
         scenario.actors = Default::default();
     }
+    if args.no_faults {
+        scenario.faults = Default::default();
+    }
     let sim = match Simulator::start(scenario).await {
         Ok(s) => s,
         Err(e) => {

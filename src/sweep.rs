@@ -190,10 +190,13 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
                 return finish(r, done, None);
             }
             Class::NotFound => {
-                // After a lost answer (reset, timeout) the 404 may be our own
+                // After a lost answer (reset, timeout) or a 5xx (which a server
+                // may send after the write committed) the 404 may be our own
                 // earlier delete; we cannot tell, so it counts as gone, noted.
-                let note = (lost_answers > 0)
-                    .then(|| "an earlier attempt got no answer and may have deleted it".to_owned());
+                let note = (lost_answers > 0).then(|| {
+                    "an earlier attempt got no answer or a server error and may have deleted it"
+                        .to_owned()
+                });
                 return finish(r, Outcome::AlreadyGone, note);
             }
             Class::Conflict => {
@@ -254,9 +257,7 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
                 ctx.api.stats.add_retry_after_wait(started.elapsed());
             }
             Class::Transient { retry_after } => {
-                if answer.code == 0 {
-                    lost_answers += 1;
-                }
+                lost_answers += 1;
                 r.last_error = Some(answer.message);
                 if transient >= ctx.cfg.max_retries {
                     return finish(r, Outcome::Failed, None);

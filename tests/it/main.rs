@@ -18,6 +18,10 @@ mod cronjob;
 /// `scan` and `delete` over the simulator: ledger, counts, exit codes.
 mod sweep;
 
+/// Deletes follow what we know: a struggling server (429s, caps, watch
+/// faults) and endpoint usage gone dark. Issue 11.
+mod struggling;
+
 /// The binary: help, exit codes, stdout, jq, signals, kubectl discovery.
 mod cli;
 
