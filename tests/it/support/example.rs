@@ -197,6 +197,9 @@ pub fn full_report() -> Report {
             endpoints: 3,
             endpoint_slices: 1,
             delete_rate_per_second: 0.5,
+            throttled_seconds: Some(2.5),
+            lowest_rate_per_second: Some(25.0),
+            retry_after_wait_seconds: Some(3.0),
         },
         items: vec![
             item(70_001, Reason::Stale, Outcome::Deleted),
