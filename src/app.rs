@@ -3,31 +3,36 @@
 
 use std::io::{IsTerminal, Write};
 
+use cilium_gc::exit::Exit;
+use cilium_gc::gc::{self, Ui};
+use cilium_gc::report::Report;
+use cilium_gc::settings::{ConnectOptions, GcSettings, SettingsError};
+use cilium_gc::stop::Stop;
+
 use crate::cli::{Cli, Command, ScanArgs, SchemaKind};
-use crate::exit::Exit;
-use crate::gc::{self, GcSettings, Ui};
+use crate::progress::Terminal;
 use crate::render::{color_allowed, no_color_env, render, write_report_file, ColorChoice, Style};
-use crate::report::Report;
-use crate::stop::Stop;
 
 /// Run the command; returns the exit status. Errors are printed once, on
 /// stderr, as one line.
 pub async fn run(cli: Cli) -> Exit {
     let stop = Stop::default();
+    let kube = cli.kube.options();
     match cli.command {
-        Command::Scan(args) => match GcSettings::for_scan(args) {
-            Ok(s) => gc_and_emit(&cli.kube, s, &stop, &Ui::detect(), cli.color).await,
-            Err(e) => usage_error(&e.to_string()),
-        },
-        Command::Delete(args) => match GcSettings::for_delete(args) {
-            Ok(s) => gc_and_emit(&cli.kube, s, &stop, &Ui::detect(), cli.color).await,
-            Err(e) => usage_error(&e.to_string()),
-        },
+        Command::Scan(args) => {
+            let settings = GcSettings::for_scan(args.settings());
+            gc_and_emit(&kube, settings, &args, &stop, cli.color).await
+        }
+        Command::Delete(args) => {
+            let settings = GcSettings::for_delete(args.scan.settings(), args.writes());
+            gc_and_emit(&kube, settings, &args.scan, &stop, cli.color).await
+        }
+        #[cfg(feature = "sim")]
         Command::Demo(args) => crate::demo::run(args, &stop, cli.color).await,
-        Command::Diagnose(args) => crate::diagnose::run(&cli.kube, args, &stop, cli.color).await,
+        Command::Diagnose(args) => crate::diagnose::run(&kube, args, &stop, cli.color).await,
         Command::Schema(args) => print_json(&match args.kind {
-            SchemaKind::Report => crate::report::schema(),
-            SchemaKind::Diagnosis => crate::diagnose::schema(),
+            SchemaKind::Report => cilium_gc::report::schema(),
+            SchemaKind::Diagnosis => cilium_gc::diagnose::schema(),
         }),
         Command::Version => {
             let t = gc::tool();
@@ -49,21 +54,26 @@ pub async fn run(cli: Cli) -> Exit {
                 Err(e) => usage_error(&e.to_string()),
             }
         }
-        Command::SimServe(args) => crate::demo::serve(args).await,
     }
 }
 
-/// Run scan/delete with signal handling and write the report.
+/// Run scan/delete with signal handling and write the report; settings that
+/// did not validate are a usage error (exit 2) before any network call.
 pub async fn gc_and_emit(
-    kube: &crate::cli::KubeArgs,
-    s: GcSettings,
+    kube: &ConnectOptions,
+    settings: Result<GcSettings, SettingsError>,
+    args: &ScanArgs,
     stop: &Stop,
-    ui: &Ui,
     color: ColorChoice,
 ) -> Exit {
-    stop.listen_for_signals();
-    let (report, exit) = gc::run(kube, &s, stop, ui).await;
-    emit(&report, &s.scan, exit, color)
+    let settings = match settings {
+        Ok(s) => s,
+        Err(e) => return usage_error(&e.to_string()),
+    };
+    crate::signals::listen(stop);
+    let ui = Ui::new(Terminal::detect());
+    let (report, exit) = gc::run(kube, &settings, stop, &ui).await;
+    emit(&report, args, exit, color)
 }
 
 /// Write the report: to stdout as `-o` says, and to `--report-file`.
@@ -92,7 +102,8 @@ pub fn emit(report: &Report, args: &ScanArgs, exit: Exit, color: ColorChoice) ->
     }
 }
 
-fn usage_error(message: &str) -> Exit {
+/// One line on stderr, exit 2.
+pub fn usage_error(message: &str) -> Exit {
     eprintln!("error: {message}");
     Exit::Usage
 }

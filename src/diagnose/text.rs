@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 
 use owo_colors::OwoColorize;
 
-use super::types::{AgeBucket, Diagnosis, Level, Severity};
-use crate::render::{human_duration, thousands as n, Style};
+use crate::render::Style;
+use cilium_gc::diagnose::types::{AgeBucket, Diagnosis, Level, Severity};
+use cilium_gc::humanize::{human_duration, thousands as n};
 
 struct Paint(Style);
 
@@ -181,7 +182,7 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
             );
         }
     }
-    let ns_list = |v: &[super::types::NamespaceStat], stale: bool| {
+    let ns_list = |v: &[cilium_gc::diagnose::types::NamespaceStat], stale: bool| {
         v.iter()
             .take(5)
             .map(|s| {
@@ -262,7 +263,7 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
     }
     for v in &cfg.values {
         let source = match v.source {
-            crate::report::ConfigSource::CiliumConfig => "",
+            cilium_gc::report::ConfigSource::CiliumConfig => "",
             _ => " (default)",
         };
         let value = if v.value.is_empty() {
@@ -288,8 +289,8 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::analyze::{analyze, IdentityRecord, Input};
-    use crate::model::Identity;
+    use cilium_gc::diagnose::analyze::{analyze, IdentityRecord, Input};
+    use cilium_gc::model::Identity;
     use std::collections::BTreeMap;
 
     fn sample() -> Diagnosis {
@@ -312,7 +313,7 @@ mod tests {
             identities: ids,
             refs: BTreeMap::from([(5000, 2)]),
             endpoints: 4,
-            crds: crate::preflight::Crds {
+            crds: cilium_gc::preflight::Crds {
                 identities: true,
                 endpoints: true,
                 slices: false,

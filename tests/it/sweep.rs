@@ -5,11 +5,11 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use kubectl_cilium_gc::exit::Exit;
-use kubectl_cilium_gc::model::Kind;
-use kubectl_cilium_gc::policy::Reason;
-use kubectl_cilium_gc::report::{AbortReason, Mode, Outcome};
-use kubectl_cilium_gc::sim::Scenario;
+use cilium_gc::exit::Exit;
+use cilium_gc::policy::Reason;
+use cilium_gc::report::{AbortReason, Mode, Outcome};
+use cilium_gc_sim::Kind;
+use cilium_gc_sim::Scenario;
 use serde_json::json;
 
 use crate::support::world::{assert_valid, json, World};
@@ -477,7 +477,7 @@ async fn lost_permission_mid_run_stops_writes_and_exits_3() {
         while sim.ledger().deletes.len() < 3 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        sim.set_rbac_denials(vec![kubectl_cilium_gc::sim::Denial::new(
+        sim.set_rbac_denials(vec![cilium_gc_sim::Denial::new(
             "delete",
             "ciliumidentities",
         )]);

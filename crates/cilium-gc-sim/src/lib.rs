@@ -18,6 +18,8 @@ mod chaos;
 mod crds;
 mod discovery;
 mod faults;
+mod kinds;
+mod labels;
 mod ledger;
 mod object;
 mod resource;
@@ -46,10 +48,12 @@ use tokio_rustls::TlsAcceptor;
 pub use actors::ActorRates;
 pub use chaos::PageFault;
 pub use faults::{Faults, ResetMode, ThrottleShape};
+pub use kinds::{
+    parse_id, referenced_ids, Kind, CILIUM_GROUP, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL,
+};
 pub use ledger::{IdentityDelete, Ledger, RequestRecord};
 pub use scenario::{default_cilium_config, CrdSet, Denial, Scenario, UnusedMix};
 
-use crate::model::Kind;
 use object::{Clock, Writer};
 use routes::App;
 
@@ -486,12 +490,12 @@ impl Simulator {
             match mark {
                 Some(m) => {
                     a.insert(
-                        crate::model::HEARTBEAT_ANNOTATION.into(),
+                        crate::kinds::HEARTBEAT_ANNOTATION.into(),
                         Value::String(m.to_owned()),
                     );
                 }
                 None => {
-                    a.remove(crate::model::HEARTBEAT_ANNOTATION);
+                    a.remove(crate::kinds::HEARTBEAT_ANNOTATION);
                 }
             }
         })

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use super::routes::{cut, MAX_BODY};
 use super::{ResetMode, Simulator};
-use crate::model::Kind;
+use crate::kinds::Kind;
 
 /// How a list answer is spoiled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

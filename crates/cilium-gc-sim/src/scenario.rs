@@ -31,11 +31,11 @@ impl CrdSet {
     };
 
     /// Whether the CRD of `kind` is installed.
-    pub fn has(&self, kind: crate::model::Kind) -> bool {
+    pub fn has(&self, kind: crate::kinds::Kind) -> bool {
         match kind {
-            crate::model::Kind::Identity => self.identities,
-            crate::model::Kind::Endpoint => self.endpoints,
-            crate::model::Kind::EndpointSlice => self.slices,
+            crate::kinds::Kind::Identity => self.identities,
+            crate::kinds::Kind::Endpoint => self.endpoints,
+            crate::kinds::Kind::EndpointSlice => self.slices,
         }
     }
 }

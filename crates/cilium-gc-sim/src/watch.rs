@@ -16,8 +16,8 @@ use super::resource::{partial_metadata, split_key};
 use super::routes::{App, Req};
 use super::status;
 use super::store::{api_version, Event, ReadAt};
-use crate::model::Kind;
-use crate::selector::Selector;
+use crate::kinds::Kind;
+use crate::labels::Selector;
 
 /// Watch parameters.
 struct Params {

@@ -17,7 +17,7 @@ use super::object::{uuid, Clock, Writer};
 use super::scenario::Scenario;
 use super::seed::{endpoint, identity, Workload};
 use super::store::Store;
-use crate::model::{parse_id, Kind, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL};
+use crate::kinds::{parse_id, Kind, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL};
 
 /// Actor rates in events per second; 0 turns an actor off.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

@@ -20,7 +20,7 @@ use super::scenario::{CrdSet, Denial};
 use super::status::{self, Res};
 use super::store::Store;
 use super::{discovery, resource, watch};
-use crate::model::{Kind, CILIUM_GROUP};
+use crate::kinds::{Kind, CILIUM_GROUP};
 
 /// Shared server state.
 pub struct App {

@@ -22,8 +22,8 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use crate::cli::KubeArgs;
 use crate::retry::{classify, Backoff, Class};
+use crate::settings::ConnectOptions;
 use crate::stats::Stats;
 
 /// Failures to set up a connection. All are configuration errors (exit 2).
@@ -63,7 +63,7 @@ pub struct Endpoint {
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Build the client config from kubectl-style flags.
-pub async fn load_config(args: &KubeArgs) -> Result<(Config, Endpoint), ConnectError> {
+pub async fn load_config(args: &ConnectOptions) -> Result<(Config, Endpoint), ConnectError> {
     let opts = KubeConfigOptions {
         context: args.context.clone(),
         cluster: args.cluster.clone(),
@@ -134,7 +134,7 @@ fn parse_server(s: &str) -> Result<http::Uri, ConnectError> {
 }
 
 /// Flags win over the kubeconfig, as in kubectl.
-fn apply_overrides(config: &mut Config, args: &KubeArgs) -> Result<(), ConnectError> {
+fn apply_overrides(config: &mut Config, args: &ConnectOptions) -> Result<(), ConnectError> {
     if let Some(s) = &args.server {
         config.cluster_url = parse_server(s)?;
     }
@@ -405,7 +405,7 @@ impl Api {
 
     /// Build a client from flags.
     pub async fn connect(
-        args: &KubeArgs,
+        args: &ConnectOptions,
         stats: Arc<Stats>,
     ) -> Result<(Api, Endpoint), ConnectError> {
         let (config, endpoint) = load_config(args).await?;
