@@ -61,7 +61,7 @@ fn kube_options(kubeconfig: &Path) -> ConnectOptions {
 pub async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
     let scenario = match scenario(&args.scenario) {
         Ok(s) => s,
-        Err(e) => return crate::app::usage_error(&e),
+        Err(e) => return crate::output::usage_error(&e),
     };
     let mut delete = args.delete;
     delete.yes = true;
@@ -71,7 +71,7 @@ pub async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
         GcSettings::for_delete(delete.scan.settings(), delete.writes())
     };
     if let Err(e) = &settings {
-        return crate::app::usage_error(&e.to_string());
+        return crate::output::usage_error(&e.to_string());
     }
     let started = match start(scenario).await {
         Ok(s) => s,
@@ -91,7 +91,8 @@ pub async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
             .unwrap_or(Path::new("?"))
             .display()
     );
-    let exit = crate::app::gc_and_emit(&started.kube, settings, &delete.scan, stop, color).await;
+    let exit =
+        crate::gc_command::gc_and_emit(&started.kube, settings, &delete.scan, stop, color).await;
     started.sim.shutdown().await;
     exit
 }

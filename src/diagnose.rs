@@ -70,7 +70,9 @@ pub async fn run(
             eprintln!("error: {}", cilium_gc::cluster::error_chain(&e));
             return e.exit();
         }
-        Err(Failed::Demo(e)) => return crate::app::usage_error(&format!("--demo-scenario: {e}")),
+        Err(Failed::Demo(e)) => {
+            return crate::output::usage_error(&format!("--demo-scenario: {e}"))
+        }
     };
     for w in &d.warnings {
         tracing::warn!("{w}");
@@ -83,7 +85,7 @@ pub async fn run(
         eprintln!("error: cannot render the diagnosis: {e}");
         return Exit::Unexpected;
     }
-    crate::app::write_stdout(&buf)
+    crate::output::write_stdout(&buf)
 }
 
 async fn diagnosis(

@@ -11,6 +11,8 @@ pub mod cli;
 #[cfg(feature = "sim")]
 pub mod demo;
 pub mod diagnose;
+pub mod gc_command;
+pub mod output;
 pub mod progress;
 pub mod render;
 pub mod signals;

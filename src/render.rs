@@ -312,11 +312,18 @@ fn warn_if(n: u64) -> Tone {
 }
 
 /// Colours that vanish when colour is off.
-struct Paint {
+/// Colour for text views, or none: every method returns the text unchanged
+/// when colour is off. Shared by the report and the diagnosis views.
+#[derive(Debug, Clone, Copy)]
+pub struct Paint {
     on: bool,
 }
 
 impl Paint {
+    /// Paint as `style` says.
+    pub fn new(style: Style) -> Self {
+        Paint { on: style.color }
+    }
     fn apply(&self, s: &str, f: impl Fn(&str) -> String) -> String {
         if self.on {
             f(s)
@@ -333,22 +340,22 @@ impl Paint {
             Tone::Bad => self.red(s),
         }
     }
-    fn bold(&self, s: &str) -> String {
+    pub fn bold(&self, s: &str) -> String {
         self.apply(s, |s| s.bold().to_string())
     }
-    fn dim(&self, s: &str) -> String {
+    pub fn dim(&self, s: &str) -> String {
         self.apply(s, |s| s.dimmed().to_string())
     }
-    fn red(&self, s: &str) -> String {
+    pub fn red(&self, s: &str) -> String {
         self.apply(s, |s| s.red().bold().to_string())
     }
-    fn yellow(&self, s: &str) -> String {
+    pub fn yellow(&self, s: &str) -> String {
         self.apply(s, |s| s.yellow().to_string())
     }
-    fn green(&self, s: &str) -> String {
+    pub fn green(&self, s: &str) -> String {
         self.apply(s, |s| s.green().to_string())
     }
-    fn cyan(&self, s: &str) -> String {
+    pub fn cyan(&self, s: &str) -> String {
         self.apply(s, |s| s.cyan().to_string())
     }
 }
@@ -362,7 +369,7 @@ const LABEL_WIDTH: usize = 22;
 
 /// The human summary. Returns a `String` so colour codes never split a write.
 fn text(report: &Report, style: Style) -> String {
-    let p = Paint { on: style.color };
+    let p = Paint::new(style);
     let s = &report.summary;
     let mut o = String::new();
 

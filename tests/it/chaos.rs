@@ -30,9 +30,7 @@ fn calm(identities: usize) -> Scenario {
     Scenario {
         identities,
         endpoints: identities,
-        actors: ActorRates::default(),
-        faults: Faults::default(),
-        ..Scenario::preset("small").unwrap()
+        ..Scenario::preset("small").unwrap().calm()
     }
 }
 

@@ -8,10 +8,7 @@ use cilium_gc_sim::Scenario;
 use crate::support::world::{assert_ok, assert_valid, binary, deletes_after, World};
 
 fn calm(name: &str) -> Scenario {
-    let mut s = Scenario::preset(name).unwrap();
-    s.actors = Default::default();
-    s.faults = Default::default();
-    s
+    Scenario::preset(name).unwrap().calm()
 }
 
 fn has(cmd: &str) -> bool {

@@ -264,15 +264,9 @@ fn unreachable_server_exits_2() {
 // back from the simulator's objects, not from the diagnosis.
 
 /// `scenario` with actors and faults off.
-fn calm(mut s: Scenario) -> Scenario {
-    s.actors = Default::default();
-    s.faults = Default::default();
-    s
-}
-
 /// The small preset, calm.
 fn small() -> Scenario {
-    calm(Scenario::preset("small").expect("preset"))
+    Scenario::preset("small").expect("preset").calm()
 }
 
 /// `diagnose` flags as the CLI would parse them.

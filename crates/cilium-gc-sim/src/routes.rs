@@ -181,27 +181,10 @@ fn parse_query(q: Option<&str>) -> Query {
 
 /// Percent-decoding (and `+` as space) of a query component.
 pub fn pct_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => {
-                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16)
-                {
-                    Ok(x) => {
-                        out.push(x);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    let plus_as_space = s.replace('+', " ");
+    percent_encoding::percent_decode_str(&plus_as_space)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// Is this a watch request (`watch=true` or `watch=1`)?

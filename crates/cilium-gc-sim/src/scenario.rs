@@ -195,6 +195,14 @@ pub fn default_cilium_config(allocation_mode: &str) -> BTreeMap<String, String> 
 }
 
 impl Scenario {
+    /// The same cluster, quiet: no agents or operator acting during the
+    /// run, and no injected faults. Tests that count exact outcomes use it.
+    pub fn calm(mut self) -> Self {
+        self.actors = ActorRates::default();
+        self.faults = Faults::default();
+        self
+    }
+
     /// Names [`Scenario::preset`] knows.
     pub const PRESETS: &'static [&'static str] = &[
         "small",

@@ -183,26 +183,14 @@ fn apply_overrides(config: &mut Config, args: &ConnectOptions) -> Result<(), Con
     Ok(())
 }
 
-/// DER certificates from a PEM bundle.
+/// DER certificates from a PEM bundle (rustls-pki-types' PEM reader).
 fn pem_certs(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
-    use base64::Engine;
-    let text = std::str::from_utf8(pem).map_err(|_| "not a PEM file".to_owned())?;
-    let mut certs = Vec::new();
-    let mut inside: Option<String> = None;
-    for line in text.lines() {
-        let line = line.trim();
-        if line == "-----BEGIN CERTIFICATE-----" {
-            inside = Some(String::new());
-        } else if line == "-----END CERTIFICATE-----" {
-            let b64 = inside.take().ok_or("END without BEGIN")?;
-            let der = base64::engine::general_purpose::STANDARD
-                .decode(b64)
-                .map_err(|e| format!("bad base64 in certificate: {e}"))?;
-            certs.push(der);
-        } else if let Some(buf) = inside.as_mut() {
-            buf.push_str(line);
-        }
-    }
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::CertificateDer;
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .map(|c| c.map(|der| der.to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("not a PEM certificate bundle: {e}"))?;
     if certs.is_empty() {
         return Err("no certificate found".into());
     }
