@@ -20,7 +20,7 @@ use axum::body::{to_bytes, Body};
 use axum::http::{header, HeaderValue, Response};
 use serde_json::Value;
 
-use super::routes::{cut, MAX_BODY};
+use super::body::{cut, MAX_BODY};
 use super::{ResetMode, Simulator};
 use crate::kinds::Kind;
 

@@ -7,8 +7,8 @@ use axum::http::Response;
 use serde_json::{json, Value};
 
 use super::crds::crd_json;
-use super::routes::App;
 use super::scenario::CrdSet;
+use super::state::App;
 use super::status::{self, Res};
 use crate::kinds::{Kind, CILIUM_GROUP};
 

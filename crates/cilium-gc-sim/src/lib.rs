@@ -14,6 +14,7 @@
 //! (malformed objects and spoiled list answers, for tests).
 
 mod actors;
+mod body;
 mod chaos;
 mod crds;
 mod discovery;
@@ -26,6 +27,7 @@ mod resource;
 mod routes;
 mod scenario;
 mod seed;
+mod state;
 mod status;
 mod store;
 mod tls;
@@ -55,7 +57,7 @@ pub use ledger::{IdentityDelete, Ledger, RequestRecord};
 pub use scenario::{default_cilium_config, CrdSet, Denial, Scenario, UnusedMix};
 
 use object::{Clock, Writer};
-use routes::App;
+use state::App;
 
 /// Why the simulator could not start or restart.
 #[derive(Debug, thiserror::Error)]
@@ -158,7 +160,13 @@ impl Simulator {
             )),
             chaos: chaos::Chaos::default(),
         });
-        let actors = actors::Actors::start(app.store.clone(), &scenario, clock, rng);
+        let actors = actors::Actors::start(
+            app.store.clone(),
+            scenario.actors,
+            scenario.population(),
+            clock,
+            rng,
+        );
         let compactor = tokio::spawn(compact_periodically(
             app.clone(),
             scenario.compaction_interval,

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::ledger::IdentityDelete;
 use super::object::{rfc3339_secs, uuid, Obj, Writer};
-use super::routes::{App, Req};
+use super::state::{App, Req};
 use super::status::{self, Res};
 use super::store::{api_version, ReadAt, StoreError};
 use crate::kinds::{Kind, CILIUM_GROUP};

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::actors::ActorRates;
+use super::actors::{ActorRates, Population};
 use super::faults::Faults;
 
 /// Which Cilium CRDs are installed. An absent CRD makes its paths answer
@@ -201,6 +201,17 @@ impl Scenario {
         self.actors = ActorRates::default();
         self.faults = Faults::default();
         self
+    }
+
+    /// What the cluster actors need to know of this scenario.
+    pub fn population(&self) -> Population {
+        Population {
+            first_id: self.first_id,
+            next_id: self.first_id + self.identities as u64,
+            namespaces: self.namespaces,
+            job_ratio: self.job_ratio,
+            endpoints: self.crds.endpoints && !self.slices,
+        }
     }
 
     /// Names [`Scenario::preset`] knows.

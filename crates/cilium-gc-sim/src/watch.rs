@@ -13,7 +13,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::object::Obj;
 use super::resource::{partial_metadata, split_key};
-use super::routes::{App, Req};
+use super::state::{App, Req};
 use super::status;
 use super::store::{api_version, Event, ReadAt};
 use crate::kinds::Kind;
