@@ -30,6 +30,23 @@ use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-cilium_gc");
 
+/// The simulator's own binary (`cilium-gc-sim`), built next to the plugin's.
+fn sim_bin() -> std::path::PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "cilium-gc-sim",
+            "--bin",
+            "cilium-gc-sim",
+        ])
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building cilium-gc-sim failed");
+    Path::new(BIN).with_file_name("cilium-gc-sim")
+}
+
 /// What one child process cost, and what the simulator spent meanwhile.
 #[derive(Debug, Clone, Copy, Default)]
 struct Cost {
@@ -146,8 +163,8 @@ impl Server {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         let started = Instant::now();
-        let child = Command::new(BIN)
-            .args(["sim-serve", "--scenario", "seed", "--no-actors"])
+        let child = Command::new(sim_bin())
+            .args(["--scenario", "seed", "--no-actors"])
             .args([
                 "--identities",
                 &identities.to_string(),
@@ -159,7 +176,7 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("sim-serve starts");
+            .expect("cilium-gc-sim starts");
         let deadline = Instant::now() + Duration::from_secs(600);
         while !kubeconfig.exists() {
             assert!(Instant::now() < deadline, "simulator did not come up");
@@ -182,8 +199,8 @@ impl Server {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         let started = Instant::now();
-        let mut cmd = Command::new(BIN);
-        cmd.args(["sim-serve", "--scenario", preset]);
+        let mut cmd = Command::new(sim_bin());
+        cmd.args(["--scenario", preset]);
         if !faults {
             cmd.arg("--no-faults");
         }
@@ -193,9 +210,12 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("sim-serve starts");
+            .expect("cilium-gc-sim starts");
         while !kubeconfig.exists() {
-            assert!(started.elapsed() < Duration::from_secs(120), "simulator did not come up");
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "simulator did not come up"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -457,7 +477,14 @@ fn main() {
                 let qps_s = qps.to_string();
                 let b_s = burst.unwrap_or(1).to_string();
                 let mut args = vec![
-                    "delete", "--yes", "--qps", &qps_s, "--concurrency", "64", "--items", "none",
+                    "delete",
+                    "--yes",
+                    "--qps",
+                    &qps_s,
+                    "--concurrency",
+                    "64",
+                    "--items",
+                    "none",
                 ];
                 if burst.is_some() {
                     args.extend(["--burst", &b_s]);
@@ -468,9 +495,11 @@ fn main() {
                     .unwrap_or(0.0);
                 let err = (rate - qps as f64).abs() * 100.0 / qps as f64;
                 eprintln!("  achieved {rate:.2}/s, error {err:.2}%");
-                acc.push(json!({"qps": qps, "burst": burst, "deleted": report["summary"]["deleted"],
+                acc.push(
+                    json!({"qps": qps, "burst": burst, "deleted": report["summary"]["deleted"],
                     "achieved": rate, "errorPercent": r3(err), "aboveQps": rate > qps as f64,
-                    "cost": cost.json(), "loadAverage": [load_before, load()]}));
+                    "cost": cost.json(), "loadAverage": [load_before, load()]}),
+                );
             }
         }
         results["rateAccuracy"] = json!(acc);
@@ -482,15 +511,26 @@ fn main() {
     // objects on a healthy server.
     if opts.wants("struggling") {
         let mut rows = Vec::new();
-        for (faults, qps, conc) in [(true, 100u32, 8u32), (true, 200, 16), (false, 100, 8), (false, 200, 16)] {
+        for (faults, qps, conc) in [
+            (true, 100u32, 8u32),
+            (true, 200, 16),
+            (false, 100, 8),
+            (false, 200, 16),
+        ] {
             eprintln!("delete on hostile (faults {faults}) --qps {qps} --concurrency {conc}");
             let server = Server::start_preset("hostile", faults);
             let load_before = load();
             let (cost, report) = gc(
                 &server,
                 &[
-                    "delete", "--yes", "--qps", &qps.to_string(), "--concurrency",
-                    &conc.to_string(), "--items", "none",
+                    "delete",
+                    "--yes",
+                    "--qps",
+                    &qps.to_string(),
+                    "--concurrency",
+                    &conc.to_string(),
+                    "--items",
+                    "none",
                 ],
             );
             let s = &report["summary"];
@@ -612,15 +652,15 @@ fn main() {
 /// `c` concurrent GETs of one identity through the plugin's own client, in
 /// this process, for `d`: (answers, errors, seconds).
 fn hammer(kubeconfig: &Path, c: usize, d: Duration) -> (u64, u64, f64) {
-    use kubectl_cilium_gc::cli::KubeArgs;
-    use kubectl_cilium_gc::cluster::Api;
-    use kubectl_cilium_gc::retry::Class;
-    use kubectl_cilium_gc::stats::Stats;
+    use cilium_gc::cluster::Api;
+    use cilium_gc::retry::Class;
+    use cilium_gc::settings::ConnectOptions;
+    use cilium_gc::stats::Stats;
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let args = KubeArgs {
+        let args = ConnectOptions {
             kubeconfig: Some(kubeconfig.to_owned()),
-            ..KubeArgs::default()
+            ..ConnectOptions::default()
         };
         let (api, _) = Api::connect(&args, Arc::new(Stats::default()))
             .await
@@ -705,9 +745,14 @@ fn table(r: &Value) -> String {
         .flatten()
     {
         let e = f(&row["errorPercent"]);
-        let burst = row["burst"].as_u64().map_or("default".to_owned(), |b| b.to_string());
+        let burst = row["burst"]
+            .as_u64()
+            .map_or("default".to_owned(), |b| b.to_string());
         let (target, ok) = if row["burst"].is_null() {
-            ("≤ 2%, never above", met(e <= 2.0 && row["aboveQps"] != json!(true)))
+            (
+                "≤ 2%, never above",
+                met(e <= 2.0 && row["aboveQps"] != json!(true)),
+            )
         } else {
             ("", "")
         };

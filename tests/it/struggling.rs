@@ -5,9 +5,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use kubectl_cilium_gc::exit::Exit;
-use kubectl_cilium_gc::report::{AbortReason, Outcome};
-use kubectl_cilium_gc::sim::Scenario;
+use cilium_gc::exit::Exit;
+use cilium_gc::report::{AbortReason, Outcome};
+use cilium_gc_sim::Scenario;
 
 use crate::support::world::{assert_valid, json, World};
 
@@ -42,7 +42,12 @@ async fn hostile_delete_handles_every_eligible_identity_safely() {
     let candidates: Vec<_> = report
         .items
         .iter()
-        .filter(|i| !matches!(i.outcome, Outcome::Skipped | Outcome::Marked | Outcome::WouldDelete))
+        .filter(|i| {
+            !matches!(
+                i.outcome,
+                Outcome::Skipped | Outcome::Marked | Outcome::WouldDelete
+            )
+        })
         .collect();
     assert_eq!(candidates.len() as u64, s.candidates);
     for i in &candidates {
@@ -62,7 +67,11 @@ async fn hostile_delete_handles_every_eligible_identity_safely() {
     assert!(ledger.deletes.iter().all(|d| d.preconditions));
     // Nothing a candidate was is still stale on the server.
     let names: BTreeSet<String> = candidates.iter().map(|i| i.name.clone()).collect();
-    let left: Vec<_> = w.stale_now(TIMEOUT_30M).intersection(&names).cloned().collect();
+    let left: Vec<_> = w
+        .stale_now(TIMEOUT_30M)
+        .intersection(&names)
+        .cloned()
+        .collect();
     assert!(left.is_empty(), "eligible and left behind: {left:?}");
 
     // The report's counts are the server's: every `deleted` item was deleted
@@ -81,11 +90,16 @@ async fn hostile_delete_handles_every_eligible_identity_safely() {
         let item = candidates.iter().find(|i| i.name == *name);
         assert!(
             item.is_some_and(|i| i.outcome == Outcome::AlreadyGone
-                && i.last_error.as_deref().is_some_and(|e| e.contains("may have deleted"))),
+                && i.last_error
+                    .as_deref()
+                    .is_some_and(|e| e.contains("may have deleted"))),
             "deleted on the server, not reported so: {name} {item:?}"
         );
     }
-    assert!(s.throttled > 0 && s.server_errors > 0 && s.watcher_restarts > 0, "{s:?}");
+    assert!(
+        s.throttled > 0 && s.server_errors > 0 && s.watcher_restarts > 0,
+        "{s:?}"
+    );
     assert!(s.lowest_rate_per_second.is_some() && s.throttled_seconds.is_some());
     assert_valid(&json(&report));
 }

@@ -1,0 +1,356 @@
+//! Fault injection for client requests: throttling (both 429 shapes, bursts,
+//! a server-side delete rate cap), 5xx, connection resets, slow answers and
+//! expired continue tokens. Actors write the store directly and never see
+//! these. Decisions use a seeded RNG so a run can be replayed.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// How a 429 looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ThrottleShape {
+    /// APF: `text/plain` `Too many requests, please try again later.`
+    #[default]
+    Apf,
+    /// `Status` JSON, reason TooManyRequests, `details.retryAfterSeconds`.
+    Status,
+    /// Either, at random.
+    Mixed,
+}
+
+/// How a connection is cut.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResetMode {
+    /// Right after the response headers.
+    AfterHeaders,
+    /// After part of the body.
+    MidBody,
+}
+
+/// Fault settings; all fractions are per request in `0.0..=1.0`, 0 = off.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Faults {
+    /// Share of requests answered 429.
+    pub throttle_fraction: f64,
+    /// Shape of injected 429s (throttling, bursts and the delete cap).
+    pub throttle_shape: ThrottleShape,
+    /// `Retry-After` seconds sent with 429s.
+    pub retry_after_secs: u64,
+    /// Every this long, a throttling burst starts...
+    pub burst_every: Option<Duration>,
+    /// ...during which every request gets 429.
+    pub burst_len: Duration,
+    /// Deletes per second the server accepts; more get 429.
+    pub delete_rate_cap: Option<f64>,
+    /// Share answered 500 InternalError.
+    pub error_500_fraction: f64,
+    /// Share answered 503 ServiceUnavailable.
+    pub error_503_fraction: f64,
+    /// Share answered 504 Timeout.
+    pub error_504_fraction: f64,
+    /// Share whose connection is cut after the headers or mid-body.
+    pub reset_fraction: f64,
+    /// Share answered after [`Self::slow_delay`].
+    pub slow_fraction: f64,
+    /// Delay of slow answers.
+    pub slow_delay: Duration,
+    /// Share of continue requests answered 410 Expired (as if compacted).
+    pub expire_continue_fraction: f64,
+    /// Slow answers take a uniform time in `slow_delay..=slow_delay_max`
+    /// (`None`: exactly `slow_delay`).
+    pub slow_delay_max: Option<Duration>,
+    /// Only list requests are slowed (a struggling server's big reads).
+    pub slow_only_lists: bool,
+    /// Share of 5xx answers sent *after* the write committed (the client
+    /// cannot tell whether it happened).
+    pub error_after_commit_share: f64,
+    /// Every watch ends within this long, at a random instant: a normal end
+    /// (most), a dropped connection, or a 410 ERROR event, per the shares
+    /// below.
+    pub watch_end_within: Option<Duration>,
+    /// Share of those ends that drop the connection.
+    pub watch_drop_share: f64,
+    /// Share of those ends that are a 410 `ERROR` event (compaction).
+    pub watch_expire_share: f64,
+    /// From this long after the server started, every list and watch of
+    /// CiliumEndpoints and CiliumEndpointSlices is answered 500: endpoint
+    /// usage goes dark for good.
+    pub endpoint_reads_fail_after: Option<Duration>,
+}
+
+impl Default for Faults {
+    fn default() -> Self {
+        Faults {
+            throttle_fraction: 0.0,
+            throttle_shape: ThrottleShape::Apf,
+            retry_after_secs: 1,
+            burst_every: None,
+            burst_len: Duration::from_secs(1),
+            delete_rate_cap: None,
+            error_500_fraction: 0.0,
+            error_503_fraction: 0.0,
+            error_504_fraction: 0.0,
+            reset_fraction: 0.0,
+            slow_fraction: 0.0,
+            slow_delay: Duration::from_millis(200),
+            expire_continue_fraction: 0.0,
+            slow_delay_max: None,
+            slow_only_lists: false,
+            error_after_commit_share: 0.0,
+            watch_end_within: None,
+            watch_drop_share: 0.0,
+            watch_expire_share: 0.0,
+            endpoint_reads_fail_after: None,
+        }
+    }
+}
+
+impl Faults {
+    /// The `hostile` preset: a struggling API server. 5% random 429s (half
+    /// APF `text/plain`, half `Status` with `retryAfterSeconds`), a 3 s
+    /// burst of 429s every 20 s, a 50 deletes/s cap answered 429 +
+    /// `Retry-After`, 3% 500/503/504 (a third after the write committed),
+    /// 1% connection resets, 10% slow list pages (0.2-1.5 s), compaction in
+    /// the middle of paginated lists, and watches that end within 20 s
+    /// (normally, by a dropped connection, or by a 410 ERROR event).
+    pub fn hostile() -> Self {
+        Faults {
+            throttle_fraction: 0.05,
+            throttle_shape: ThrottleShape::Mixed,
+            retry_after_secs: 1,
+            burst_every: Some(Duration::from_secs(20)),
+            burst_len: Duration::from_secs(3),
+            delete_rate_cap: Some(50.0),
+            error_500_fraction: 0.01,
+            error_503_fraction: 0.01,
+            error_504_fraction: 0.01,
+            reset_fraction: 0.01,
+            slow_fraction: 0.1,
+            slow_delay: Duration::from_millis(200),
+            expire_continue_fraction: 0.1,
+            slow_delay_max: Some(Duration::from_millis(1500)),
+            slow_only_lists: true,
+            error_after_commit_share: 1.0 / 3.0,
+            watch_end_within: Some(Duration::from_secs(20)),
+            watch_drop_share: 0.25,
+            watch_expire_share: 0.25,
+            endpoint_reads_fail_after: None,
+        }
+    }
+
+    /// The `usage-dark` preset: endpoint watches end within 5 s, and from
+    /// 8 s on every list and watch of endpoints fails with 500, for good.
+    pub fn usage_dark() -> Self {
+        Faults {
+            watch_end_within: Some(Duration::from_secs(5)),
+            endpoint_reads_fail_after: Some(Duration::from_secs(8)),
+            ..Faults::default()
+        }
+    }
+}
+
+/// How a watch ends early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchEnd {
+    /// The server closes the stream normally (as `timeoutSeconds` would).
+    Normal,
+    /// The connection drops mid-stream.
+    Drop,
+    /// A 410 `ERROR` event (the resourceVersion was compacted), then the end.
+    Expire,
+}
+
+/// What to do to one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Verdict {
+    /// Wait this long before answering.
+    pub delay: Option<Duration>,
+    /// Answer with this instead of serving.
+    pub reject: Option<Rejection>,
+    /// Cut the connection while answering.
+    pub reset: Option<ResetMode>,
+    /// Treat the continue token as compacted.
+    pub expire_continue: bool,
+    /// Serve the request (commit it), then answer with `reject` anyway.
+    pub after_commit: bool,
+}
+
+/// An injected error answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    /// 429, APF text.
+    ThrottleApf(u64),
+    /// 429, Status JSON.
+    ThrottleStatus(u64),
+    /// 500.
+    Internal,
+    /// 503.
+    Unavailable,
+    /// 504.
+    Timeout,
+}
+
+/// Live fault state, changeable at runtime.
+pub struct FaultEngine {
+    cfg: Mutex<Faults>,
+    rng: Mutex<ChaCha8Rng>,
+    started: Instant,
+    delete_bucket: Mutex<(f64, Instant)>,
+}
+
+impl FaultEngine {
+    /// Start with `faults`, seeded.
+    pub fn new(faults: Faults, seed: u64) -> Self {
+        FaultEngine {
+            cfg: Mutex::new(faults),
+            rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_fa17)),
+            started: Instant::now(),
+            delete_bucket: Mutex::new((f64::MAX, Instant::now())),
+        }
+    }
+
+    /// Current settings.
+    pub fn get(&self) -> Faults {
+        self.cfg.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replace the settings.
+    pub fn set(&self, f: Faults) {
+        *self.cfg.lock().unwrap_or_else(|e| e.into_inner()) = f;
+    }
+
+    /// Decide the fate of one client request: `verb` is the Kubernetes verb
+    /// (`list`, `watch`, `delete`, ...), `endpoint_read` whether it lists or
+    /// watches CiliumEndpoints/Slices.
+    pub fn judge(&self, verb: &str, endpoint_read: bool, is_continue: bool) -> Verdict {
+        let f = self.get();
+        let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
+        let mut hit = |p: f64| p > 0.0 && rng.random::<f64>() < p;
+        let mut v = Verdict::default();
+        if (!f.slow_only_lists || verb == "list") && hit(f.slow_fraction) {
+            v.delay = Some(f.slow_delay);
+        }
+        let dark = endpoint_read
+            && f.endpoint_reads_fail_after
+                .is_some_and(|t| self.started.elapsed() >= t);
+        let throttled = self.in_burst(&f)
+            || hit(f.throttle_fraction)
+            || (verb == "delete" && !self.take_delete_token(&f));
+        v.reject = if dark {
+            Some(Rejection::Internal)
+        } else if throttled {
+            let status = match f.throttle_shape {
+                ThrottleShape::Apf => false,
+                ThrottleShape::Status => true,
+                ThrottleShape::Mixed => hit(0.5),
+            };
+            Some(if status {
+                Rejection::ThrottleStatus(f.retry_after_secs)
+            } else {
+                Rejection::ThrottleApf(f.retry_after_secs)
+            })
+        } else if hit(f.error_500_fraction) {
+            Some(Rejection::Internal)
+        } else if hit(f.error_503_fraction) {
+            Some(Rejection::Unavailable)
+        } else if hit(f.error_504_fraction) {
+            Some(Rejection::Timeout)
+        } else {
+            None
+        };
+        let server_error = !dark && !throttled && v.reject.is_some();
+        v.after_commit = server_error && hit(f.error_after_commit_share);
+        if v.reject.is_none() && hit(f.reset_fraction) {
+            v.reset = Some(if verb == "watch" || hit(0.5) {
+                ResetMode::AfterHeaders
+            } else {
+                ResetMode::MidBody
+            });
+        }
+        v.expire_continue = is_continue && v.reject.is_none() && hit(f.expire_continue_fraction);
+        drop(rng);
+        if let (Some(d), Some(max)) = (v.delay, f.slow_delay_max.filter(|m| *m > f.slow_delay)) {
+            let extra = (max - d).as_secs_f64() * self.random();
+            v.delay = Some(d + Duration::from_secs_f64(extra));
+        }
+        v
+    }
+
+    fn random(&self) -> f64 {
+        self.rng.lock().unwrap_or_else(|e| e.into_inner()).random()
+    }
+
+    /// When and how a new watch ends early, if the faults say it does.
+    pub fn watch_end(&self) -> Option<(Duration, WatchEnd)> {
+        let f = self.get();
+        let within = f.watch_end_within.filter(|d| !d.is_zero())?;
+        let at = within.mul_f64(self.random());
+        let r = self.random();
+        let how = if r < f.watch_drop_share {
+            WatchEnd::Drop
+        } else if r < f.watch_drop_share + f.watch_expire_share {
+            WatchEnd::Expire
+        } else {
+            WatchEnd::Normal
+        };
+        Some((at, how))
+    }
+
+    fn in_burst(&self, f: &Faults) -> bool {
+        let Some(every) = f.burst_every.filter(|e| !e.is_zero()) else {
+            return false;
+        };
+        let t = self.started.elapsed().as_nanos() % every.as_nanos();
+        t < f.burst_len.as_nanos()
+    }
+
+    /// Token bucket of the delete cap (burst = one second's worth).
+    fn take_delete_token(&self, f: &Faults) -> bool {
+        let Some(rate) = f.delete_rate_cap.filter(|r| *r > 0.0) else {
+            return true;
+        };
+        let mut b = self.delete_bucket.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let refill = now.duration_since(b.1).as_secs_f64() * rate;
+        b.0 = (b.0 + refill).min(rate.max(1.0));
+        b.1 = now;
+        if b.0 >= 1.0 {
+            b.0 -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_faults_means_clean_verdicts() {
+        let e = FaultEngine::new(Faults::default(), 1);
+        for _ in 0..100 {
+            assert_eq!(e.judge("delete", false, true), Verdict::default());
+        }
+    }
+
+    #[test]
+    fn delete_cap_throttles_excess_deletes_only() {
+        let e = FaultEngine::new(
+            Faults {
+                delete_rate_cap: Some(5.0),
+                ..Faults::default()
+            },
+            1,
+        );
+        let rejected = (0..50)
+            .filter(|_| e.judge("delete", false, false).reject.is_some())
+            .count();
+        assert!(rejected >= 40, "{rejected}");
+        assert!(e.judge("get", false, false).reject.is_none());
+    }
+}

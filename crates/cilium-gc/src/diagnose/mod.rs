@@ -1,0 +1,262 @@
+//! `diagnose`: a ticket-ready report on the health of the identity space.
+//! Read-only: it lists and watches, never writes.
+//!
+//! This module is the I/O shell: connect, discover the CRDs, read
+//! `cilium-config`, sync the endpoint watchers, list every identity raw, and
+//! hand plain data ([`Input`]) to the pure [`analyze`]; [`redact`] and the
+//! text view ([`text`]) are pure too.
+//!
+//! *Exit codes:* 0 when a diagnosis was written, whatever it found —
+//! findings never change the exit code, so a CronJob can archive the
+//! output without treating a full identity space as its own failure; 2 for
+//! flag, kubeconfig, connection and permission problems; 3 when the
+//! CiliumIdentity CRD is not installed; 130/143 on SIGINT/SIGTERM.
+
+pub mod analyze;
+pub mod redact;
+pub mod types;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+pub use analyze::{analyze, IdentityRecord, Input};
+pub use types::{schema, Diagnosis};
+
+use crate::cluster::{Api, ConnectError};
+use crate::exit::Exit;
+use crate::model::{decode_identity, Kind, Malformed};
+use crate::scan::{self, ScanError};
+use crate::settings::ConnectOptions;
+use crate::stats::Stats;
+use crate::stop::Stop;
+use crate::usage::UsageHandle;
+
+/// What `diagnose` was asked for.
+#[derive(Debug, Clone)]
+pub struct DiagnoseOptions {
+    /// Namespace of the cilium-config ConfigMap.
+    pub cilium_namespace: String,
+    /// Identities per list request.
+    pub page_size: u32,
+    /// Replace namespaces, label values and the server URL with hashes.
+    pub redact: bool,
+}
+
+/// Retries per request for the few reads a diagnosis makes.
+pub const MAX_RETRIES: u32 = 5;
+
+/// Why no diagnosis could be made. Each variant maps to one exit code
+/// ([`DiagnoseError::exit`]); none is worth retrying at once.
+#[derive(Debug, thiserror::Error)]
+pub enum DiagnoseError {
+    /// A flag value is unusable (exit 2).
+    #[error("{0}")]
+    Flag(String),
+    /// The kubeconfig or connection flags are unusable (exit 2).
+    #[error(transparent)]
+    Connect(#[from] ConnectError),
+    /// Discovery of the cilium.io API failed: server unreachable, or
+    /// credentials rejected (exit 2).
+    #[error("cannot read the cilium.io API: {0}")]
+    Discovery(String),
+    /// The CiliumIdentity CRD is not served (exit 3).
+    #[error("the CiliumIdentity CRD (ciliumidentities.cilium.io/v2) is not installed: is Cilium running in CRD identity mode?")]
+    CrdMissing,
+    /// The endpoint watchers did not finish their first list in time (exit 2).
+    #[error("the endpoint watchers did not complete their first list within {0}s")]
+    SyncTimeout(u64),
+    /// The identity list failed (exit 3 when the CRD vanished, else 2).
+    #[error(transparent)]
+    List(#[from] ScanError),
+}
+
+impl DiagnoseError {
+    /// The exit code this error ends the process with.
+    pub fn exit(&self) -> Exit {
+        match self {
+            DiagnoseError::CrdMissing | DiagnoseError::List(ScanError::NotInstalled(_)) => {
+                Exit::Refused
+            }
+            DiagnoseError::List(ScanError::Interrupted) => Exit::Interrupted,
+            _ => Exit::Usage,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct SecurityLabels {
+    #[serde(rename = "security-labels", default)]
+    security_labels: Option<BTreeMap<String, String>>,
+}
+
+/// Decode one CiliumIdentity with its full `security-labels` map: what
+/// [`decode_identity`] keeps, plus the labels (which `scan` drops).
+pub fn decode_record(raw: &RawValue) -> Result<IdentityRecord, Malformed> {
+    let identity = decode_identity(raw)?;
+    // decode_identity already read security-labels as a string map, so this
+    // cannot fail where it succeeded; be lenient anyway.
+    let security_labels = serde_json::from_str::<SecurityLabels>(raw.get())
+        .ok()
+        .and_then(|s| s.security_labels)
+        .unwrap_or_default();
+    Ok(IdentityRecord {
+        identity,
+        security_labels,
+    })
+}
+
+/// Connect with `kube` and diagnose the cluster; no signal handling.
+pub async fn run_diagnosis(
+    kube: &ConnectOptions,
+    args: &DiagnoseOptions,
+) -> Result<Diagnosis, DiagnoseError> {
+    diagnose(kube, args, &Stop::default()).await
+}
+
+/// Connect, collect, redact when asked, analyse.
+#[tracing::instrument(skip_all)]
+pub async fn diagnose(
+    kube: &ConnectOptions,
+    args: &DiagnoseOptions,
+    stop: &Stop,
+) -> Result<Diagnosis, DiagnoseError> {
+    if args.page_size == 0 || args.page_size > 10_000 {
+        return Err(DiagnoseError::Flag(format!(
+            "--page-size must be between 1 and 10000, not {}",
+            args.page_size
+        )));
+    }
+    let stats = Arc::new(Stats::default());
+    let (api, endpoint) = Api::connect(kube, stats.clone()).await?;
+    let mut input = collect(&api, args, stop, stats).await?;
+    input.server = Some(endpoint.server);
+    input.context = endpoint.context;
+    if args.redact {
+        redact::redact(&mut input);
+    }
+    Ok(analyze(&input, api.clock.now()))
+}
+
+/// Everything the analysis needs, read from the cluster. Usage is synced
+/// before the identities are listed, so an identity referenced at sync time
+/// and missing from the list really is gone (a dangling reference).
+#[tracing::instrument(skip_all)]
+pub async fn collect(
+    api: &Api,
+    args: &DiagnoseOptions,
+    stop: &Stop,
+    stats: Arc<Stats>,
+) -> Result<Input, DiagnoseError> {
+    let crds = crate::preflight::fetch_crds(api, MAX_RETRIES)
+        .await
+        .map_err(DiagnoseError::Discovery)?;
+    if !crds.identities {
+        return Err(DiagnoseError::CrdMissing);
+    }
+    let mut warnings = Vec::new();
+    let (config, problem) =
+        crate::preflight::fetch_cilium_config(api, &args.cilium_namespace, MAX_RETRIES).await;
+    warnings.extend(problem);
+    let settings = crate::preflight::settings_from_config(config.as_ref(), None);
+    let sources = crate::preflight::usage_sources(crds, &settings);
+
+    let usage = UsageHandle::start(api.client(), api.watch_tap.clone(), sources, stats);
+    let _watchers = usage.stop_on_drop();
+    if sources.endpoints || sources.slices {
+        let limit = crate::gc::SYNC_TIMEOUT;
+        tokio::select! {
+            r = tokio::time::timeout(limit, usage.wait_ready()) => if r.is_err() {
+                return Err(DiagnoseError::SyncTimeout(limit.as_secs()));
+            },
+            _ = stop.wait() => return Err(ScanError::Interrupted.into()),
+        }
+    }
+
+    let mut identities = Vec::new();
+    let mut malformed = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    scan::list_raw(
+        api,
+        &Kind::Identity.collection_path(),
+        args.page_size,
+        MAX_RETRIES,
+        stop,
+        |raw| match decode_record(raw) {
+            Ok(r) => {
+                if seen.insert(r.identity.name.clone()) {
+                    identities.push(r);
+                }
+            }
+            Err(bad) => {
+                let name = bad.name.unwrap_or_else(|| "<no name>".into());
+                if seen.insert(name.clone()) {
+                    malformed.push(format!("ciliumidentity {name}: {}", bad.problem));
+                }
+            }
+        },
+    )
+    .await?;
+    let refs = usage
+        .referenced_ids()
+        .into_iter()
+        .map(|id| (id, usage.refs(id)))
+        .collect();
+    Ok(Input {
+        identities,
+        malformed,
+        refs,
+        endpoints: usage.object_count(Kind::Endpoint),
+        endpoint_slices: usage.object_count(Kind::EndpointSlice),
+        crds,
+        config,
+        warnings,
+        server: None,
+        context: None,
+        redacted: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_map_to_documented_exit_codes() {
+        let cases = [
+            (DiagnoseError::CrdMissing, 3),
+            (
+                DiagnoseError::List(ScanError::NotInstalled("404".into())),
+                3,
+            ),
+            (DiagnoseError::List(ScanError::Denied("403".into())), 2),
+            (DiagnoseError::List(ScanError::Failed("503".into())), 2),
+            (DiagnoseError::Discovery("refused".into()), 2),
+            (DiagnoseError::Connect(ConnectError::NoConfig), 2),
+            (DiagnoseError::SyncTimeout(120), 2),
+            (DiagnoseError::Flag("x".into()), 2),
+            (DiagnoseError::List(ScanError::Interrupted), 130),
+        ];
+        for (e, code) in cases {
+            assert_eq!(e.exit().code(), code, "{e}");
+        }
+    }
+
+    #[test]
+    fn records_keep_the_whole_security_label_map() {
+        let raw = RawValue::from_string(
+            r#"{"metadata":{"name":"1000","uid":"u","resourceVersion":"1"},
+                "security-labels":{"k8s:job-name":"j1","k8s:app":"a","k8s:io.kubernetes.pod.namespace":"n"}}"#
+                .into(),
+        )
+        .unwrap();
+        let r = decode_record(&raw).unwrap();
+        assert_eq!(r.security_labels.len(), 3);
+        assert_eq!(r.security_labels["k8s:job-name"], "j1");
+        assert_eq!(r.identity.namespace.as_deref(), Some("n"));
+        let bad = RawValue::from_string(r#"{"metadata":{"name":"7"}}"#.into()).unwrap();
+        assert_eq!(decode_record(&bad).unwrap_err().name.as_deref(), Some("7"));
+    }
+}

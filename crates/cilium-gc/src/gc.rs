@@ -1,0 +1,711 @@
+//! One scan or delete run, end to end, always ending in a [`Report`].
+//!
+//! Order matters for safety: connect; preflight (CRDs, cilium-config,
+//! permissions) before anything else; usage watchers synced before the first
+//! decision; the list scanned and decided; the zero-endpoints and
+//! blast-radius checks and the confirmation before the first write; then the
+//! marks and deletes. Any stop (signal, lost permission, refusal) still
+//! produces a complete report with the exit code it explains.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+
+use crate::cluster::{Api, Endpoint};
+use crate::exit::Exit;
+use crate::model::{Identity, Kind, Malformed};
+use crate::policy::{self, decide, Policy, Reason};
+use crate::preflight::{self, CiliumSettings};
+use crate::report::{
+    self, Abort, AbortReason, ClusterInfo, ErrorKind, IdRange, Item, ItemsMode, Mode, Options,
+    Outcome, Preflight, Report, RunError, Summary, Tool,
+};
+use crate::retry::Class;
+use crate::scan::{self, ScanError};
+use crate::settings::{ConnectOptions, GcSettings};
+use crate::stats::Stats;
+use crate::stop::{Stop, StopReason};
+use crate::sweep::{self, Action, ItemResult, SweepConfig};
+use crate::usage::UsageHandle;
+
+/// How long to wait for the endpoint watchers' first full list.
+pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+/// Run-level errors kept in the report; the rest are counted.
+pub const MAX_REPORTED_ERRORS: usize = 1000;
+
+/// What a run reports to the person watching, and asks them: progress and
+/// the confirmation before the first write. The engine has no terminal;
+/// the plugin implements this on stderr and stdin.
+pub trait Observer: Send + Sync {
+    /// A list starts (`what`: "listing identities", ...).
+    fn listing(&self, _what: &str) {}
+    /// One more object listed.
+    fn listed(&self) {}
+    /// A write phase starts with `total` items.
+    fn start_phase(&self, _label: &str, _total: u64) {}
+    /// One more item of the phase done.
+    fn inc(&self) {}
+    /// The run is over: clear any display.
+    fn finish(&self) {}
+    /// Ask to go ahead with `question`; `None` when nobody can be asked.
+    fn confirm(&self, _question: &str) -> Option<bool> {
+        None
+    }
+}
+
+/// Nobody watching: no progress, no one to ask.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Headless;
+
+impl Observer for Headless {}
+
+/// How the run talks to the person at the terminal, if any.
+#[derive(Clone)]
+pub struct Ui {
+    /// Progress display and the confirmation prompt.
+    pub progress: std::sync::Arc<dyn Observer>,
+}
+
+impl std::fmt::Debug for Ui {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ui").finish_non_exhaustive()
+    }
+}
+
+impl Ui {
+    /// Report to and ask `observer`.
+    pub fn new(observer: impl Observer + 'static) -> Self {
+        Ui {
+            progress: std::sync::Arc::new(observer),
+        }
+    }
+    /// No terminal at all (tests, demo in CI).
+    pub fn headless() -> Self {
+        Ui::new(Headless)
+    }
+}
+
+/// The tool's version and commit.
+pub fn tool() -> Tool {
+    Tool {
+        name: "kubectl-cilium-gc".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        commit: option_env!("KUBECTL_CILIUM_GC_COMMIT")
+            .map(str::to_owned)
+            .filter(|c| !c.is_empty()),
+    }
+}
+
+/// What the run accumulated; becomes the report.
+struct Run {
+    started: Timestamp,
+    clock: Instant,
+    mode: Mode,
+    options: Options,
+    cluster: ClusterInfo,
+    preflight: Preflight,
+    summary: Summary,
+    items: Vec<Item>,
+    errors: Vec<RunError>,
+    dropped_errors: u64,
+    aborted: Option<Abort>,
+    interrupted: bool,
+    /// The live usage view, once started: its malformed endpoints are
+    /// reported when the run ends, however it ends.
+    usage: Option<UsageHandle>,
+}
+
+impl Run {
+    fn new(s: &GcSettings, kube: &ConnectOptions) -> Self {
+        Run {
+            started: Timestamp::now(),
+            clock: Instant::now(),
+            mode: s.mode,
+            options: options(s, kube, None),
+            cluster: ClusterInfo::default(),
+            preflight: Preflight::default(),
+            summary: Summary::default(),
+            items: Vec::new(),
+            errors: Vec::new(),
+            dropped_errors: 0,
+            aborted: None,
+            interrupted: false,
+            usage: None,
+        }
+    }
+
+    fn error(&mut self, kind: ErrorKind, message: impl Into<String>) {
+        if self.errors.len() < MAX_REPORTED_ERRORS {
+            let message = one_line(&message.into());
+            self.errors.push(RunError { kind, message });
+        } else {
+            self.dropped_errors += 1;
+        }
+    }
+
+    fn abort(&mut self, reason: AbortReason, message: impl Into<String>, exit: Exit) -> Exit {
+        let message = one_line(&message.into());
+        self.aborted = Some(Abort { reason, message });
+        exit
+    }
+
+    fn finish(mut self, exit: Exit, stats: &Stats) -> Report {
+        let s = &mut self.summary;
+        s.conflicts = Stats::get(&stats.conflicts);
+        s.retries = Stats::get(&stats.retries);
+        s.throttled = Stats::get(&stats.throttled);
+        s.server_errors = Stats::get(&stats.server_errors);
+        s.list_pages = Stats::get(&stats.list_pages);
+        s.list_restarts = Stats::get(&stats.list_restarts);
+        s.watcher_restarts = Stats::get(&stats.watcher_restarts);
+        if let Some(p) = stats.pace() {
+            s.throttled_seconds = Some(round3(p.throttled.as_secs_f64()));
+            s.lowest_rate_per_second = Some(round3(p.lowest_rate));
+        }
+        let waited = Stats::get(&stats.retry_after_wait_ms);
+        if waited > 0 {
+            s.retry_after_wait_seconds = Some(round3(waited as f64 / 1000.0));
+        }
+        if self.dropped_errors > 0 {
+            self.errors.push(RunError {
+                kind: ErrorKind::Other,
+                message: format!("{} more errors not listed", self.dropped_errors),
+            });
+        }
+        let finished = Timestamp::now();
+        Report {
+            schema: report::SCHEMA_ID.into(),
+            api_version: report::API_VERSION.into(),
+            kind: report::KIND.into(),
+            tool: tool(),
+            cluster: self.cluster,
+            started_at: self.started,
+            finished_at: finished,
+            duration_seconds: round3(self.clock.elapsed().as_secs_f64()),
+            mode: self.mode,
+            options: self.options,
+            exit_code: exit.code(),
+            interrupted: self.interrupted,
+            aborted: self.aborted,
+            preflight: self.preflight,
+            summary: self.summary,
+            items: self.items,
+            errors: self.errors,
+        }
+    }
+}
+
+/// Messages in the report and on stderr are one line: multi-line library
+/// errors (YAML parsers draw pictures) keep their first line.
+fn one_line(s: &str) -> String {
+    s.lines().next().unwrap_or_default().trim_end().to_owned()
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn options(s: &GcSettings, kube: &ConnectOptions, cilium: Option<&CiliumSettings>) -> Options {
+    let range = cilium.map_or(policy::local_range(0, 255), |c| {
+        policy::local_range(c.cluster_id, c.max_connected_clusters)
+    });
+    Options {
+        cilium_namespace: s.scan.cilium_namespace.clone(),
+        selector: s.scan.selector.clone(),
+        namespaces: s.scan.namespaces.clone(),
+        min_age_seconds: s.scan.min_age.map(|d| d.as_secs_f64()),
+        heartbeat_timeout_seconds: cilium
+            .map(|c| c.heartbeat_timeout)
+            .or(s.scan.heartbeat_timeout)
+            .unwrap_or(preflight::DEFAULT_HEARTBEAT_TIMEOUT)
+            .as_secs_f64(),
+        local_range: IdRange {
+            min: *range.start(),
+            max: *range.end(),
+        },
+        page_size: s.scan.page_size,
+        concurrency: s.concurrency,
+        qps: s.qps,
+        burst: s.burst,
+        max_conflict_retries: s.max_conflict_retries,
+        max_retries: s.max_retries,
+        max_deletions: s.max_deletions,
+        max_percent: s.max_percent,
+        mark: s.mark,
+        force: s.force,
+        items: s.scan.items,
+        request_timeout_seconds: kube.request_timeout.map(|d| d.as_secs_f64()),
+    }
+}
+
+/// Run scan or delete against the cluster the flags name.
+pub async fn run(kube: &ConnectOptions, s: &GcSettings, stop: &Stop, ui: &Ui) -> (Report, Exit) {
+    let stats = Arc::new(Stats::default());
+    let mut run = Run::new(s, kube);
+    let exit = execute(kube, s, stop, ui, &mut run, &stats).await;
+    ui.progress.finish();
+    if let Some(usage) = run.usage.take() {
+        for (what, problem) in usage.malformed() {
+            run.summary.malformed += 1;
+            run.error(
+                ErrorKind::MalformedObject,
+                format!("{what}: {problem} (it references nothing)"),
+            );
+        }
+    }
+    let exit = match stop.reason() {
+        Some(StopReason::Interrupt) => Exit::Interrupted,
+        Some(StopReason::Terminate) => Exit::Terminated,
+        _ => exit,
+    };
+    if matches!(exit, Exit::Interrupted | Exit::Terminated) {
+        run.interrupted = true;
+        if run.aborted.is_none() {
+            run.aborted = Some(Abort {
+                reason: AbortReason::Interrupted,
+                message: "stopped by signal: no delete was started after it".into(),
+            });
+        }
+    }
+    (run.finish(exit, &stats), exit)
+}
+
+async fn execute(
+    kube: &ConnectOptions,
+    s: &GcSettings,
+    stop: &Stop,
+    ui: &Ui,
+    run: &mut Run,
+    stats: &Arc<Stats>,
+) -> Exit {
+    // Connect.
+    let (api, endpoint) = match Api::connect(kube, stats.clone()).await {
+        Ok(x) => x,
+        Err(e) => {
+            run.error(ErrorKind::Connection, e.to_string());
+            return run.abort(AbortReason::ReadFailed, e.to_string(), Exit::Usage);
+        }
+    };
+    run.cluster.server = Some(endpoint.server.clone());
+    run.cluster.context = endpoint.context.clone();
+    if let Err(exit) = reach(&api, &endpoint, s, run).await {
+        return exit;
+    }
+
+    // Preflight, before anything is written.
+    let crds = match preflight::fetch_crds(&api, s.max_retries).await {
+        Ok(c) => c,
+        Err(e) => return run.abort(AbortReason::ReadFailed, e, Exit::Unexpected),
+    };
+    let (data, config_problem) =
+        preflight::fetch_cilium_config(&api, &s.scan.cilium_namespace, s.max_retries).await;
+    if let Some(p) = config_problem {
+        run.error(ErrorKind::ConfigUnavailable, p);
+    }
+    let cilium = preflight::settings_from_config(data.as_ref(), s.scan.heartbeat_timeout);
+    for w in &cilium.warnings {
+        tracing::warn!("{w}");
+        run.error(ErrorKind::ConfigUnavailable, w.clone());
+    }
+    run.cluster.cilium_config = cilium.values.clone();
+    run.options = options(s, kube, Some(&cilium));
+    let wanted = crate::rbac::required(s.writes(), s.mark, crds.slices);
+    let (missing, perm_warnings) = preflight::fetch_missing_permissions(
+        &api,
+        &wanted,
+        &s.scan.cilium_namespace,
+        s.max_retries,
+    )
+    .await;
+    for w in perm_warnings {
+        run.error(ErrorKind::Preflight, w);
+    }
+    run.preflight.checks = preflight::evaluate(crds, &cilium, &missing);
+    if let Some(failed) = run.preflight.checks.iter().find(|c| !c.passed).cloned() {
+        run.error(ErrorKind::Preflight, failed.message.clone());
+        return run.abort(AbortReason::PreflightRefused, failed.message, Exit::Refused);
+    }
+    if stop.is_stopped() {
+        return Exit::Interrupted;
+    }
+
+    // Usage, live for the rest of the run.
+    let usage = UsageHandle::start(
+        api.client(),
+        api.watch_tap.clone(),
+        preflight::usage_sources(crds, &cilium),
+        stats.clone(),
+    );
+    let _watchers = usage.stop_on_drop();
+    run.usage = Some(usage.clone());
+    ui.progress.listing("syncing endpoints");
+    tokio::select! {
+        r = tokio::time::timeout(SYNC_TIMEOUT, usage.wait_ready()) => if r.is_err() {
+            let m = format!("the endpoint watchers did not complete their first list within {}s", SYNC_TIMEOUT.as_secs());
+            return run.abort(AbortReason::ReadFailed, m, Exit::Unexpected);
+        },
+        _ = stop.wait() => return Exit::Interrupted,
+    }
+
+    run.summary.endpoints = usage.object_count(Kind::Endpoint);
+    run.summary.endpoint_slices = usage.object_count(Kind::EndpointSlice);
+
+    // Scan and decide.
+    let policy = Policy {
+        local_range: policy::local_range(cilium.cluster_id, cilium.max_connected_clusters),
+        heartbeat_timeout: cilium.heartbeat_timeout,
+        selector: s.selector.clone(),
+        namespaces: s.scan.namespaces.clone(),
+        min_age: s.scan.min_age,
+    };
+    ui.progress.listing("listing identities");
+    let mut plan = Plan::default();
+    let scanned = scan::scan_identities(
+        &api,
+        s.scan.page_size,
+        s.max_retries,
+        s.selector.is_some(),
+        stop,
+        |item| {
+            ui.progress.listed();
+            plan.take(item, &usage, &policy, api.clock.now(), s, run);
+        },
+    )
+    .await;
+    if let Err(e) = scanned {
+        return match e {
+            ScanError::Interrupted => Exit::Interrupted,
+            ScanError::Denied(_) => {
+                run.abort(AbortReason::PermissionLost, e.to_string(), Exit::Refused)
+            }
+            ScanError::NotInstalled(_) => {
+                run.abort(AbortReason::PreflightRefused, e.to_string(), Exit::Refused)
+            }
+            _ => run.abort(AbortReason::ReadFailed, e.to_string(), Exit::Unexpected),
+        };
+    }
+    let candidates = plan.candidates.len() as u64;
+    run.summary.candidates = candidates;
+
+    // Checks that need the scan.
+    let ep = preflight::endpoints_check(
+        run.summary.endpoints,
+        run.summary.endpoint_slices,
+        run.summary.scanned,
+        s.force,
+    );
+    let ep_failed = !ep.passed;
+    run.preflight.forced = s.force
+        && run.summary.endpoints + run.summary.endpoint_slices == 0
+        && run.summary.scanned > 0;
+    run.preflight.checks.push(ep.clone());
+    if s.mode == Mode::Scan {
+        if ep_failed {
+            run.error(ErrorKind::Preflight, ep.message);
+        }
+        for &i in &plan.candidate_items {
+            if let Some(i) = i {
+                run.items[i].outcome = Outcome::WouldDelete;
+            }
+        }
+        return Exit::Success;
+    }
+    if ep_failed {
+        mark_not_attempted(run, &plan);
+        return run.abort(AbortReason::PreflightRefused, ep.message, Exit::Refused);
+    }
+    if let Some(why) = blast_radius(candidates, run.summary.scanned, s) {
+        mark_not_attempted(run, &plan);
+        run.summary.not_attempted = candidates;
+        return run.abort(AbortReason::BlastRadius, why, Exit::BlastRadius);
+    }
+    if !confirm(s, &plan, &endpoint, ui) {
+        mark_not_attempted(run, &plan);
+        run.summary.not_attempted = candidates;
+        return run.abort(
+            AbortReason::NotConfirmed,
+            "not confirmed: nothing was changed",
+            Exit::Usage,
+        );
+    }
+
+    // Write.
+    let cfg = SweepConfig {
+        concurrency: s.concurrency,
+        qps: s.qps,
+        burst: s.burst,
+        max_conflict_retries: s.max_conflict_retries,
+        max_retries: s.max_retries,
+        dry_run: s.mode == Mode::DryRunServer,
+        policy,
+    };
+    let Plan {
+        candidates: targets,
+        candidate_items,
+        to_mark,
+        mark_items,
+        ..
+    } = plan;
+    if s.mark && !to_mark.is_empty() {
+        ui.progress.start_phase("marking", to_mark.len() as u64);
+        let results = sweep::sweep(&api, &usage, to_mark, Action::Mark, &cfg, stop, |_| {
+            ui.progress.inc()
+        })
+        .await;
+        apply(run, &mark_items, results);
+    }
+    ui.progress.start_phase("deleting", targets.len() as u64);
+    let started = Instant::now();
+    let results = sweep::sweep(&api, &usage, targets, Action::Delete, &cfg, stop, |_| {
+        ui.progress.inc()
+    })
+    .await;
+    let elapsed = started.elapsed().as_secs_f64();
+    apply(run, &candidate_items, results);
+    if elapsed > 0.0 {
+        run.summary.delete_rate_per_second = round3(run.summary.deleted as f64 / elapsed);
+    }
+    match stop.reason() {
+        Some(StopReason::PermissionLost) => {
+            return run.abort(
+                AbortReason::PermissionLost,
+                "permission lost during the run (401/403): no further writes were started",
+                Exit::Refused,
+            )
+        }
+        Some(StopReason::UsageLost) => {
+            let m = format!(
+                "endpoint usage was not known complete for {}s (watches of CiliumEndpoints/Slices down), so which identities are in use is unknown: no further writes were started",
+                crate::usage::USAGE_STALL_LIMIT.as_secs()
+            );
+            run.error(ErrorKind::Watcher, m.clone());
+            return run.abort(AbortReason::UsageLost, m, Exit::Unexpected);
+        }
+        Some(_) => return Exit::Interrupted,
+        None => {}
+    }
+    if run.summary.failed > 0 {
+        Exit::PartialFailure
+    } else {
+        Exit::Success
+    }
+}
+
+/// Reach the server (`/version`) so an unreachable server or rejected
+/// credentials fail early with a clear message.
+async fn reach(api: &Api, endpoint: &Endpoint, s: &GcSettings, run: &mut Run) -> Result<(), Exit> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Version {
+        git_version: Option<String>,
+    }
+    let a = api.get("/version", s.max_retries.min(2)).await;
+    match a.class {
+        Class::Success => {
+            run.cluster.kubernetes_version = a.json::<Version>().ok().and_then(|v| v.git_version);
+            Ok(())
+        }
+        Class::Unauthorized => {
+            let m = format!(
+                "the API server at {} rejected the credentials (401 Unauthorized)",
+                endpoint.server
+            );
+            run.error(ErrorKind::Forbidden, m.clone());
+            Err(run.abort(AbortReason::PreflightRefused, m, Exit::Refused))
+        }
+        // Some servers forbid /version to unprivileged users: not fatal.
+        Class::Forbidden | Class::NotFound => Ok(()),
+        _ => {
+            let m = format!(
+                "cannot reach the API server at {}: {}",
+                endpoint.server, a.message
+            );
+            run.error(ErrorKind::Connection, m.clone());
+            Err(run.abort(AbortReason::ReadFailed, m, Exit::Usage))
+        }
+    }
+}
+
+/// What the scan decided: counts, items, and what to write.
+#[derive(Default)]
+struct Plan {
+    candidates: Vec<Identity>,
+    candidate_items: Vec<Option<usize>>,
+    to_mark: Vec<Identity>,
+    mark_items: Vec<Option<usize>>,
+}
+
+impl Plan {
+    fn take(
+        &mut self,
+        item: Result<Identity, Malformed>,
+        usage: &UsageHandle,
+        policy: &Policy,
+        now: Timestamp,
+        s: &GcSettings,
+        run: &mut Run,
+    ) {
+        let mut identity = match item {
+            Ok(i) => i,
+            Err(bad) => {
+                run.summary.malformed += 1;
+                let name = bad.name.as_deref().unwrap_or("<no name>");
+                run.error(
+                    ErrorKind::MalformedObject,
+                    format!("ciliumidentity {name}: {} (skipped)", bad.problem),
+                );
+                return;
+            }
+        };
+        run.summary.scanned += 1;
+        let refs = identity.numeric_id().map_or(0, |id| usage.refs(id));
+        let d = decide(&identity, refs, policy, now);
+        run.summary.reasons.add(d.reason);
+        identity.labels = Default::default(); // not needed after the decision
+        let candidate = d.is_candidate();
+        let markable = s.mark && d.reason == Reason::Unmarked;
+        let keep = match s.scan.items {
+            ItemsMode::All => true,
+            ItemsMode::Unused => d.reason != Reason::InUse,
+            ItemsMode::Actionable => candidate || markable,
+            ItemsMode::None => false,
+        };
+        let index = keep.then(|| {
+            run.items.push(Item {
+                name: identity.name.clone(),
+                id: identity.numeric_id(),
+                namespace: identity.namespace.clone(),
+                created_at: identity.created_at,
+                marked_at: d.marked_at,
+                reason: d.reason,
+                outcome: Outcome::Skipped,
+                attempts: 0,
+                conflicts: Vec::new(),
+                last_error: None,
+            });
+            run.items.len() - 1
+        });
+        if candidate {
+            self.candidates.push(identity);
+            self.candidate_items.push(index);
+        } else if markable {
+            self.to_mark.push(identity);
+            self.mark_items.push(index);
+        }
+    }
+}
+
+fn mark_not_attempted(run: &mut Run, plan: &Plan) {
+    for i in plan
+        .candidate_items
+        .iter()
+        .chain(&plan.mark_items)
+        .flatten()
+    {
+        run.items[*i].outcome = Outcome::NotAttempted;
+    }
+}
+
+/// `--max-deletions` / `--max-percent`: why the plan is too big, if it is.
+pub fn blast_radius(candidates: u64, scanned: u64, s: &GcSettings) -> Option<String> {
+    if let Some(max) = s.max_deletions {
+        if candidates > max {
+            return Some(format!(
+                "{candidates} identities would be deleted, more than --max-deletions {max}: nothing was deleted"
+            ));
+        }
+    }
+    if let Some(p) = s.max_percent {
+        let share = if scanned == 0 {
+            0.0
+        } else {
+            candidates as f64 * 100.0 / scanned as f64
+        };
+        if share > p {
+            return Some(format!(
+                "{candidates} of {scanned} identities ({share:.1}%) would be deleted, more than --max-percent {p}: nothing was deleted"
+            ));
+        }
+    }
+    None
+}
+
+/// Ask the person watching unless `--yes` (or a dry run, which changes
+/// nothing); without anyone to ask, the answer is no.
+fn confirm(s: &GcSettings, plan: &Plan, endpoint: &Endpoint, ui: &Ui) -> bool {
+    if s.yes
+        || s.mode == Mode::DryRunServer
+        || (plan.candidates.is_empty() && plan.to_mark.is_empty())
+    {
+        return true;
+    }
+    let question = format!(
+        "About to delete {} stale identities{} on {}{}.",
+        plan.candidates.len(),
+        if s.mark {
+            format!(" and mark {} unmarked ones", plan.to_mark.len())
+        } else {
+            String::new()
+        },
+        endpoint.server,
+        endpoint
+            .context
+            .as_deref()
+            .map(|c| format!(" (context {c})"))
+            .unwrap_or_default(),
+    );
+    ui.progress.confirm(&question).unwrap_or(false)
+}
+
+fn apply(run: &mut Run, indices: &[Option<usize>], results: Vec<ItemResult>) {
+    for (index, r) in indices.iter().zip(results) {
+        let s = &mut run.summary;
+        match r.outcome {
+            Outcome::Deleted => s.deleted += 1,
+            Outcome::AlreadyGone => s.already_gone += 1,
+            Outcome::Reclaimed => s.reclaimed += 1,
+            Outcome::Failed => s.failed += 1,
+            Outcome::Marked => s.marked += 1,
+            Outcome::NotAttempted => s.not_attempted += 1,
+            Outcome::Skipped | Outcome::WouldDelete => {}
+        }
+        if let Some(i) = index {
+            let item = &mut run.items[*i];
+            item.outcome = r.outcome;
+            item.reason = r.reason;
+            item.attempts = r.attempts;
+            item.conflicts = r.conflicts;
+            item.last_error = r.last_error;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::{ScanSettings, WriteSettings};
+
+    fn limits(max_deletions: Option<u64>, max_percent: Option<f64>) -> GcSettings {
+        let w = WriteSettings {
+            max_deletions,
+            max_percent,
+            ..WriteSettings::default()
+        };
+        GcSettings::for_delete(ScanSettings::default(), w).unwrap()
+    }
+
+    #[test]
+    fn blast_radius_limits() {
+        assert!(blast_radius(10, 100, &limits(None, None)).is_none());
+        assert!(blast_radius(10, 100, &limits(Some(10), None)).is_none());
+        assert!(blast_radius(11, 100, &limits(Some(10), None))
+            .unwrap()
+            .contains("--max-deletions 10"));
+        assert!(blast_radius(50, 100, &limits(None, Some(50.0))).is_none());
+        assert!(blast_radius(51, 100, &limits(None, Some(50.0)))
+            .unwrap()
+            .contains("51.0%"));
+        assert!(blast_radius(0, 0, &limits(None, Some(1.0))).is_none());
+    }
+}

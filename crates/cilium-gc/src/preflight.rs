@@ -1,0 +1,451 @@
+//! Checks before any write: is this a cluster where deleting identities is
+//! safe and allowed? Fetch, then interpret: the `fetch_*` functions do the
+//! requests, [`settings_from_config`] and [`evaluate`] are pure.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use http::Method;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::cluster::{Api, JSON};
+use crate::model::{Kind, CILIUM_GROUP};
+use crate::rbac::Permission;
+use crate::report::{Check, CheckName, ConfigSource, ConfigValue};
+use crate::retry::Class;
+
+/// Cilium's default `identity-heartbeat-timeout`.
+pub const DEFAULT_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// Which Cilium CRDs the API server serves (from discovery).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Crds {
+    /// `ciliumidentities.cilium.io/v2`.
+    pub identities: bool,
+    /// `ciliumendpoints.cilium.io/v2`.
+    pub endpoints: bool,
+    /// `ciliumendpointslices.cilium.io/v2alpha1`.
+    pub slices: bool,
+}
+
+/// The Cilium settings a run depends on, with where each came from.
+#[derive(Debug, Clone)]
+pub struct CiliumSettings {
+    /// `identity-allocation-mode` (absent means crd).
+    pub allocation_mode: String,
+    /// `identity-management-mode` (absent means agent).
+    pub management_mode: String,
+    /// `enable-cilium-endpoint-slice`.
+    pub slices_enabled: bool,
+    /// `disable-endpoint-crd`.
+    pub endpoint_crd_disabled: bool,
+    /// `cluster-id`.
+    pub cluster_id: u64,
+    /// `max-connected-clusters`.
+    pub max_connected_clusters: u64,
+    /// Effective heartbeat timeout (flag, else config, else 30m).
+    pub heartbeat_timeout: Duration,
+    /// Every value above as reported.
+    pub values: Vec<ConfigValue>,
+    /// Problems met while reading (unparseable values, missing ConfigMap).
+    pub warnings: Vec<String>,
+}
+
+/// Interpret `cilium-config` data (None when it could not be read).
+pub fn settings_from_config(
+    data: Option<&BTreeMap<String, String>>,
+    flag_timeout: Option<Duration>,
+) -> CiliumSettings {
+    let mut values = Vec::new();
+    let mut warnings = Vec::new();
+    let mut take = |key: &str, default: &str| -> String {
+        match data.and_then(|d| d.get(key)) {
+            Some(v) if !v.trim().is_empty() => {
+                values.push(ConfigValue {
+                    key: key.into(),
+                    value: v.trim().into(),
+                    source: ConfigSource::CiliumConfig,
+                });
+                v.trim().to_owned()
+            }
+            _ => {
+                values.push(ConfigValue {
+                    key: key.into(),
+                    value: default.into(),
+                    source: ConfigSource::Default,
+                });
+                default.to_owned()
+            }
+        }
+    };
+    let allocation_mode = take("identity-allocation-mode", "crd");
+    let management_mode = take("identity-management-mode", "agent");
+    let slices = take("enable-cilium-endpoint-slice", "false");
+    let no_cep = take("disable-endpoint-crd", "false");
+    let cluster_id = take("cluster-id", "0");
+    let max_cc = take("max-connected-clusters", "255");
+    let timeout_raw = take("identity-heartbeat-timeout", "30m0s");
+    let mut number = |key: &str, raw: &str, default: u64| {
+        raw.parse::<u64>().unwrap_or_else(|_| {
+            warnings.push(format!(
+                "cilium-config {key}={raw:?} is not a number; assuming {default}"
+            ));
+            default
+        })
+    };
+    let cluster_id = number("cluster-id", &cluster_id, 0);
+    let max_connected_clusters = number("max-connected-clusters", &max_cc, 255);
+    let config_timeout = crate::settings::parse_duration(&timeout_raw).unwrap_or_else(|_| {
+        warnings.push(format!(
+            "cilium-config identity-heartbeat-timeout={timeout_raw:?} is not a duration; assuming 30m"
+        ));
+        DEFAULT_HEARTBEAT_TIMEOUT
+    });
+    let heartbeat_timeout = match flag_timeout {
+        Some(t) => {
+            if let Some(v) = values
+                .iter_mut()
+                .find(|v| v.key == "identity-heartbeat-timeout")
+            {
+                v.value = humantime::format_duration(t).to_string();
+                v.source = ConfigSource::Flag;
+            }
+            t
+        }
+        None => config_timeout,
+    };
+    if data.is_none() {
+        warnings.push(format!(
+            "cilium-config could not be read; assuming identity-allocation-mode=crd, identity-management-mode=agent, cluster-id=0, max-connected-clusters=255, identity-heartbeat-timeout={}",
+            humantime::format_duration(heartbeat_timeout)
+        ));
+    }
+    CiliumSettings {
+        allocation_mode,
+        management_mode,
+        slices_enabled: slices == "true",
+        endpoint_crd_disabled: no_cep == "true",
+        cluster_id,
+        max_connected_clusters,
+        heartbeat_timeout,
+        values,
+        warnings,
+    }
+}
+
+/// Which usage sources to watch.
+pub fn usage_sources(crds: Crds, s: &CiliumSettings) -> crate::usage::Sources {
+    crate::usage::Sources {
+        endpoints: crds.endpoints && !s.endpoint_crd_disabled,
+        slices: crds.slices,
+    }
+}
+
+/// The checks that need no endpoint data. A failed check refuses the run
+/// when `writing` (scan only reports it, except a missing identity CRD).
+pub fn evaluate(crds: Crds, s: &CiliumSettings, missing: &[Permission]) -> Vec<Check> {
+    let mut checks = vec![Check {
+        name: CheckName::IdentityCrd,
+        passed: crds.identities,
+        message: if crds.identities {
+            "ciliumidentities.cilium.io/v2 is served".into()
+        } else {
+            "the CiliumIdentity CRD (ciliumidentities.cilium.io/v2) is not installed: is Cilium running in CRD identity mode?".into()
+        },
+    }];
+    let sources = usage_sources(crds, s);
+    let usage_ok = sources.endpoints || sources.slices;
+    checks.push(Check {
+        name: CheckName::UsageCrds,
+        passed: usage_ok,
+        message: match (sources.endpoints, sources.slices) {
+            (true, true) => "usage from CiliumEndpoints and CiliumEndpointSlices".into(),
+            (true, false) => "usage from CiliumEndpoints".into(),
+            (false, true) => "usage from CiliumEndpointSlices".into(),
+            (false, false) => "cannot tell which identities are in use: neither CiliumEndpoints (CRD missing or disable-endpoint-crd) nor CiliumEndpointSlices are available".into(),
+        },
+    });
+    let mode_ok = s.allocation_mode == "crd" && s.management_mode == "agent";
+    checks.push(Check {
+        name: CheckName::AllocationMode,
+        passed: mode_ok,
+        message: if s.allocation_mode != "crd" {
+            format!("identity-allocation-mode is {:?}: identities live in the kvstore, not in CiliumIdentity objects; this tool only handles crd mode", s.allocation_mode)
+        } else if s.management_mode != "agent" {
+            format!("identity-management-mode is {:?}: cilium-operator manages identities and collects them itself; refusing to interfere", s.management_mode)
+        } else {
+            "identity-allocation-mode crd, managed by agents".into()
+        },
+    });
+    checks.push(Check {
+        name: CheckName::Permissions,
+        passed: missing.is_empty(),
+        message: if missing.is_empty() {
+            "all needed permissions granted".into()
+        } else {
+            let names: Vec<String> = missing.iter().map(describe_permission).collect();
+            format!("missing permission: {}", names.join("; "))
+        },
+    });
+    checks
+}
+
+/// `delete ciliumidentities.cilium.io (cluster-wide)`.
+pub fn describe_permission(p: &Permission) -> String {
+    let res = if p.group.is_empty() {
+        p.resource.to_owned()
+    } else {
+        format!("{}.{}", p.resource, p.group)
+    };
+    format!("{} {}", p.verb, res)
+}
+
+/// The zero-endpoints check, once usage is synced.
+pub fn endpoints_check(endpoints: u64, slices: u64, identities: u64, force: bool) -> Check {
+    let passed = endpoints + slices > 0 || identities == 0;
+    Check {
+        name: CheckName::EndpointsPresent,
+        passed: passed || force,
+        message: if passed {
+            format!("{endpoints} CiliumEndpoints, {slices} CiliumEndpointSlices")
+        } else if force {
+            format!("zero CiliumEndpoints and CiliumEndpointSlices while {identities} identities exist; continuing because of --force")
+        } else {
+            format!("zero CiliumEndpoints and CiliumEndpointSlices while {identities} identities exist: usage cannot be trusted (agents down? wrong cluster?); refusing to delete. Use --force if the cluster really has no pods")
+        },
+    }
+}
+
+#[derive(Deserialize)]
+struct ResourceList {
+    #[serde(default)]
+    resources: Vec<ResourceEntry>,
+}
+#[derive(Deserialize)]
+struct ResourceEntry {
+    name: String,
+}
+
+/// Discover which Cilium CRDs are served. A 404 (text or JSON) means the
+/// group version is not served.
+pub async fn fetch_crds(api: &Api, max_retries: u32) -> Result<Crds, String> {
+    let mut crds = Crds::default();
+    for version in ["v2", "v2alpha1"] {
+        let a = api
+            .get(&format!("/apis/{CILIUM_GROUP}/{version}"), max_retries)
+            .await;
+        match a.class {
+            Class::Success => {}
+            Class::NotFound => continue,
+            _ => {
+                return Err(format!(
+                    "discovery of {CILIUM_GROUP}/{version}: {}",
+                    a.message
+                ))
+            }
+        }
+        let list: ResourceList = a
+            .json()
+            .map_err(|e| format!("discovery of {CILIUM_GROUP}/{version}: {e}"))?;
+        let has = |plural: &str| list.resources.iter().any(|r| r.name == plural);
+        if version == "v2" {
+            crds.identities = has(Kind::Identity.plural());
+            crds.endpoints = has(Kind::Endpoint.plural());
+        } else {
+            crds.slices = has(Kind::EndpointSlice.plural());
+        }
+    }
+    Ok(crds)
+}
+
+#[derive(Deserialize)]
+struct ConfigMap {
+    #[serde(default)]
+    data: BTreeMap<String, String>,
+}
+
+/// Read `cilium-config`; `Ok(None)` when it is missing or unreadable
+/// (defaults are assumed, and the report says so).
+pub async fn fetch_cilium_config(
+    api: &Api,
+    namespace: &str,
+    max_retries: u32,
+) -> (Option<BTreeMap<String, String>>, Option<String>) {
+    let a = api
+        .get(
+            &format!("/api/v1/namespaces/{namespace}/configmaps/cilium-config"),
+            max_retries,
+        )
+        .await;
+    match a.class {
+        Class::Success => match a.json::<ConfigMap>() {
+            Ok(cm) => (Some(cm.data), None),
+            Err(e) => (
+                None,
+                Some(format!("cilium-config in {namespace} is malformed: {e}")),
+            ),
+        },
+        _ => (
+            None,
+            Some(format!(
+                "cannot read cilium-config in {namespace}: {}",
+                a.message
+            )),
+        ),
+    }
+}
+
+#[derive(Deserialize)]
+struct Review {
+    #[serde(default)]
+    status: ReviewStatus,
+}
+#[derive(Deserialize, Default)]
+struct ReviewStatus {
+    #[serde(default)]
+    allowed: bool,
+}
+
+/// Ask SelfSubjectAccessReview for each permission; returns the ones denied.
+/// A review that cannot be made is treated as allowed (the run then meets
+/// the real 403 and stops cleanly), with a warning.
+pub async fn fetch_missing_permissions(
+    api: &Api,
+    wanted: &[Permission],
+    cilium_namespace: &str,
+    max_retries: u32,
+) -> (Vec<Permission>, Vec<String>) {
+    let mut missing = Vec::new();
+    let mut warnings = Vec::new();
+    for p in wanted {
+        let mut attrs = json!({"group": p.group, "resource": p.resource, "verb": p.verb});
+        if p.namespaced {
+            attrs["namespace"] = json!(cilium_namespace);
+        }
+        if p.group == CILIUM_GROUP {
+            let version = if p.resource == Kind::EndpointSlice.plural() {
+                "v2alpha1"
+            } else {
+                "v2"
+            };
+            attrs["version"] = json!(version);
+        }
+        let body = json!({
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attrs},
+        });
+        let a = api
+            .send(
+                Method::POST,
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                Some((JSON, body.to_string().into_bytes())),
+                max_retries,
+            )
+            .await;
+        match (&a.class, a.json::<Review>()) {
+            (Class::Success, Ok(r)) if r.status.allowed => {}
+            (Class::Success, Ok(_)) => missing.push(*p),
+            (_, _) => warnings.push(format!(
+                "could not check permission {} ({})",
+                describe_permission(p),
+                a.message
+            )),
+        }
+    }
+    (missing, warnings)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_when_config_is_missing() {
+        let s = settings_from_config(None, None);
+        assert_eq!(s.allocation_mode, "crd");
+        assert_eq!(s.heartbeat_timeout, DEFAULT_HEARTBEAT_TIMEOUT);
+        assert!(s.values.iter().all(|v| v.source == ConfigSource::Default));
+        assert!(s.warnings[0].contains("assuming identity-allocation-mode=crd"));
+    }
+
+    #[test]
+    fn config_values_and_flag_override() {
+        let d = cfg(&[
+            ("identity-allocation-mode", "crd"),
+            ("enable-cilium-endpoint-slice", "true"),
+            ("cluster-id", "3"),
+            ("max-connected-clusters", "511"),
+            ("identity-heartbeat-timeout", "15m"),
+        ]);
+        let s = settings_from_config(Some(&d), None);
+        assert!(s.slices_enabled);
+        assert_eq!((s.cluster_id, s.max_connected_clusters), (3, 511));
+        assert_eq!(s.heartbeat_timeout, Duration::from_secs(900));
+        let s = settings_from_config(Some(&d), Some(Duration::from_secs(3600)));
+        assert_eq!(s.heartbeat_timeout, Duration::from_secs(3600));
+        let v = s
+            .values
+            .iter()
+            .find(|v| v.key == "identity-heartbeat-timeout")
+            .unwrap();
+        assert_eq!(v.source, ConfigSource::Flag);
+        let s = settings_from_config(Some(&cfg(&[("cluster-id", "x")])), None);
+        assert_eq!(s.cluster_id, 0);
+        assert!(s.warnings[0].contains("cluster-id"));
+    }
+
+    #[test]
+    fn refusals() {
+        let all = Crds {
+            identities: true,
+            endpoints: true,
+            slices: false,
+        };
+        let ok = settings_from_config(Some(&cfg(&[])), None);
+        assert!(evaluate(all, &ok, &[]).iter().all(|c| c.passed));
+        let kv = settings_from_config(Some(&cfg(&[("identity-allocation-mode", "kvstore")])), None);
+        let c = evaluate(all, &kv, &[]);
+        assert!(!c[2].passed && c[2].message.contains("kvstore"));
+        let op = settings_from_config(
+            Some(&cfg(&[("identity-management-mode", "operator")])),
+            None,
+        );
+        assert!(!evaluate(all, &op, &[])[2].passed);
+        let no_usage = Crds {
+            identities: true,
+            endpoints: false,
+            slices: false,
+        };
+        assert!(!evaluate(no_usage, &ok, &[])[1].passed);
+        let no_cep = settings_from_config(Some(&cfg(&[("disable-endpoint-crd", "true")])), None);
+        assert!(!evaluate(all, &no_cep, &[])[1].passed);
+        let none = Crds::default();
+        assert!(!evaluate(none, &ok, &[])[0].passed);
+        let del = crate::rbac::required(true, false, false);
+        let denied: Vec<_> = del.iter().copied().filter(|p| p.verb == "delete").collect();
+        let c = evaluate(all, &ok, &denied);
+        assert!(
+            c[3].message.contains("delete ciliumidentities.cilium.io"),
+            "{}",
+            c[3].message
+        );
+    }
+
+    #[test]
+    fn zero_endpoints_needs_force() {
+        assert!(endpoints_check(5, 0, 100, false).passed);
+        assert!(endpoints_check(0, 0, 0, false).passed);
+        assert!(!endpoints_check(0, 0, 100, false).passed);
+        let forced = endpoints_check(0, 0, 100, true);
+        assert!(forced.passed && forced.message.contains("--force"));
+    }
+}

@@ -1,0 +1,396 @@
+//! Deleting (or marking) the chosen identities: concurrent workers behind one
+//! shared rate limiter, each item handled to the end without ever stopping
+//! the run for it.
+//!
+//! Per item, right before every write: wait until endpoint usage is known
+//! complete as of a few seconds ago (`usage`), wait for the shared limiter
+//! (`pace`), decide again on the freshest object we have and the live usage; only a still-stale identity is deleted,
+//! always with preconditions `{uid, resourceVersion}`. A 409 means someone
+//! changed it: we re-read it and decide again (bounded). A 429 delays only the
+//! request that got it (its `Retry-After`); the shared limiter slows down
+//! only when throttling is sustained. Only a lost permission, or endpoint
+//! usage unknown for [`USAGE_STALL_LIMIT`], stops the run; the items not started are reported as such.
+
+use futures::StreamExt;
+use http::Method;
+use jiff::Timestamp;
+use serde_json::json;
+
+use crate::cluster::{Api, FIELD_MANAGER, JSON, MERGE_PATCH};
+use crate::model::{decode_identity, Identity, Kind, HEARTBEAT_ANNOTATION};
+use crate::pace::Pace;
+use crate::policy::{decide, Policy, Reason};
+use crate::report::{Conflict, Outcome};
+use crate::retry::Class;
+use crate::stats::Stats;
+use crate::stop::{Stop, StopReason};
+use crate::usage::{UsageHandle, USAGE_STALL_LIMIT};
+
+/// 429s tolerated for one item before it is reported failed. Throttling is
+/// expected under a server-side rate cap, so this is far above `--max-retries`.
+pub const MAX_THROTTLED_PER_ITEM: u32 = 64;
+
+/// What to do to each target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Delete a stale identity.
+    Delete,
+    /// Annotate an unmarked unused identity with a heartbeat mark.
+    Mark,
+}
+
+impl Action {
+    /// The reason an identity must still have for the action to go ahead.
+    fn wanted(self) -> Reason {
+        match self {
+            Action::Delete => Reason::Stale,
+            Action::Mark => Reason::Unmarked,
+        }
+    }
+}
+
+/// Settings of a sweep.
+#[derive(Debug, Clone)]
+pub struct SweepConfig {
+    /// Parallel workers.
+    pub concurrency: u32,
+    /// Writes per second (0: unlimited).
+    pub qps: f64,
+    /// Limiter burst.
+    pub burst: u32,
+    /// Conflicts tolerated per item.
+    pub max_conflict_retries: u32,
+    /// Transient failures tolerated per request.
+    pub max_retries: u32,
+    /// Send `dryRun: [All]`.
+    pub dry_run: bool,
+    /// The decision rules, applied again before each write.
+    pub policy: Policy,
+}
+
+/// The result for one identity.
+#[derive(Debug, Clone)]
+pub struct ItemResult {
+    /// What happened.
+    pub outcome: Outcome,
+    /// The last decision made on it.
+    pub reason: Reason,
+    /// Writes sent.
+    pub attempts: u32,
+    /// Conflicts met.
+    pub conflicts: Vec<Conflict>,
+    /// The last error.
+    pub last_error: Option<String>,
+}
+
+struct Ctx<'a> {
+    api: &'a Api,
+    usage: &'a UsageHandle,
+    cfg: &'a SweepConfig,
+    action: Action,
+    stop: &'a Stop,
+    pace: Pace,
+}
+
+/// Process every target; returns one result per target, in input order.
+/// `on_done` is called as each item finishes (progress).
+pub async fn sweep(
+    api: &Api,
+    usage: &UsageHandle,
+    targets: Vec<Identity>,
+    action: Action,
+    cfg: &SweepConfig,
+    stop: &Stop,
+    on_done: impl Fn(&ItemResult),
+) -> Vec<ItemResult> {
+    let ctx = Ctx {
+        api,
+        usage,
+        cfg,
+        action,
+        stop,
+        pace: Pace::new(cfg.qps, cfg.burst),
+    };
+    let ctx = &ctx;
+    let mut indexed: Vec<(usize, ItemResult)> =
+        futures::stream::iter(targets.into_iter().enumerate())
+            .map(|(i, t)| async move { (i, process(ctx, t).await) })
+            .buffer_unordered(cfg.concurrency.max(1) as usize)
+            .inspect(|(_, r)| on_done(r))
+            .collect()
+            .await;
+    if let Some(p) = ctx.pace.summary() {
+        api.stats.add_pace(p);
+    }
+    indexed.sort_by_key(|(i, _)| *i);
+    indexed.into_iter().map(|(_, r)| r).collect()
+}
+
+fn finish(mut r: ItemResult, outcome: Outcome, error: Option<String>) -> ItemResult {
+    r.outcome = outcome;
+    if error.is_some() {
+        r.last_error = error;
+    }
+    r
+}
+
+async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
+    let mut r = ItemResult {
+        outcome: Outcome::NotAttempted,
+        reason: ctx.action.wanted(),
+        attempts: 0,
+        conflicts: Vec::new(),
+        last_error: None,
+    };
+    let (mut transient, mut throttled, mut lost_answers) = (0u32, 0u32, 0u32);
+    loop {
+        if ctx.stop.is_stopped() {
+            return stopped(r);
+        }
+        // Usage first: wait until every endpoint source is known complete
+        // as of at most `FRESHNESS_LIMIT` ago; give up once it has been
+        // unknown for the stall limit.
+        tokio::select! {
+            ready = ctx.usage.wait_fresh(USAGE_STALL_LIMIT) => if !ready {
+                ctx.stop.trigger(StopReason::UsageLost);
+                return stopped(r);
+            },
+            _ = ctx.stop.wait() => return stopped(r),
+        }
+        tokio::select! {
+            _ = ctx.pace.until_ready() => {}
+            _ = ctx.stop.wait() => return stopped(r),
+        }
+        if ctx.stop.is_stopped() {
+            return stopped(r);
+        }
+        // The limiter may have held us while usage went stale: check again,
+        // without waiting, right before deciding.
+        if !ctx.usage.is_fresh() {
+            continue;
+        }
+        // Decide again, right now, on live usage: never write to an identity
+        // that stopped being a candidate.
+        let refs = ident.numeric_id().map_or(0, |id| ctx.usage.refs(id));
+        let decision = decide(&ident, refs, &ctx.cfg.policy, ctx.api.clock.now());
+        r.reason = decision.reason;
+        if decision.reason != ctx.action.wanted() {
+            return finish(r, Outcome::Reclaimed, None);
+        }
+        r.attempts += 1;
+        let answer = write(ctx, &ident).await;
+        match answer.class {
+            Class::Success => {
+                ctx.pace.record(false);
+                let done = match ctx.action {
+                    Action::Delete => Outcome::Deleted,
+                    Action::Mark => Outcome::Marked,
+                };
+                return finish(r, done, None);
+            }
+            Class::NotFound => {
+                // After a lost answer (reset, timeout) or a 5xx (which a server
+                // may send after the write committed) the 404 may be our own
+                // earlier delete; we cannot tell, so it counts as gone, noted.
+                let note = (lost_answers > 0).then(|| {
+                    "an earlier attempt got no answer or a server error and may have deleted it"
+                        .to_owned()
+                });
+                return finish(r, Outcome::AlreadyGone, note);
+            }
+            Class::Conflict => {
+                Stats::bump(&ctx.api.stats.conflicts);
+                let expected = ident.resource_version.clone();
+                match reread(ctx, &ident.name).await {
+                    Reread::Gone => return finish(r, Outcome::AlreadyGone, None),
+                    Reread::Failed(e) => return finish(r, Outcome::Failed, Some(e)),
+                    Reread::Fresh(fresh) => {
+                        let change = fresh.last_change.clone();
+                        r.conflicts.push(Conflict {
+                            expected_resource_version: expected,
+                            observed_resource_version: Some(fresh.resource_version.clone()),
+                            manager: change.as_ref().map(|c| c.manager.clone()),
+                            operation: change.as_ref().map(|c| c.operation.clone()),
+                            time: change.and_then(|c| c.time),
+                        });
+                        ident = *fresh;
+                    }
+                }
+                if r.conflicts.len() as u32 > ctx.cfg.max_conflict_retries {
+                    // Decide once more: a final conflict that removed the mark is a reclaim.
+                    let refs = ident.numeric_id().map_or(0, |id| ctx.usage.refs(id));
+                    let d = decide(&ident, refs, &ctx.cfg.policy, ctx.api.clock.now());
+                    r.reason = d.reason;
+                    if d.reason != ctx.action.wanted() {
+                        return finish(r, Outcome::Reclaimed, None);
+                    }
+                    let msg = format!(
+                        "still {} after {} conflicts",
+                        ctx.action.wanted().as_str(),
+                        r.conflicts.len()
+                    );
+                    return finish(r, Outcome::Failed, Some(msg));
+                }
+                Stats::bump(&ctx.api.stats.retries);
+            }
+            Class::Throttled { retry_after } => {
+                // This request waits out its own Retry-After (else backoff
+                // with jitter); the shared limiter slows everyone only when
+                // throttling is sustained (`pace`).
+                ctx.pace.record(true);
+                throttled += 1;
+                r.last_error = Some(answer.message);
+                if throttled > MAX_THROTTLED_PER_ITEM {
+                    return finish(r, Outcome::Failed, None);
+                }
+                Stats::bump(&ctx.api.stats.retries);
+                let delay =
+                    ctx.api
+                        .backoff
+                        .delay(throttled.min(8) - 1, retry_after, &mut rand::rng());
+                let started = tokio::time::Instant::now();
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = ctx.stop.wait() => return stopped(r),
+                }
+                ctx.api.stats.add_retry_after_wait(started.elapsed());
+            }
+            Class::Transient { retry_after } => {
+                lost_answers += 1;
+                r.last_error = Some(answer.message);
+                if transient >= ctx.cfg.max_retries {
+                    return finish(r, Outcome::Failed, None);
+                }
+                let delay = ctx
+                    .api
+                    .backoff
+                    .delay(transient, retry_after, &mut rand::rng());
+                transient += 1;
+                Stats::bump(&ctx.api.stats.retries);
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = ctx.stop.wait() => return finish(r, Outcome::Failed, None),
+                }
+            }
+            Class::Unauthorized | Class::Forbidden => {
+                ctx.stop.trigger(StopReason::PermissionLost);
+                return finish(r, Outcome::Failed, Some(answer.message));
+            }
+            Class::Expired { .. } | Class::Rejected => {
+                return finish(r, Outcome::Failed, Some(answer.message));
+            }
+        }
+    }
+}
+
+/// An item the stop reached: never attempted, or failed if writes were sent.
+fn stopped(r: ItemResult) -> ItemResult {
+    if r.attempts == 0 {
+        finish(r, Outcome::NotAttempted, None)
+    } else {
+        let e = r
+            .last_error
+            .clone()
+            .or_else(|| Some("run stopped before this item finished".into()));
+        finish(r, Outcome::Failed, e)
+    }
+}
+
+/// The DELETE (with preconditions) or the mark PATCH (with resourceVersion,
+/// so a concurrent change wins), sent once.
+async fn write(ctx: &Ctx<'_>, ident: &Identity) -> crate::cluster::Answer {
+    let path = Kind::Identity.object_path(&ident.name);
+    match ctx.action {
+        Action::Delete => {
+            let mut body = json!({
+                "kind": "DeleteOptions",
+                "apiVersion": "v1",
+                "preconditions": {"uid": ident.uid, "resourceVersion": ident.resource_version},
+                "propagationPolicy": "Background",
+            });
+            if ctx.cfg.dry_run {
+                body["dryRun"] = json!(["All"]);
+            }
+            ctx.api
+                .send_once(
+                    Method::DELETE,
+                    &path,
+                    Some((JSON, body.to_string().into_bytes())),
+                )
+                .await
+        }
+        Action::Mark => {
+            let now = ctx.api.clock.now();
+            let body = json!({"metadata": {
+                "resourceVersion": ident.resource_version,
+                "annotations": {HEARTBEAT_ANNOTATION: rfc3339_nano(now)},
+            }});
+            let mut q = format!("{path}?fieldManager={FIELD_MANAGER}");
+            if ctx.cfg.dry_run {
+                q.push_str("&dryRun=All");
+            }
+            ctx.api
+                .send_once(
+                    Method::PATCH,
+                    &q,
+                    Some((MERGE_PATCH, body.to_string().into_bytes())),
+                )
+                .await
+        }
+    }
+}
+
+/// RFC 3339 in UTC with up to nanoseconds, trailing zeros trimmed: Go's
+/// `time.RFC3339Nano`, as the operator writes marks.
+pub fn rfc3339_nano(t: Timestamp) -> String {
+    t.to_string()
+}
+
+enum Reread {
+    Fresh(Box<Identity>),
+    Gone,
+    Failed(String),
+}
+
+async fn reread(ctx: &Ctx<'_>, name: &str) -> Reread {
+    let a = ctx
+        .api
+        .get(&Kind::Identity.object_path(name), ctx.cfg.max_retries)
+        .await;
+    match a.class {
+        Class::Success => {}
+        Class::NotFound => return Reread::Gone,
+        Class::Unauthorized | Class::Forbidden => {
+            ctx.stop.trigger(StopReason::PermissionLost);
+            return Reread::Failed(a.message);
+        }
+        _ => return Reread::Failed(format!("re-reading after a conflict: {}", a.message)),
+    }
+    let raw: Box<serde_json::value::RawValue> = match a.json() {
+        Ok(r) => r,
+        Err(e) => return Reread::Failed(format!("re-reading after a conflict: {e}")),
+    };
+    match decode_identity(&raw) {
+        Ok(mut i) => {
+            i.labels.clear();
+            Reread::Fresh(Box::new(i))
+        }
+        Err(m) => Reread::Failed(format!("re-read object is malformed: {}", m.problem)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn marks_are_rfc3339_nano() {
+        let t: Timestamp = "2026-01-02T03:04:05.123456789Z".parse().unwrap();
+        assert_eq!(rfc3339_nano(t), "2026-01-02T03:04:05.123456789Z");
+        let t: Timestamp = "2026-01-02T03:04:05Z".parse().unwrap();
+        assert_eq!(rfc3339_nano(t), "2026-01-02T03:04:05Z");
+        let t: Timestamp = "2026-01-02T03:04:05.5Z".parse().unwrap();
+        assert_eq!(rfc3339_nano(t), "2026-01-02T03:04:05.5Z");
+        assert_eq!(crate::policy::parse_mark(&rfc3339_nano(t)), Some(t));
+    }
+}
