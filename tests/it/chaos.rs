@@ -266,7 +266,14 @@ async fn run_schedule(s: Schedule) {
         // (kube's watcher restarts a paged list on any failed page, as
         // client-go's reflector does). Then nothing more may be written, and
         // what was written must still add up.
-        assert_eq!(abort.reason, AbortReason::ReadFailed, "{abort:?}");
+        // Before the first full list: read-failed; mid-run: usage-lost.
+        assert!(
+            matches!(
+                abort.reason,
+                AbortReason::ReadFailed | AbortReason::UsageLost
+            ),
+            "{abort:?}"
+        );
         assert!(abort.message.contains("endpoint watchers"), "{abort:?}");
         assert_eq!(exit, Exit::Unexpected);
         check_ledger_agrees(&report, &w);
@@ -1082,12 +1089,14 @@ proptest! {
 /// Broke: when the endpoint watchers could not re-list mid-run (here: list
 /// and watch of CiliumEndpoints forbidden, then the watch expired), every
 /// delete worker waited for usage to be ready again, forever: the run hung
-/// until killed, with no report.
+/// until killed, with no report. Since issue 11 the run ends `usage-lost`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn regression_endpoint_watchers_unable_to_relist_hung_the_run() {
     let w = World::start(calm(200)).await;
     let sim = &w.sim;
-    let run = w.gc(&["delete", "--yes", "--qps", "10", "--burst", "1"]);
+    // Slow enough that candidates remain once the usage last known
+    // complete is older than `FRESHNESS_LIMIT`.
+    let run = w.gc(&["delete", "--yes", "--qps", "2", "--burst", "1"]);
     let break_usage = async {
         while sim.ledger().deletes.len() < 3 {
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -1107,12 +1116,22 @@ async fn regression_endpoint_watchers_unable_to_relist_hung_the_run() {
     assert_ne!(exit, Exit::Success, "{:?}", report.aborted);
     assert!(report.aborted.is_some());
     assert!(report.summary.not_attempted > 0 || report.summary.failed > 0);
+    // The watch ended when usage broke: the index is known complete up to
+    // then, and writes may rely on it for `FRESHNESS_LIMIT` (issue 11), no
+    // longer (plus in-flight requests).
+    let unknown_from = broken_at
+        + SignedDuration::try_from(cilium_gc::usage::FRESHNESS_LIMIT).unwrap()
+        + SignedDuration::from_millis(300);
     let late: Vec<_> = sim
         .ledger()
         .requests
         .into_iter()
-        .filter(|r| r.method == "DELETE" && r.time > broken_at + SignedDuration::from_millis(300))
+        .filter(|r| r.method == "DELETE" && r.time > unknown_from)
         .collect();
     assert!(late.is_empty(), "deletes while usage was unknown: {late:?}");
+    assert_eq!(
+        report.aborted.as_ref().map(|a| a.reason),
+        Some(AbortReason::UsageLost)
+    );
     assert_valid(&json(&report));
 }

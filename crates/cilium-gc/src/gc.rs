@@ -476,7 +476,7 @@ async fn execute(
         }
         Some(StopReason::UsageLost) => {
             let m = format!(
-                "endpoint usage was not known complete for {}s (watches of CiliumEndpoints/Slices down), so which identities are in use is unknown: no further writes were started",
+                "endpoint usage was not known complete for {}s (the endpoint watchers could not list or watch CiliumEndpoints/Slices), so which identities are in use is unknown: no further writes were started",
                 crate::usage::USAGE_STALL_LIMIT.as_secs()
             );
             run.error(ErrorKind::Watcher, m.clone());
