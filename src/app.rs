@@ -14,6 +14,14 @@ use crate::stop::Stop;
 /// stderr, as one line.
 pub async fn run(cli: Cli) -> Exit {
     let stop = Stop::default();
+    if matches!(
+        cli.command,
+        Command::Scan(_) | Command::Delete(_) | Command::Diagnose(_)
+    ) {
+        if let Err(e) = crate::cli::validate_kube_args(&cli.kube) {
+            return usage_error(&e);
+        }
+    }
     match cli.command {
         Command::Scan(args) => match GcSettings::for_scan(args) {
             Ok(s) => gc_and_emit(&cli.kube, s, &stop, &Ui::detect(), cli.color).await,

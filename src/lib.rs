@@ -22,6 +22,7 @@ pub mod render;
 pub mod report;
 pub mod retry;
 pub mod scan;
+pub mod secrets;
 pub mod selector;
 pub mod sim;
 pub mod stats;

@@ -65,6 +65,9 @@ pub struct SweepConfig {
     pub max_retries: u32,
     /// Send `dryRun: [All]`.
     pub dry_run: bool,
+    /// `--allow-unreadable-endpoints`: an endpoint whose identity reference
+    /// cannot be read does not stop the deletes.
+    pub allow_unreadable_endpoints: bool,
     /// The decision rules, applied again before each write.
     pub policy: Policy,
 }
@@ -245,6 +248,11 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
                 return stopped(r);
             },
             _ = ctx.stop.wait() => return stopped(r),
+        }
+        // An endpoint whose identity we cannot read may protect this one.
+        if !ctx.cfg.allow_unreadable_endpoints && ctx.usage.unreadable_count() > 0 {
+            ctx.stop.trigger(StopReason::UnreadableEndpoint);
+            return stopped(r);
         }
         if ctx.stop.is_stopped() {
             return stopped(r);
