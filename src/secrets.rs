@@ -112,22 +112,13 @@ pub fn auth_message(e: &AuthError) -> String {
 /// possibly preceded by `VAR="value"` pairs): the first quoted word that is
 /// not an environment assignment.
 fn exec_program(cmd: &str) -> String {
-    let mut words = cmd.split('"').skip(1).step_by(2);
-    let first = words.next().unwrap_or("");
     // `Command`'s Debug puts env assignments before the program as
-    // NAME="value"; a quoted word right after `=` is a value, so look at
-    // what precedes each quote.
-    let mut prev_end = 0;
-    for (i, part) in cmd.split('"').enumerate() {
-        if i % 2 == 1 {
-            let before = &cmd[..prev_end];
-            if !before.trim_end().ends_with('=') {
-                return format!("{part:?}");
-            }
-        }
-        prev_end += part.len() + 1;
-    }
-    format!("{first:?}")
+    // NAME="value": a quoted word right after `=` is a value.
+    let parts: Vec<&str> = cmd.split('"').collect();
+    (1..parts.len())
+        .step_by(2)
+        .find(|&i| !parts[i - 1].trim_end().ends_with('='))
+        .map_or_else(|| "(unknown)".to_owned(), |i| format!("{:?}", parts[i]))
 }
 
 #[cfg(test)]

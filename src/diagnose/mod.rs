@@ -130,7 +130,7 @@ pub async fn diagnose(
     input.server = Some(endpoint.server);
     input.context = endpoint.context;
     if args.redact {
-        redact::redact(&mut input);
+        redact::redact(&mut input, &[&args.cilium_namespace]);
     }
     Ok(analyze(&input, api.clock.now()))
 }
