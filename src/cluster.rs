@@ -45,8 +45,10 @@ pub enum ConnectError {
         problem: String,
     },
     /// The HTTP client could not be built.
-    #[error("cannot build the Kubernetes client: {0}")]
-    Client(#[source] kube::Error),
+    /// (Displayed through [`crate::secrets::describe`]: kube's own text of
+    /// an exec-plugin failure carries its env, arguments and output.)
+    #[error("cannot build the Kubernetes client: {}", crate::secrets::describe(.0))]
+    Client(kube::Error),
 }
 
 /// Where we are connected, for the report (never a credential).
@@ -167,6 +169,9 @@ fn register_credentials(config: &Config) {
         crate::secrets::register(s.expose_secret());
     }
     if let Some(exec) = &a.exec {
+        if let Some(c) = &exec.command {
+            crate::secrets::set_exec_program(c);
+        }
         for arg in exec.args.iter().flatten() {
             crate::secrets::register(arg);
         }
@@ -593,6 +598,8 @@ pub struct Api {
     timeout: Option<Duration>,
     /// Cut short Retry-After waits and backoff on Ctrl-C.
     pub stop: crate::stop::Stop,
+    /// Largest body read ([`MAX_BODY_BYTES`]; lower in tests).
+    pub max_body: usize,
     /// Closed while a Retry-After runs.
     pub gate: Arc<Gate>,
     /// The server's clock.
@@ -617,6 +624,7 @@ impl Api {
             client,
             timeout,
             stop: crate::stop::Stop::default(),
+            max_body: MAX_BODY_BYTES,
             gate: Arc::new(Gate::default()),
             clock: Arc::new(ServerClock::new()),
             stats,
@@ -705,7 +713,7 @@ impl Api {
             None => self.clock.observe_missing(),
         }
         let location = header(http::header::LOCATION);
-        let body = match http_body_util::Limited::new(res.into_body(), MAX_BODY_BYTES)
+        let body = match http_body_util::Limited::new(res.into_body(), self.max_body)
             .collect()
             .await
         {
@@ -717,7 +725,7 @@ impl Api {
                     body: Bytes::new(),
                     message: format!(
                         "the answer's body is larger than {} MiB: refusing to read it",
-                        MAX_BODY_BYTES >> 20
+                        self.max_body >> 20
                     ),
                 }
             }

@@ -22,6 +22,15 @@ pub const REDACTED: &str = "<redacted>";
 
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
+/// The kubeconfig's exec plugin command, as configured.
+static EXEC_PROGRAM: RwLock<Option<String>> = RwLock::new(None);
+
+/// Remember the exec plugin's command, to name it in errors (kube's error
+/// text is not parsed reliably: its env values are quoted JSON).
+pub fn set_exec_program(command: &str) {
+    *EXEC_PROGRAM.write().unwrap_or_else(|e| e.into_inner()) = Some(command.to_owned());
+}
+
 /// Remember a credential for the rest of the process. An argument shaped
 /// `--flag=value` also registers its value.
 pub fn register(value: &str) {
@@ -87,7 +96,8 @@ pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
 pub fn auth_message(e: &AuthError) -> String {
     match e {
         AuthError::AuthExecRun { cmd, out } => {
-            let program = exec_program(cmd);
+            let configured = EXEC_PROGRAM.read().unwrap_or_else(|e| e.into_inner()).clone();
+            let program = configured.map_or_else(|| exec_program(cmd), |p| format!("{p:?}"));
             let status = match out.status.code() {
                 Some(c) => format!("exit status {c}"),
                 None => "killed by a signal".to_owned(),

@@ -383,9 +383,14 @@ async fn write(ctx: &Ctx<'_>, ident: &Identity) -> crate::cluster::Answer {
                 "preconditions": {"uid": ident.uid, "resourceVersion": ident.resource_version},
                 "propagationPolicy": "Background",
             });
-            if ctx.cfg.dry_run {
+            // In the query string as well as the body: a proxy that drops
+            // DELETE bodies must not turn a dry run into a real delete.
+            let path = if ctx.cfg.dry_run {
                 body["dryRun"] = json!(["All"]);
-            }
+                format!("{path}?dryRun=All")
+            } else {
+                path
+            };
             ctx.api
                 .send_once(
                     Method::DELETE,
