@@ -479,6 +479,27 @@ mod tests {
         }
     }
 
+    /// Issue 12: validated up front, never a panic later.
+    #[test]
+    fn namespaces_and_connection_flags_are_validated() {
+        for args in [
+            &["x", "scan", "--cilium-namespace", "a b"][..],
+            &["x", "scan", "--cilium-namespace", "-x"],
+            &["x", "scan", "-n", "UPPER"],
+            &["x", "diagnose", "--cilium-namespace", "a/b"],
+        ] {
+            assert_eq!(parse(args).unwrap_err().exit_code(), 2, "{args:?}");
+        }
+        let k = |token: &str| KubeArgs {
+            token: Some(token.into()),
+            ..KubeArgs::default()
+        };
+        assert!(validate_kube_args(&k("abc\n")).is_err());
+        assert!(validate_kube_args(&k("a b")).is_err());
+        assert!(validate_kube_args(&k("")).is_err());
+        assert!(validate_kube_args(&k("eyJhbGciOi.x-y_z")).is_ok());
+    }
+
     #[test]
     fn plugin_name_in_usage() {
         assert_eq!(

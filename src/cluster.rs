@@ -880,6 +880,103 @@ mod tests {
         assert!(pem_certs(b"nothing").is_err());
     }
 
+    /// Issue 12: a Retry-After wait is capped and ends on Ctrl-C.
+    #[tokio::test(start_paused = true)]
+    async fn gate_wait_is_capped_and_races_the_stop() {
+        let g = Gate::default();
+        g.close_for(Duration::from_secs(u64::MAX / 4)).await; // no overflow
+        let start = Instant::now();
+        assert!(g.wait_or(&crate::stop::Stop::default()).await);
+        assert_eq!(Instant::now() - start, crate::retry::MAX_RETRY_AFTER);
+        g.close_for(Duration::from_secs(300)).await;
+        let stop = crate::stop::Stop::default();
+        let s = stop.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            s.trigger(crate::stop::StopReason::Interrupt);
+        });
+        let start = Instant::now();
+        assert!(!g.wait_or(&stop).await);
+        assert!(Instant::now() - start < Duration::from_secs(2));
+    }
+
+    fn kubeconfig_with_every_credential(dir: &std::path::Path) -> std::path::PathBuf {
+        let p = dir.join("kc");
+        std::fs::write(
+            &p,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://k.example:6443\n    proxy-url: http://proxy.example:3128\nusers:\n- name: u\n  user:\n    username: bob\n    password: hunter2-password\n    client-certificate-data: Y2VydA==\n    client-key-data: a2V5\n    auth-provider:\n      name: oidc\n      config:\n        id-token: old-id-token\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/false\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
+        )
+        .unwrap();
+        p
+    }
+
+    /// Issue 12: --token replaces every kubeconfig credential, as kubectl's.
+    #[tokio::test]
+    async fn token_replaces_every_kubeconfig_credential() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = KubeArgs {
+            kubeconfig: Some(kubeconfig_with_every_credential(dir.path())),
+            token: Some("flag-token".into()),
+            as_user: Some("sre".into()),
+            ..KubeArgs::default()
+        };
+        let (config, endpoint) = load_config(&args).await.unwrap();
+        let a = &config.auth_info;
+        use secrecy::ExposeSecret;
+        assert_eq!(a.token.as_ref().map(|t| t.expose_secret().to_owned()).as_deref(), Some("flag-token"));
+        assert!(a.username.is_none() && a.password.is_none());
+        assert!(a.client_certificate_data.is_none() && a.client_key_data.is_none());
+        assert!(a.auth_provider.is_none() && a.exec.is_none() && a.token_file.is_none());
+        assert_eq!(a.impersonate.as_deref(), Some("sre"));
+        // The kubeconfig's proxy-url is used.
+        assert_eq!(config.proxy_url.unwrap().to_string(), "http://proxy.example:3128/");
+        assert_eq!(endpoint.timeout, Some(DEFAULT_REQUEST_TIMEOUT));
+    }
+
+    /// Issue 12: `--request-timeout 0` means no limit, as --help says.
+    #[tokio::test]
+    async fn request_timeout_zero_is_no_limit() {
+        let args = KubeArgs {
+            server: Some("https://k.example:6443".into()),
+            request_timeout: Some(Duration::ZERO),
+            ..KubeArgs::default()
+        };
+        let (config, endpoint) = load_config(&args).await.unwrap();
+        assert_eq!(endpoint.timeout, None);
+        assert_eq!((config.read_timeout, config.write_timeout), (None, None));
+    }
+
+    #[test]
+    fn proxies_are_chosen_as_kubectl_chooses_them() {
+        let server: http::Uri = "https://api.corp.example:6443".parse().unwrap();
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        };
+        let none = env(&[]);
+        assert_eq!(resolve_proxy(None, &server, &none).unwrap(), None);
+        let https = env(&[("HTTPS_PROXY", "http://p:3128")]);
+        assert_eq!(
+            resolve_proxy(None, &server, &https).unwrap().unwrap().to_string(),
+            "http://p:3128/"
+        );
+        for no in [".corp.example", "corp.example", "*", "api.corp.example:6443", "10.0.0.0/8,api.corp.example"] {
+            let e = move |k: &str| match k {
+                "HTTPS_PROXY" => Some("http://p:3128".to_owned()),
+                "NO_PROXY" => Some(no.to_owned()),
+                _ => None,
+            };
+            assert_eq!(resolve_proxy(None, &server, &e).unwrap(), None, "{no}");
+        }
+        assert!(!no_proxy_matches("example.org,api.corp.example:443", &server));
+        let ip: http::Uri = "https://10.1.2.3:6443".parse().unwrap();
+        assert!(no_proxy_matches("10.0.0.0/8", &ip));
+        assert!(!no_proxy_matches("11.0.0.0/8", &ip));
+        // The kubeconfig's proxy-url wins over NO_PROXY, as in client-go.
+        let e = |k: &str| (k == "NO_PROXY").then(|| "*".to_owned());
+        assert!(resolve_proxy(Some("socks5://s:1080"), &server, &e).unwrap().is_some());
+        assert!(resolve_proxy(Some("ftp://x"), &server, &none).is_err());
+    }
+
     #[tokio::test(start_paused = true)]
     async fn gate_holds_requests_until_retry_after() {
         let g = Gate::default();

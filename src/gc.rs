@@ -933,6 +933,13 @@ mod tests {
             GcSettings::for_delete(d).is_err()
         };
         assert!(bad(&["--qps=-1"]));
+        // Issue 12: these panicked or deleted too early.
+        assert!(bad(&["--qps", "1e-300"]));
+        assert!(bad(&["--qps", "1e300"]));
+        assert!(bad(&["--heartbeat-timeout", "0"]));
+        assert!(bad(&["--heartbeat-timeout", "4m"]));
+        assert!(!bad(&["--heartbeat-timeout", "4m", "--allow-short-heartbeat-timeout"]));
+        assert!(!bad(&["--heartbeat-timeout", "5m"]));
         assert!(bad(&["--max-percent", "0"]));
         assert!(bad(&["--max-percent", "101"]));
         assert!(bad(&["--burst", "0"]));

@@ -564,6 +564,42 @@ mod tests {
         );
     }
 
+    /// Issue 12: what cannot be read fails closed.
+    #[test]
+    fn unknown_mode_bad_cluster_id_and_short_timeouts_are_refused() {
+        let all = Crds {
+            identities: true,
+            endpoints: true,
+            slices: false,
+            slices_v2: false,
+        };
+        let mut unread = settings_from_config(None, None);
+        assert!(!evaluate(all, &unread, &[])[2].passed);
+        unread.state_allocation_mode(Some("crd"));
+        assert!(evaluate(all, &unread, &[])[2].passed);
+        let v = unread.values.iter().find(|v| v.key == "identity-allocation-mode").unwrap();
+        assert_eq!(v.source, ConfigSource::Flag);
+        // A readable cilium-config wins over the flag.
+        let mut kv = settings_from_config(Some(&cfg(&[("identity-allocation-mode", "kvstore")])), None);
+        kv.state_allocation_mode(Some("crd"));
+        assert!(!evaluate(all, &kv, &[])[2].passed);
+
+        let ok = |pairs: &[(&str, &str)]| cluster_id_check(&settings_from_config(Some(&cfg(pairs)), None)).passed;
+        assert!(ok(&[]));
+        assert!(ok(&[("cluster-id", "255")]));
+        assert!(ok(&[("cluster-id", "511"), ("max-connected-clusters", "511")]));
+        assert!(!ok(&[("cluster-id", "256")]));
+        assert!(!ok(&[("max-connected-clusters", "300")]));
+        assert!(!ok(&[("cluster-id", "one")]));
+
+        let s = settings_from_config(Some(&cfg(&[("identity-heartbeat-timeout", "30m")])), None);
+        let ten = Some(Duration::from_secs(600));
+        assert!(!heartbeat_check(&s, ten, false, true).passed);
+        assert!(heartbeat_check(&s, ten, true, true).passed);
+        assert!(heartbeat_check(&s, ten, false, false).passed); // scan: a warning
+        assert!(heartbeat_check(&s, Some(Duration::from_secs(3600)), false, true).passed);
+    }
+
     #[test]
     fn zero_endpoints_needs_force() {
         assert!(endpoints_check(5, 0, 100, false).passed);
