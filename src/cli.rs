@@ -248,7 +248,13 @@ pub fn validate_kube_args(k: &KubeArgs) -> Result<(), String> {
             return Err("--token: must be non-empty printable ASCII without spaces or newlines (is it the whole file, with its trailing newline?)".into());
         }
     }
-    for (flag, v) in [("--as", &k.as_user), ("--context", &k.context), ("--cluster", &k.cluster), ("--user", &k.user), ("--tls-server-name", &k.tls_server_name)] {
+    for (flag, v) in [
+        ("--as", &k.as_user),
+        ("--context", &k.context),
+        ("--cluster", &k.cluster),
+        ("--user", &k.user),
+        ("--tls-server-name", &k.tls_server_name),
+    ] {
         if let Some(v) = v {
             if v.chars().any(char::is_control) {
                 return Err(format!("{flag}: must not contain control characters"));

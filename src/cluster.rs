@@ -7,8 +7,8 @@
 //! kube's own retry layer is switched off (`default_retry = false`): every
 //! retry is ours, so the report can count it.
 
-use std::path::PathBuf;
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -110,11 +110,9 @@ pub async fn load_config(args: &KubeArgs) -> Result<(Config, Endpoint), ConnectE
         },
     };
     apply_overrides(&mut config, args)?;
-    config.proxy_url = resolve_proxy(
-        kubeconfig_proxy.as_deref(),
-        &config.cluster_url,
-        &|k| std::env::var(k).ok(),
-    )?;
+    config.proxy_url = resolve_proxy(kubeconfig_proxy.as_deref(), &config.cluster_url, &|k| {
+        std::env::var(k).ok()
+    })?;
     register_credentials(&config);
     // A CronJob or CI has no one to answer a plugin's prompt, and an
     // interactive plugin writes its stderr straight to ours: capture it.
@@ -165,7 +163,10 @@ fn sends_bearer(config: &Config) -> bool {
 fn register_credentials(config: &Config) {
     use secrecy::ExposeSecret;
     let a = &config.auth_info;
-    for s in [&a.token, &a.password, &a.client_key_data].into_iter().flatten() {
+    for s in [&a.token, &a.password, &a.client_key_data]
+        .into_iter()
+        .flatten()
+    {
         crate::secrets::register(s.expose_secret());
     }
     if let Some(exec) = &a.exec {
@@ -193,7 +194,10 @@ fn cluster_proxy_url(k: &Kubeconfig, args: &KubeArgs, context: Option<&str>) -> 
     let cluster = match &args.cluster {
         Some(c) => c.clone(),
         None => {
-            let ctx = k.contexts.iter().find(|c| Some(c.name.as_str()) == context)?;
+            let ctx = k
+                .contexts
+                .iter()
+                .find(|c| Some(c.name.as_str()) == context)?;
             ctx.context.as_ref()?.cluster.clone()
         }
     };
@@ -226,7 +230,9 @@ pub fn resolve_proxy(
             Some("http" | "https" | "socks5") if uri.host().is_some() => Ok(uri),
             _ => Err(ConnectError::Flag {
                 flag: what,
-                problem: format!("{raw:?}: only http://, https:// and socks5:// proxies are supported"),
+                problem: format!(
+                    "{raw:?}: only http://, https:// and socks5:// proxies are supported"
+                ),
             }),
         }
     };
@@ -259,46 +265,68 @@ pub fn no_proxy_matches(no_proxy: &str, server: &http::Uri) -> bool {
     let Some(host) = server.host() else {
         return false;
     };
-    let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
     let port = server
         .port_u16()
-        .unwrap_or(if server.scheme_str() == Some("http") { 80 } else { 443 });
+        .unwrap_or(if server.scheme_str() == Some("http") {
+            80
+        } else {
+            443
+        });
     let ip: Option<std::net::IpAddr> = host.parse().ok();
-    no_proxy.split(',').map(str::trim).filter(|e| !e.is_empty()).any(|entry| {
-        if entry == "*" {
-            return true;
-        }
-        if let Some((net, bits)) = entry.split_once('/') {
-            return match (ip, net.parse::<std::net::IpAddr>(), bits.parse::<u32>()) {
-                (Some(ip), Ok(net), Ok(bits)) => in_cidr(ip, net, bits),
-                _ => false,
+    no_proxy
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .any(|entry| {
+            if entry == "*" {
+                return true;
+            }
+            if let Some((net, bits)) = entry.split_once('/') {
+                return match (ip, net.parse::<std::net::IpAddr>(), bits.parse::<u32>()) {
+                    (Some(ip), Ok(net), Ok(bits)) => in_cidr(ip, net, bits),
+                    _ => false,
+                };
+            }
+            let (name, want_port) = match entry.rsplit_once(':') {
+                Some((n, p)) if !n.contains(':') || n.ends_with(']') => (n, p.parse::<u16>().ok()),
+                _ => (entry, None),
             };
-        }
-        let (name, want_port) = match entry.rsplit_once(':') {
-            Some((n, p)) if !n.contains(':') || n.ends_with(']') => (n, p.parse::<u16>().ok()),
-            _ => (entry, None),
-        };
-        if want_port.is_some_and(|p| p != port) {
-            return false;
-        }
-        let name = name.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
-        if let (Some(ip), Ok(n)) = (ip, name.parse::<std::net::IpAddr>()) {
-            return ip == n;
-        }
-        let bare = name.trim_start_matches("*.").trim_start_matches('.');
-        host == bare || host.ends_with(&format!(".{bare}"))
-    })
+            if want_port.is_some_and(|p| p != port) {
+                return false;
+            }
+            let name = name
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_ascii_lowercase();
+            if let (Some(ip), Ok(n)) = (ip, name.parse::<std::net::IpAddr>()) {
+                return ip == n;
+            }
+            let bare = name.trim_start_matches("*.").trim_start_matches('.');
+            host == bare || host.ends_with(&format!(".{bare}"))
+        })
 }
 
 fn in_cidr(ip: std::net::IpAddr, net: std::net::IpAddr, bits: u32) -> bool {
     use std::net::IpAddr::{V4, V6};
     match (ip, net) {
         (V4(a), V4(b)) if bits <= 32 => {
-            let mask = if bits == 0 { 0 } else { u32::MAX << (32 - bits) };
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - bits)
+            };
             u32::from(a) & mask == u32::from(b) & mask
         }
         (V6(a), V6(b)) if bits <= 128 => {
-            let mask = if bits == 0 { 0 } else { u128::MAX << (128 - bits) };
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - bits)
+            };
             u128::from(a) & mask == u128::from(b) & mask
         }
         _ => false,
@@ -455,7 +483,8 @@ impl ServerClock {
     /// Whether mark ages were (at least partly) judged by the local clock,
     /// because the server sent no usable `Date`: the report says so.
     pub fn local_clock_used(&self) -> bool {
-        self.missing_date.load(Ordering::Relaxed) || self.offset_ms.load(Ordering::Relaxed) == i64::MIN
+        self.missing_date.load(Ordering::Relaxed)
+            || self.offset_ms.load(Ordering::Relaxed) == i64::MIN
     }
     /// Record a `Date` header observed at local time `local`.
     pub fn observe(&self, date_header: &str, local: Timestamp) {
@@ -772,7 +801,7 @@ impl Api {
                     text.trim().chars().take(200).collect::<String>()
                 )
             }
-            _ if code < 200 || code >= 300 => format!("unexpected HTTP status {code}"),
+            _ if !(200..300).contains(&code) => format!("unexpected HTTP status {code}"),
             _ => String::new(),
         };
         Answer {
@@ -923,13 +952,22 @@ mod tests {
         let (config, endpoint) = load_config(&args).await.unwrap();
         let a = &config.auth_info;
         use secrecy::ExposeSecret;
-        assert_eq!(a.token.as_ref().map(|t| t.expose_secret().to_owned()).as_deref(), Some("flag-token"));
+        assert_eq!(
+            a.token
+                .as_ref()
+                .map(|t| t.expose_secret().to_owned())
+                .as_deref(),
+            Some("flag-token")
+        );
         assert!(a.username.is_none() && a.password.is_none());
         assert!(a.client_certificate_data.is_none() && a.client_key_data.is_none());
         assert!(a.auth_provider.is_none() && a.exec.is_none() && a.token_file.is_none());
         assert_eq!(a.impersonate.as_deref(), Some("sre"));
         // The kubeconfig's proxy-url is used.
-        assert_eq!(config.proxy_url.unwrap().to_string(), "http://proxy.example:3128/");
+        assert_eq!(
+            config.proxy_url.unwrap().to_string(),
+            "http://proxy.example:3128/"
+        );
         assert_eq!(endpoint.timeout, Some(DEFAULT_REQUEST_TIMEOUT));
     }
 
@@ -950,16 +988,30 @@ mod tests {
     fn proxies_are_chosen_as_kubectl_chooses_them() {
         let server: http::Uri = "https://api.corp.example:6443".parse().unwrap();
         let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
         };
         let none = env(&[]);
         assert_eq!(resolve_proxy(None, &server, &none).unwrap(), None);
         let https = env(&[("HTTPS_PROXY", "http://p:3128")]);
         assert_eq!(
-            resolve_proxy(None, &server, &https).unwrap().unwrap().to_string(),
+            resolve_proxy(None, &server, &https)
+                .unwrap()
+                .unwrap()
+                .to_string(),
             "http://p:3128/"
         );
-        for no in [".corp.example", "corp.example", "*", "api.corp.example:6443", "10.0.0.0/8,api.corp.example"] {
+        for no in [
+            ".corp.example",
+            "corp.example",
+            "*",
+            "api.corp.example:6443",
+            "10.0.0.0/8,api.corp.example",
+        ] {
             let e = move |k: &str| match k {
                 "HTTPS_PROXY" => Some("http://p:3128".to_owned()),
                 "NO_PROXY" => Some(no.to_owned()),
@@ -967,13 +1019,18 @@ mod tests {
             };
             assert_eq!(resolve_proxy(None, &server, &e).unwrap(), None, "{no}");
         }
-        assert!(!no_proxy_matches("example.org,api.corp.example:443", &server));
+        assert!(!no_proxy_matches(
+            "example.org,api.corp.example:443",
+            &server
+        ));
         let ip: http::Uri = "https://10.1.2.3:6443".parse().unwrap();
         assert!(no_proxy_matches("10.0.0.0/8", &ip));
         assert!(!no_proxy_matches("11.0.0.0/8", &ip));
         // The kubeconfig's proxy-url wins over NO_PROXY, as in client-go.
         let e = |k: &str| (k == "NO_PROXY").then(|| "*".to_owned());
-        assert!(resolve_proxy(Some("socks5://s:1080"), &server, &e).unwrap().is_some());
+        assert!(resolve_proxy(Some("socks5://s:1080"), &server, &e)
+            .unwrap()
+            .is_some());
         assert!(resolve_proxy(Some("ftp://x"), &server, &none).is_err());
     }
 

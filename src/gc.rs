@@ -21,8 +21,8 @@ use crate::policy::{self, decide, Policy, Reason};
 use crate::preflight::{self, CiliumSettings};
 use crate::progress::Progress;
 use crate::report::{
-    self, Abort, AbortReason, CheckName, ClusterInfo, ErrorKind, IdRange, Item, ItemsMode, Mode, Options,
-    Outcome, Preflight, Report, RunError, Summary, Tool,
+    self, Abort, AbortReason, CheckName, ClusterInfo, ErrorKind, IdRange, Item, ItemsMode, Mode,
+    Options, Outcome, Preflight, Report, RunError, Summary, Tool,
 };
 use crate::retry::Class;
 use crate::scan::{self, ScanError};
@@ -105,7 +105,10 @@ impl GcSettings {
 
     /// Settings of `delete`.
     pub fn for_delete(d: DeleteArgs) -> Result<Self, SettingsError> {
-        if !d.qps.is_finite() || d.qps < 0.0 || (d.qps > 0.0 && !(MIN_QPS..=MAX_QPS).contains(&d.qps)) {
+        if !d.qps.is_finite()
+            || d.qps < 0.0
+            || (d.qps > 0.0 && !(MIN_QPS..=MAX_QPS).contains(&d.qps))
+        {
             return Err(SettingsError(format!(
                 "--qps must be 0 (unlimited) or between {MIN_QPS} and {MAX_QPS}, not {}",
                 d.qps
@@ -468,7 +471,9 @@ async fn execute(
             run.error(ErrorKind::ConfigUnavailable, m);
         }
     }
-    run.preflight.checks.push(preflight::cluster_id_check(&cilium));
+    run.preflight
+        .checks
+        .push(preflight::cluster_id_check(&cilium));
     let hb = preflight::heartbeat_check(
         &cilium,
         s.scan.heartbeat_timeout,
@@ -577,7 +582,11 @@ async fn execute(
     if unreadable {
         mark_not_attempted(run, &plan);
         run.summary.not_attempted = candidates;
-        return run.abort(AbortReason::PreflightRefused, readable.message, Exit::Refused);
+        return run.abort(
+            AbortReason::PreflightRefused,
+            readable.message,
+            Exit::Refused,
+        );
     }
     if let Some(why) = blast_radius(candidates, run.summary.scanned, s) {
         mark_not_attempted(run, &plan);
@@ -650,7 +659,10 @@ async fn execute(
         Some(StopReason::UnreadableEndpoint) => {
             let c = endpoints_readable_check(&usage, false);
             run.preflight.checks.push(c.clone());
-            let m = format!("{} (appeared during the deletes: no further writes were started)", c.message);
+            let m = format!(
+                "{} (appeared during the deletes: no further writes were started)",
+                c.message
+            );
             return run.abort(AbortReason::PreflightRefused, m, Exit::Refused);
         }
         Some(_) => return Exit::Interrupted,
@@ -938,7 +950,11 @@ mod tests {
         assert!(bad(&["--qps", "1e300"]));
         assert!(bad(&["--heartbeat-timeout", "0"]));
         assert!(bad(&["--heartbeat-timeout", "4m"]));
-        assert!(!bad(&["--heartbeat-timeout", "4m", "--allow-short-heartbeat-timeout"]));
+        assert!(!bad(&[
+            "--heartbeat-timeout",
+            "4m",
+            "--allow-short-heartbeat-timeout"
+        ]));
         assert!(!bad(&["--heartbeat-timeout", "5m"]));
         assert!(bad(&["--max-percent", "0"]));
         assert!(bad(&["--max-percent", "101"]));

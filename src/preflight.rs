@@ -166,7 +166,7 @@ pub fn settings_from_config(
     };
     if data.is_none() {
         warnings.push(format!(
-            "cilium-config could not be read; assuming identity-allocation-mode=crd, identity-management-mode=agent, cluster-id=0, max-connected-clusters=255, identity-heartbeat-timeout={}",
+            "cilium-config could not be read; the allocation mode is unknown (see --identity-allocation-mode); using Cilium's defaults identity-management-mode=agent, cluster-id=0, max-connected-clusters=255, identity-heartbeat-timeout={}",
             humantime::format_duration(heartbeat_timeout)
         ));
     }
@@ -496,7 +496,7 @@ mod tests {
         assert_eq!(s.allocation_mode, "crd");
         assert_eq!(s.heartbeat_timeout, DEFAULT_HEARTBEAT_TIMEOUT);
         assert!(s.values.iter().all(|v| v.source == ConfigSource::Default));
-        assert!(s.warnings[0].contains("assuming identity-allocation-mode=crd"));
+        assert!(s.warnings[0].contains("the allocation mode is unknown"));
     }
 
     #[test]
@@ -577,17 +577,27 @@ mod tests {
         assert!(!evaluate(all, &unread, &[])[2].passed);
         unread.state_allocation_mode(Some("crd"));
         assert!(evaluate(all, &unread, &[])[2].passed);
-        let v = unread.values.iter().find(|v| v.key == "identity-allocation-mode").unwrap();
+        let v = unread
+            .values
+            .iter()
+            .find(|v| v.key == "identity-allocation-mode")
+            .unwrap();
         assert_eq!(v.source, ConfigSource::Flag);
         // A readable cilium-config wins over the flag.
-        let mut kv = settings_from_config(Some(&cfg(&[("identity-allocation-mode", "kvstore")])), None);
+        let mut kv =
+            settings_from_config(Some(&cfg(&[("identity-allocation-mode", "kvstore")])), None);
         kv.state_allocation_mode(Some("crd"));
         assert!(!evaluate(all, &kv, &[])[2].passed);
 
-        let ok = |pairs: &[(&str, &str)]| cluster_id_check(&settings_from_config(Some(&cfg(pairs)), None)).passed;
+        let ok = |pairs: &[(&str, &str)]| {
+            cluster_id_check(&settings_from_config(Some(&cfg(pairs)), None)).passed
+        };
         assert!(ok(&[]));
         assert!(ok(&[("cluster-id", "255")]));
-        assert!(ok(&[("cluster-id", "511"), ("max-connected-clusters", "511")]));
+        assert!(ok(&[
+            ("cluster-id", "511"),
+            ("max-connected-clusters", "511")
+        ]));
         assert!(!ok(&[("cluster-id", "256")]));
         assert!(!ok(&[("max-connected-clusters", "300")]));
         assert!(!ok(&[("cluster-id", "one")]));

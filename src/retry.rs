@@ -96,9 +96,9 @@ pub fn parse_retry_after(v: &str) -> Option<Duration> {
         return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
     }
     match v.parse::<f64>() {
-        Ok(f) if f.is_finite() && f >= 0.0 => {
-            Some(Duration::from_secs_f64(f.min(MAX_RETRY_AFTER.as_secs_f64())))
-        }
+        Ok(f) if f.is_finite() && f >= 0.0 => Some(Duration::from_secs_f64(
+            f.min(MAX_RETRY_AFTER.as_secs_f64()),
+        )),
         _ if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => Some(MAX_RETRY_AFTER),
         _ => None,
     }
@@ -224,7 +224,12 @@ mod tests {
     /// Issue 12: a `Retry-After` of 9.2e18 seconds overflowed the timer.
     #[test]
     fn retry_after_is_capped_at_ten_minutes() {
-        for v in ["9.2e18", "9223372036854775807", "99999999999999999999999", "601"] {
+        for v in [
+            "9.2e18",
+            "9223372036854775807",
+            "99999999999999999999999",
+            "601",
+        ] {
             assert_eq!(parse_retry_after(v), Some(MAX_RETRY_AFTER), "{v}");
         }
         assert_eq!(parse_retry_after("1.5"), Some(Duration::from_millis(1500)));

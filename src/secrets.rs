@@ -166,7 +166,10 @@ mod tests {
             out: Box::new(out),
         };
         let m = auth_message(&e);
-        assert!(m.contains("/bin/plugin") && m.contains("exit status 7"), "{m}");
+        assert!(
+            m.contains("/bin/plugin") && m.contains("exit status 7"),
+            "{m}"
+        );
         for secret in ["hvs.secret", "zz", "token-printed", "more"] {
             assert!(!m.contains(secret), "{m}");
         }

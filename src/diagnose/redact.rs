@@ -156,8 +156,10 @@ impl<'a> FreeText<'a> {
             r,
             literals,
             namespaces,
-            user: regex::Regex::new(r#"(?i)\b(user|serviceaccount|group|groups)([ =:]+)("[^"]*"|\[[^\]]*\]|\S+)"#)
-                .expect("valid regex"),
+            user: regex::Regex::new(
+                r#"(?i)\b(user|serviceaccount|group|groups)([ =:]+)("[^"]*"|\[[^\]]*\]|\S+)"#,
+            )
+            .expect("valid regex"),
         }
     }
 

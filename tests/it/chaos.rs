@@ -493,8 +493,14 @@ async fn chaos_malformed_objects_are_reported_and_skipped_never_deleted() {
         .await;
     assert_eq!(exit, Exit::Refused, "{:?}", refused.aborted);
     let why = &refused.aborted.as_ref().unwrap().message;
-    assert!(why.contains("chaos/id-bool") && why.contains("--allow-unreadable-endpoints"), "{why}");
-    assert!(!why.contains("chaos/id-zero") && !why.contains("no-status"), "{why}");
+    assert!(
+        why.contains("chaos/id-bool") && why.contains("--allow-unreadable-endpoints"),
+        "{why}"
+    );
+    assert!(
+        !why.contains("chaos/id-zero") && !why.contains("no-status"),
+        "{why}"
+    );
     assert_eq!(w.names(), before, "nothing deleted");
     assert!(w.sim.ledger().deletes.is_empty());
     assert_valid(&json(&refused));

@@ -58,7 +58,11 @@ async fn failing_exec_plugin_leaks_no_secret_anywhere() {
         plugin.display()
     );
     let kc = kubeconfig(&w, &w.sim.url(), "", &user);
-    let secrets = ["PRINTED-TOKEN-9f8e7d", "OIDC-SECRET-5a4b3c", "VAULT-SECRET-1a2b3c"];
+    let secrets = [
+        "PRINTED-TOKEN-9f8e7d",
+        "OIDC-SECRET-5a4b3c",
+        "VAULT-SECRET-1a2b3c",
+    ];
     for args in [
         &["scan", "-o", "json"][..],
         &["delete", "--yes", "-o", "json"],
@@ -72,7 +76,11 @@ async fn failing_exec_plugin_leaks_no_secret_anywhere() {
         if args[0] != "diagnose" {
             cmd.arg("--report-file").arg(&report);
         }
-        let out = cmd.stdin(std::process::Stdio::null()).output().await.unwrap();
+        let out = cmd
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await
+            .unwrap();
         assert_ne!(out.status.code(), Some(0), "{args:?}");
         let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
         let file = std::fs::read_to_string(&report).unwrap_or_default();
@@ -94,18 +102,34 @@ async fn failing_exec_plugin_leaks_no_secret_anywhere() {
 async fn unreadable_cilium_config_refuses_delete_unless_the_mode_is_stated() {
     let w = World::start(calm("kvstore")).await;
     let before = w.names();
-    let (r, exit) = w.gc(&["delete", "--yes", "--cilium-namespace", "nope"]).await;
+    let (r, exit) = w
+        .gc(&["delete", "--yes", "--cilium-namespace", "nope"])
+        .await;
     assert_eq!(exit, Exit::Refused, "{:?}", r.aborted);
-    assert!(r.aborted.unwrap().message.contains("--identity-allocation-mode crd"));
+    assert!(r
+        .aborted
+        .unwrap()
+        .message
+        .contains("--identity-allocation-mode crd"));
     assert_eq!(w.names(), before);
     let (r, exit) = w.gc(&["scan", "--cilium-namespace", "nope"]).await;
     assert_eq!(exit, Exit::Success);
-    assert!(r.errors.iter().any(|e| e.message.contains("allocation mode is unknown")));
+    assert!(r
+        .errors
+        .iter()
+        .any(|e| e.message.contains("allocation mode is unknown")));
 
     // Stated explicitly: the run goes on, and the report says where it came from.
     let w = World::start(calm("small")).await;
     let (r, exit) = w
-        .gc(&["delete", "--yes", "--cilium-namespace", "nope", "--identity-allocation-mode", "crd"])
+        .gc(&[
+            "delete",
+            "--yes",
+            "--cilium-namespace",
+            "nope",
+            "--identity-allocation-mode",
+            "crd",
+        ])
         .await;
     assert_eq!(exit, Exit::Success, "{:?}", r.aborted);
     let mode = r
@@ -114,7 +138,10 @@ async fn unreadable_cilium_config_refuses_delete_unless_the_mode_is_stated() {
         .iter()
         .find(|v| v.key == "identity-allocation-mode")
         .unwrap();
-    assert_eq!((mode.value.as_str(), mode.source), ("crd", ConfigSource::Flag));
+    assert_eq!(
+        (mode.value.as_str(), mode.source),
+        ("crd", ConfigSource::Flag)
+    );
     assert_eq!(r.options.identity_allocation_mode.as_deref(), Some("crd"));
     assert!(r.summary.deleted > 0);
     assert_valid(&json(&r));
@@ -126,16 +153,36 @@ async fn unreadable_cilium_config_refuses_delete_unless_the_mode_is_stated() {
 async fn short_heartbeat_timeouts_need_an_override() {
     let w = World::start(calm("small")).await;
     let before = w.names();
-    let out = w.bin(&["delete", "--yes", "--heartbeat-timeout", "0"]).await;
+    let out = w
+        .bin(&["delete", "--yes", "--heartbeat-timeout", "0"])
+        .await;
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    assert_eq!(text(&out.stderr).lines().count(), 1, "{}", text(&out.stderr));
-    let (r, exit) = w.gc(&["delete", "--yes", "--heartbeat-timeout", "10m"]).await;
+    assert_eq!(
+        text(&out.stderr).lines().count(),
+        1,
+        "{}",
+        text(&out.stderr)
+    );
+    let (r, exit) = w
+        .gc(&["delete", "--yes", "--heartbeat-timeout", "10m"])
+        .await;
     assert_eq!(exit, Exit::Refused, "{:?}", r.aborted);
-    let hb = r.preflight.checks.iter().find(|c| c.name == CheckName::HeartbeatTimeout).unwrap();
+    let hb = r
+        .preflight
+        .checks
+        .iter()
+        .find(|c| c.name == CheckName::HeartbeatTimeout)
+        .unwrap();
     assert!(!hb.passed && hb.message.contains("30m"), "{}", hb.message);
     assert_eq!(w.names(), before);
     let (r, exit) = w
-        .gc(&["delete", "--yes", "--heartbeat-timeout", "10m", "--allow-short-heartbeat-timeout"])
+        .gc(&[
+            "delete",
+            "--yes",
+            "--heartbeat-timeout",
+            "10m",
+            "--allow-short-heartbeat-timeout",
+        ])
         .await;
     assert_eq!(exit, Exit::Success, "{:?}", r.aborted);
     assert!(r.options.allow_short_heartbeat_timeout);
@@ -153,7 +200,12 @@ async fn cluster_id_out_of_range_is_refused() {
         let w = World::start(s).await;
         let (r, exit) = w.gc(&["delete", "--yes"]).await;
         assert_eq!(exit, Exit::Refused, "{id}/{max}");
-        let c = r.preflight.checks.iter().find(|c| c.name == CheckName::ClusterId).unwrap();
+        let c = r
+            .preflight
+            .checks
+            .iter()
+            .find(|c| c.name == CheckName::ClusterId)
+            .unwrap();
         assert!(!c.passed, "{id}/{max}: {}", c.message);
         assert!(w.sim.ledger().deletes.is_empty());
     }
@@ -174,9 +226,19 @@ async fn server_dry_run_sends_dry_run_in_the_query() {
     let before = w.names();
     let (r, exit) = w.gc(&["delete", "--dry-run=server", "--qps", "0"]).await;
     assert_eq!(exit, Exit::Success, "{:?}", r.aborted);
-    let deletes: Vec<_> = w.sim.ledger().requests.into_iter().filter(|q| q.method == "DELETE").collect();
+    let deletes: Vec<_> = w
+        .sim
+        .ledger()
+        .requests
+        .into_iter()
+        .filter(|q| q.method == "DELETE")
+        .collect();
     assert!(!deletes.is_empty());
-    assert!(deletes.iter().all(|q| q.path.contains("dryRun=All")), "{:?}", deletes[0].path);
+    assert!(
+        deletes.iter().all(|q| q.path.contains("dryRun=All")),
+        "{:?}",
+        deletes[0].path
+    );
     assert_eq!(w.names(), before);
 }
 
@@ -190,12 +252,27 @@ async fn endpoint_slices_are_read_at_v2_where_served() {
         let (r, exit) = w.gc(&["delete", "--yes", "--qps", "0"]).await;
         assert_eq!(exit, Exit::Success, "{:?}", r.aborted);
         assert!(r.summary.endpoint_slices > 0);
-        let paths: Vec<String> = w.sim.ledger().requests.into_iter().map(|q| q.path).collect();
-        let at = |v: &str| paths.iter().any(|p| p.starts_with(&format!("/apis/cilium.io/{v}/ciliumendpointslices")));
+        let paths: Vec<String> = w
+            .sim
+            .ledger()
+            .requests
+            .into_iter()
+            .map(|q| q.path)
+            .collect();
+        let at = |v: &str| {
+            paths
+                .iter()
+                .any(|p| p.starts_with(&format!("/apis/cilium.io/{v}/ciliumendpointslices")))
+        };
         assert_eq!((at("v2"), at("v2alpha1")), (v2, !v2), "v2 served: {v2}");
         // Nothing in use was deleted.
         let used = w.sim.referenced_ids();
-        assert!(w.sim.ledger().deletes.iter().all(|d| d.name.parse::<u64>().map_or(true, |id| !used.contains(&id))));
+        assert!(w
+            .sim
+            .ledger()
+            .deletes
+            .iter()
+            .all(|d| d.name.parse::<u64>().map_or(true, |id| !used.contains(&id))));
     }
 }
 
@@ -207,12 +284,21 @@ async fn bad_input_is_a_one_line_usage_error() {
         &["scan", "--cilium-namespace", "a b"],
         &["scan", "-n", "Bad_NS"],
         &["scan", "--token", "abc\ndef", "-s", "https://127.0.0.1:1"],
-        &["diagnose", "--token", "abc\ndef", "-s", "https://127.0.0.1:1"],
+        &[
+            "diagnose",
+            "--token",
+            "abc\ndef",
+            "-s",
+            "https://127.0.0.1:1",
+        ],
     ] {
         let out = binary().args(args).output().await.unwrap();
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(!err.contains("panicked") && !err.contains("internal error"), "{err}");
+        assert!(
+            !err.contains("panicked") && !err.contains("internal error"),
+            "{err}"
+        );
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
@@ -224,19 +310,43 @@ async fn insecure_connections_are_warned_about() {
     let w = World::start(calm("small")).await;
     let report = w.dir.path().join("r.json");
     let out = w
-        .bin(&["scan", "--insecure-skip-tls-verify", "-o", "json", "--report-file", report.to_str().unwrap()])
+        .bin(&[
+            "scan",
+            "--insecure-skip-tls-verify",
+            "-o",
+            "json",
+            "--report-file",
+            report.to_str().unwrap(),
+        ])
         .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("TLS certificate verification is disabled"));
-    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    assert!(doc["errors"].as_array().unwrap().iter().any(|e| e["kind"] == "insecure"));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(doc["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["kind"] == "insecure"));
     // A token over http://: the warning comes before the (failing) connection.
     let out = binary()
-        .args(["scan", "-s", "http://127.0.0.1:1", "--token", "abcdefgh", "--request-timeout", "2s"])
+        .args([
+            "scan",
+            "-s",
+            "http://127.0.0.1:1",
+            "--token",
+            "abcdefgh",
+            "--request-timeout",
+            "2s",
+        ])
         .output()
         .await
         .unwrap();
-    assert!(text(&out.stderr).contains("bearer token is sent over plain http://"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("bearer token is sent over plain http://"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// A CONNECT proxy that sends every tunnel to `target`, counting them.
@@ -261,8 +371,12 @@ async fn connect_proxy(target: std::net::SocketAddr) -> (String, Arc<AtomicUsize
                     return;
                 }
                 c.fetch_add(1, Ordering::SeqCst);
-                let Ok(mut up) = tokio::net::TcpStream::connect(target).await else { return };
-                let _ = client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").await;
+                let Ok(mut up) = tokio::net::TcpStream::connect(target).await else {
+                    return;
+                };
+                let _ = client
+                    .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                    .await;
                 let _ = tokio::io::copy_bidirectional(&mut client, &mut up).await;
             });
         }
@@ -278,12 +392,35 @@ async fn proxies_from_the_kubeconfig_and_the_environment() {
     let w = World::start(calm("small")).await;
     let (proxy, count) = connect_proxy(w.sim.addr()).await;
     let server = format!("https://sim.invalid:{}", w.sim.addr().port());
-    let token = format!("    token: {}\n", w.sim.kubeconfig_yaml().lines().find_map(|l| l.trim().strip_prefix("token: ")).unwrap());
-    let with_proxy = kubeconfig(&w, &server, &format!("    proxy-url: {proxy}\n    tls-server-name: localhost\n"), &token);
+    let token = format!(
+        "    token: {}\n",
+        w.sim
+            .kubeconfig_yaml()
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("token: "))
+            .unwrap()
+    );
+    let with_proxy = kubeconfig(
+        &w,
+        &server,
+        &format!("    proxy-url: {proxy}\n    tls-server-name: localhost\n"),
+        &token,
+    );
     let plain = kubeconfig(&w, &server, "    tls-server-name: localhost\n", &token);
 
-    let out = binary().arg("--kubeconfig").arg(&with_proxy).args(["scan", "-o", "json"]).output().await.unwrap();
-    assert_eq!(out.status.code(), Some(0), "proxy-url: {}", text(&out.stderr));
+    let out = binary()
+        .arg("--kubeconfig")
+        .arg(&with_proxy)
+        .args(["scan", "-o", "json"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "proxy-url: {}",
+        text(&out.stderr)
+    );
     let n = count.load(Ordering::SeqCst);
     assert!(n > 0);
 
@@ -295,7 +432,12 @@ async fn proxies_from_the_kubeconfig_and_the_environment() {
         .output()
         .await
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "HTTPS_PROXY: {}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "HTTPS_PROXY: {}",
+        text(&out.stderr)
+    );
     assert!(count.load(Ordering::SeqCst) > n);
 
     let out = binary()
@@ -307,7 +449,11 @@ async fn proxies_from_the_kubeconfig_and_the_environment() {
         .output()
         .await
         .unwrap();
-    assert_ne!(out.status.code(), Some(0), "NO_PROXY bypasses the proxy, and sim.invalid does not resolve");
+    assert_ne!(
+        out.status.code(),
+        Some(0),
+        "NO_PROXY bypasses the proxy, and sim.invalid does not resolve"
+    );
 }
 
 /// A stand-in server speaking raw HTTP/1.1: `answer(path)` gives status,
@@ -334,7 +480,9 @@ async fn raw_server(answer: fn(&str) -> (u16, String, Vec<u8>)) -> String {
                         "HTTP/1.1 {code} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}\r\n",
                         body.len()
                     );
-                    if s.write_all(resp.as_bytes()).await.is_err() || s.write_all(&body).await.is_err() {
+                    if s.write_all(resp.as_bytes()).await.is_err()
+                        || s.write_all(&body).await.is_err()
+                    {
                         return;
                     }
                 }
@@ -356,11 +504,19 @@ fn api_at(url: &str) -> kubectl_cilium_gc::cluster::Api {
 async fn misbehaving_servers_end_in_clear_errors() {
     let url = raw_server(|path| {
         if path.starts_with("/moved") {
-            (301, "Location: https://elsewhere.example/api\r\n".into(), Vec::new())
+            (
+                301,
+                "Location: https://elsewhere.example/api\r\n".into(),
+                Vec::new(),
+            )
         } else if path.starts_with("/big") {
             (200, String::new(), vec![b' '; 3 << 20])
         } else {
-            (200, String::new(), br#"{"metadata":{"continue":"same"},"items":[]}"#.to_vec())
+            (
+                200,
+                String::new(),
+                br#"{"metadata":{"continue":"same"},"items":[]}"#.to_vec(),
+            )
         }
     })
     .await;
@@ -368,7 +524,14 @@ async fn misbehaving_servers_end_in_clear_errors() {
     let stop = kubectl_cilium_gc::stop::Stop::default();
     let r = tokio::time::timeout(
         Duration::from_secs(60),
-        kubectl_cilium_gc::scan::list_raw(&api, "/apis/cilium.io/v2/ciliumidentities", 10, 0, &stop, |_| {}),
+        kubectl_cilium_gc::scan::list_raw(
+            &api,
+            "/apis/cilium.io/v2/ciliumidentities",
+            10,
+            0,
+            &stop,
+            |_| {},
+        ),
     )
     .await
     .expect("the loop ends");
@@ -377,7 +540,11 @@ async fn misbehaving_servers_end_in_clear_errors() {
     assert!(api.clock.local_clock_used(), "no Date header was seen");
 
     let a = api.get("/moved", 0).await;
-    assert!(a.message.contains("301") && a.message.contains("https://elsewhere.example/api"), "{}", a.message);
+    assert!(
+        a.message.contains("301") && a.message.contains("https://elsewhere.example/api"),
+        "{}",
+        a.message
+    );
 
     api.max_body = 1 << 20;
     let a = api.get("/big", 0).await;
@@ -390,5 +557,8 @@ async fn misbehaving_servers_end_in_clear_errors() {
 async fn report_warns_when_the_server_sends_no_date() {
     let w = World::start(calm("small")).await;
     let (r, _) = w.gc(&["scan"]).await;
-    assert!(!r.errors.iter().any(|e| e.kind == ErrorKind::Warning), "the simulator sends Date");
+    assert!(
+        !r.errors.iter().any(|e| e.kind == ErrorKind::Warning),
+        "the simulator sends Date"
+    );
 }
