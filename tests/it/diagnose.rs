@@ -6,14 +6,15 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
+use cilium_gc::diagnose::types::{Finding, FindingCode, Level, Severity};
+use cilium_gc::diagnose::{self, analyze, IdentityRecord, Input};
+use cilium_gc::model::{Change, Identity, NAMESPACE_LABEL};
+use cilium_gc::preflight::Crds;
+use cilium_gc::report::{ConfigSource, IdRange};
+use cilium_gc_sim::Kind;
+use cilium_gc_sim::{default_cilium_config, Scenario};
 use clap::Parser;
 use kubectl_cilium_gc::cli::{Cli, Command, DiagnoseArgs};
-use kubectl_cilium_gc::diagnose::types::{Finding, FindingCode, Level, Severity};
-use kubectl_cilium_gc::diagnose::{self, analyze, IdentityRecord, Input};
-use kubectl_cilium_gc::model::{Change, Identity, Kind, NAMESPACE_LABEL};
-use kubectl_cilium_gc::preflight::Crds;
-use kubectl_cilium_gc::report::{ConfigSource, IdRange};
-use kubectl_cilium_gc::sim::{default_cilium_config, Scenario};
 use serde_json::{json, Value};
 
 use crate::support::schema;
@@ -157,7 +158,7 @@ fn full_example_conforms() {
         assert!(!v.is_null(), "example misses {path}");
     }
     assert_eq!(d["kind"], "CiliumIdentityDiagnosis");
-    assert_eq!(d["apiVersion"], kubectl_cilium_gc::report::API_VERSION);
+    assert_eq!(d["apiVersion"], cilium_gc::report::API_VERSION);
     assert_eq!(d["$schema"], diagnose::types::SCHEMA_ID);
     let errors = schema::errors(&schema::committed_diagnosis(), &d);
     assert!(
@@ -166,14 +167,14 @@ fn full_example_conforms() {
     );
     // YAML carries the same document.
     let mut yaml = Vec::new();
-    diagnose::render(
+    kubectl_cilium_gc::diagnose::render(
         &full_example(),
         kubectl_cilium_gc::render::OutputFormat::Yaml,
         Default::default(),
         &mut yaml,
     )
     .unwrap();
-    let back: Value = serde_yaml::from_slice(&yaml).unwrap();
+    let back: Value = serde_saphyr::from_slice(&yaml).unwrap();
     assert_eq!(back, d);
 }
 
@@ -264,15 +265,9 @@ fn unreachable_server_exits_2() {
 // back from the simulator's objects, not from the diagnosis.
 
 /// `scenario` with actors and faults off.
-fn calm(mut s: Scenario) -> Scenario {
-    s.actors = Default::default();
-    s.faults = Default::default();
-    s
-}
-
 /// The small preset, calm.
 fn small() -> Scenario {
-    calm(Scenario::preset("small").expect("preset"))
+    Scenario::preset("small").expect("preset").calm()
 }
 
 /// `diagnose` flags as the CLI would parse them.
@@ -289,10 +284,13 @@ fn diagnose_args(extra: &[&str]) -> DiagnoseArgs {
 /// check the document against the committed schema on the way.
 async fn diagnose_world(w: &World, extra: &[&str]) -> diagnose::Diagnosis {
     let args = diagnose_args(extra);
-    let d = tokio::time::timeout(TEST_TIMEOUT, diagnose::run_diagnosis(&w.kube(), &args))
-        .await
-        .expect("diagnosis finished in time")
-        .expect("diagnosis succeeds");
+    let d = tokio::time::timeout(
+        TEST_TIMEOUT,
+        diagnose::run_diagnosis(&w.kube(), &args.options()),
+    )
+    .await
+    .expect("diagnosis finished in time")
+    .expect("diagnosis succeeds");
     assert_conforms(&serde_json::to_value(&d).unwrap());
     d
 }

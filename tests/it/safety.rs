@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
-use kubectl_cilium_gc::exit::Exit;
-use kubectl_cilium_gc::report::{CheckName, ConfigSource, ErrorKind};
-use kubectl_cilium_gc::sim::{default_cilium_config, Scenario};
+use cilium_gc::exit::Exit;
+use cilium_gc::report::{CheckName, ConfigSource, ErrorKind};
+use cilium_gc_sim::{default_cilium_config, Scenario};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::support::world::{assert_valid, binary, json, World};
@@ -492,10 +492,10 @@ async fn raw_server(answer: fn(&str) -> (u16, String, Vec<u8>)) -> String {
     url
 }
 
-fn api_at(url: &str) -> kubectl_cilium_gc::cluster::Api {
+fn api_at(url: &str) -> cilium_gc::cluster::Api {
     let config = kube::Config::new(url.parse().unwrap());
     let client = kube::Client::try_from(config).unwrap();
-    kubectl_cilium_gc::cluster::Api::new(client, Some(Duration::from_secs(10)), Default::default())
+    cilium_gc::cluster::Api::new(client, Some(Duration::from_secs(10)), Default::default())
 }
 
 /// A server repeating its continue token is stopped with a clear error; a
@@ -521,10 +521,10 @@ async fn misbehaving_servers_end_in_clear_errors() {
     })
     .await;
     let mut api = api_at(&url);
-    let stop = kubectl_cilium_gc::stop::Stop::default();
+    let stop = cilium_gc::stop::Stop::default();
     let r = tokio::time::timeout(
         Duration::from_secs(60),
-        kubectl_cilium_gc::scan::list_raw(
+        cilium_gc::scan::list_raw(
             &api,
             "/apis/cilium.io/v2/ciliumidentities",
             10,

@@ -144,8 +144,8 @@ pub fn settings_from_config(
     let cluster_values_unparseable = !warnings.is_empty();
     let config_heartbeat_timeout = data
         .and_then(|d| d.get("identity-heartbeat-timeout"))
-        .and_then(|v| crate::cli::parse_duration(v.trim()).ok());
-    let config_timeout = crate::cli::parse_duration(&timeout_raw).unwrap_or_else(|_| {
+        .and_then(|v| crate::settings::parse_duration(v.trim()).ok());
+    let config_timeout = crate::settings::parse_duration(&timeout_raw).unwrap_or_else(|_| {
         warnings.push(format!(
             "cilium-config identity-heartbeat-timeout={timeout_raw:?} is not a duration; assuming 30m"
         ));
