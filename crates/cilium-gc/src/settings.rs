@@ -247,7 +247,7 @@ impl GcSettings {
             return Err(SettingsError::OutOfRange {
                 flag: "--qps",
                 problem: format!(
-                    "must be 0 (unlimited) or between {MIN_QPS} and {MAX_QPS}, not {}",
+                    "must be 0 (unlimited) or between {MIN_QPS} and {MAX_QPS}, not {:?}",
                     w.qps
                 ),
             });
