@@ -1212,6 +1212,7 @@ mod tests {
                 identities: true,
                 endpoints: true,
                 slices: false,
+                slices_v2: false,
             },
             endpoints: 1,
             config: Some(BTreeMap::new()),
