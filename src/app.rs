@@ -63,7 +63,38 @@ pub async fn gc_and_emit(
 ) -> Exit {
     stop.listen_for_signals();
     let (report, exit) = gc::run(kube, &s, stop, ui).await;
-    emit(&report, &s.scan, exit, color)
+    let exit = emit(&report, &s.scan, exit, color);
+    export_metrics(&report, &s.scan).await;
+    exit
+}
+
+/// `--metrics-file` and `--pushgateway`. A failure is one clear line on
+/// stderr and never changes the exit code: the run itself did what it did,
+/// and the alert on `last_success_timestamp_seconds` catches a push that
+/// keeps failing.
+pub async fn export_metrics(report: &Report, args: &ScanArgs) {
+    if let Some(path) = &args.metrics_file {
+        if let Err(e) = crate::metrics::write_textfile(path, report) {
+            eprintln!("error: cannot write metrics file {}: {e}", path.display());
+        }
+    }
+    if let Some(url) = &args.pushgateway {
+        if let Err(e) = crate::metrics::push(url, &args.pushgateway_job, report).await {
+            eprintln!("error: metrics not pushed: {}", error_chain(&e));
+        }
+    }
+}
+
+/// `error` and its sources, `: `-separated, on one line.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut s = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        s.push_str(": ");
+        s.push_str(&e.to_string());
+        source = e.source();
+    }
+    s
 }
 
 /// Write the report: to stdout as `-o` says, and to `--report-file`.

@@ -175,6 +175,15 @@ pub struct ScanArgs {
     /// Which identities get an item in the report.
     #[arg(long, value_enum, default_value_t = ItemsMode::Unused)]
     pub items: ItemsMode,
+    /// Write Prometheus metrics of the run to this file (node-exporter textfile format, atomically).
+    #[arg(long, value_name = "PATH")]
+    pub metrics_file: Option<PathBuf>,
+    /// Push Prometheus metrics of the run to this Pushgateway (e.g. http://pushgateway:9091).
+    #[arg(long, value_name = "URL", value_parser = crate::metrics::parse_pushgateway_url)]
+    pub pushgateway: Option<http::Uri>,
+    /// The job label to push under.
+    #[arg(long, value_name = "NAME", default_value = crate::metrics::DEFAULT_JOB)]
+    pub pushgateway_job: String,
 }
 
 /// Flags of delete.

@@ -116,15 +116,22 @@ pub fn write_document<T: serde::Serialize>(
 /// Errs when the directory is not writable or the disk is full; the
 /// temporary file is removed then. Not worth retrying.
 pub fn write_report_file(path: &Path, report: &Report) -> io::Result<()> {
+    let mut json = serde_json::to_vec_pretty(report).map_err(io::Error::from)?;
+    json.push(b'\n');
+    write_atomically(path, &json)
+}
+
+/// Writes `bytes` to `path` atomically (see [`write_report_file`]): readers
+/// such as node-exporter's textfile collector see the old file or the new
+/// one, never half of one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let file_name = path.file_name().ok_or_else(|| {
-        io::Error::new(io::ErrorKind::InvalidInput, "report path has no file name")
-    })?;
-    let mut json = serde_json::to_vec_pretty(report).map_err(io::Error::from)?;
-    json.push(b'\n');
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
 
     // Same directory, so the rename cannot cross filesystems; `create_new`
     // so we never write through someone else's file or symlink.
@@ -150,12 +157,12 @@ pub fn write_report_file(path: &Path, report: &Report) -> io::Result<()> {
         .unwrap_or_else(|| {
             Err(io::Error::new(
                 io::ErrorKind::AlreadyExists,
-                "no free temporary file name next to the report",
+                "no free temporary file name next to the file",
             ))
         })?;
 
     let written = file
-        .write_all(&json)
+        .write_all(bytes)
         .and_then(|()| file.sync_all())
         .and_then(|()| {
             drop(file);
@@ -641,7 +648,7 @@ fn text(report: &Report, style: Style) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::report::*;
 
@@ -664,7 +671,7 @@ mod tests {
         }
     }
 
-    fn sample() -> Report {
+    pub(crate) fn sample() -> Report {
         let mut failed = item("70001", Reason::Stale, Outcome::Failed);
         failed.attempts = 4;
         failed.last_error = Some("503 Service Unavailable after 3 retries".into());

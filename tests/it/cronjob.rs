@@ -174,6 +174,18 @@ fn cron_job_sweeps_every_15_minutes_without_overlap() {
             .iter()
             .any(|a| a == "-ojson" || a == "--output=json" || a == "-o=json");
     assert!(json, "args {args:?} lack -o json");
+    let push = args
+        .windows(2)
+        .find(|w| w[0] == "--pushgateway")
+        .map(|w| w[1].clone())
+        .expect("the example pushes metrics");
+    kubectl_cilium_gc::metrics::parse_pushgateway_url(&push).expect("a valid Pushgateway URL");
+    // The flags the example passes are flags the binary accepts.
+    let mut argv = vec!["kubectl-cilium_gc".to_string()];
+    argv.extend(args.iter().cloned());
+    kubectl_cilium_gc::cli::command("kubectl-cilium_gc")
+        .try_get_matches_from(argv)
+        .expect("the example's args parse");
 
     let sc = &c["securityContext"];
     assert_eq!(sc["readOnlyRootFilesystem"], true);

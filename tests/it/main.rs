@@ -18,6 +18,9 @@ mod cronjob;
 /// `scan` and `delete` over the simulator: ledger, counts, exit codes.
 mod sweep;
 
+/// `--metrics-file` and `--pushgateway`: Prometheus metrics of a run.
+mod metrics;
+
 /// The binary: help, exit codes, stdout, jq, signals, kubectl discovery.
 mod cli;
 
