@@ -508,7 +508,7 @@ mod tests {
         write_textfile(&path, &r).unwrap();
         let first = last_success_in(&std::fs::read_to_string(&path).unwrap()).unwrap();
         r.exit_code = 4;
-        r.finished_at = r.finished_at + jiff::SignedDuration::from_hours(1);
+        r.finished_at += jiff::SignedDuration::from_hours(1);
         write_textfile(&path, &r).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(last_success_in(&text), Some(first));
