@@ -13,6 +13,7 @@ pub mod demo;
 pub mod diagnose;
 pub mod exit;
 pub mod gc;
+pub mod markdown;
 pub mod metrics;
 pub mod model;
 pub mod policy;

@@ -31,6 +31,8 @@ pub enum OutputFormat {
     Json,
     /// The report as one YAML document, same fields as JSON.
     Yaml,
+    /// GitHub-flavoured Markdown to paste into a ticket: verdict, tables, details.
+    Markdown,
 }
 
 /// `--color`: when the text output may use colour.
@@ -84,16 +86,24 @@ pub fn render(
     style: Style,
     out: &mut impl Write,
 ) -> io::Result<()> {
-    write_document(report, format, || text(report, style), out)
+    write_document(
+        report,
+        format,
+        || text(report, style),
+        || crate::markdown::report(report),
+        out,
+    )
 }
 
 /// Writes any of our documents: JSON (one pretty document and a newline),
-/// YAML (one document), or the text view `text` draws. Shared by the GC
-/// report and the diagnosis so both follow the same output rules.
+/// YAML (one document), or the text or Markdown view `text`/`markdown`
+/// draw. Shared by the GC report and the diagnosis so both follow the same
+/// output rules.
 pub fn write_document<T: serde::Serialize>(
     doc: &T,
     format: OutputFormat,
     text: impl FnOnce() -> String,
+    markdown: impl FnOnce() -> String,
     out: &mut impl Write,
 ) -> io::Result<()> {
     match format {
@@ -106,6 +116,7 @@ pub fn write_document<T: serde::Serialize>(
             out.write_all(yaml.as_bytes())
         }
         OutputFormat::Text => out.write_all(text().as_bytes()),
+        OutputFormat::Markdown => out.write_all(markdown().as_bytes()),
     }
 }
 
@@ -936,7 +947,7 @@ pub(crate) mod tests {
         };
         assert_eq!(
             names(OutputFormat::value_variants()),
-            ["text", "json", "yaml"]
+            ["text", "json", "yaml", "markdown"]
         );
         let colors: Vec<_> = ColorChoice::value_variants()
             .iter()

@@ -151,6 +151,7 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
         cluster: DiagnosedCluster {
             server: input.server.clone(),
             context: input.context.clone(),
+            kubernetes_version: None,
             endpoint_crd: input.crds.endpoints,
             endpoint_slice_crd: input.crds.slices,
             endpoints: input.endpoints,

@@ -132,7 +132,24 @@ pub async fn diagnose(
     if args.redact {
         redact::redact(&mut input);
     }
-    Ok(analyze(&input, api.clock.now()))
+    let mut d = analyze(&input, api.clock.now());
+    d.cluster.kubernetes_version = kubernetes_version(&api).await;
+    Ok(d)
+}
+
+/// The server's `gitVersion` from `/version`; `None` when it cannot be read
+/// (some servers forbid it): the diagnosis goes on without it.
+async fn kubernetes_version(api: &Api) -> Option<String> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Version {
+        git_version: Option<String>,
+    }
+    let a = api.get("/version", 1).await;
+    if a.class != crate::retry::Class::Success {
+        return None;
+    }
+    a.json::<Version>().ok().and_then(|v| v.git_version)
 }
 
 /// Everything the analysis needs, read from the cluster. Usage is synced
@@ -215,14 +232,20 @@ pub async fn collect(
 }
 
 /// Writes `d` in `format`: one pretty JSON document and a newline, one YAML
-/// document, or the text view. Errs only when `out` does.
+/// document, the text view or Markdown. Errs only when `out` does.
 pub fn render(
     d: &Diagnosis,
     format: OutputFormat,
     style: Style,
     out: &mut impl Write,
 ) -> io::Result<()> {
-    crate::render::write_document(d, format, || text::text(d, style), out)
+    crate::render::write_document(
+        d,
+        format,
+        || text::text(d, style),
+        || crate::markdown::diagnosis(d),
+        out,
+    )
 }
 
 /// `diagnose` as the CLI runs it: signals, `--demo-scenario`, output, exit code.

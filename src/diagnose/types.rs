@@ -67,6 +67,9 @@ pub struct DiagnosedCluster {
     /// kubeconfig context used, if any (a hash with `--redact`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// Kubernetes `gitVersion` reported by `/version`, when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
     /// Whether the CiliumEndpoint CRD is served.
     pub endpoint_crd: bool,
     /// Whether the CiliumEndpointSlice CRD is served.
