@@ -157,7 +157,10 @@ fn cron_job_sweeps_every_15_minutes_without_overlap() {
     let c = &containers[0];
     assert_eq!(
         c["image"],
-        "ghcr.io/kubectl-cilium-gc/kubectl-cilium-gc:v0.1.0"
+        format!(
+            "ghcr.io/kubectl-cilium-gc/kubectl-cilium-gc:v{}",
+            env!("CARGO_PKG_VERSION")
+        )
     );
     let args = strings(&c["args"]);
     assert_eq!(

@@ -12,6 +12,9 @@ mod diagnose;
 /// Packaging: the krew manifest and the release script.
 mod krew;
 
+/// The Dockerfile: the image the CronJob runs.
+mod image;
+
 /// `examples/cronjob.yaml`: least-privilege RBAC and the CronJob.
 mod cronjob;
 
