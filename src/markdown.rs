@@ -154,6 +154,7 @@ pub fn diagnosis(d: &Diagnosis) -> String {
     }
 
     identity_space_section(&mut o, d);
+    gc_health_section(&mut o, d);
     age_section(&mut o, d);
     churn_section(&mut o, d);
     integrity_section(&mut o, d);
@@ -222,6 +223,73 @@ fn identity_space_section(o: &mut String, d: &Diagnosis) {
     .map(|(k, v)| vec![(*k).to_string(), n(*v)])
     .collect();
     table(o, &["State", "Identities"], &rows);
+}
+
+fn gc_health_section(o: &mut String, d: &Diagnosis) {
+    let Some(h) = &d.gc_health else {
+        return;
+    };
+    let _ = writeln!(o, "## cilium-operator GC\n");
+    let mut rows = vec![vec![
+        "Expected collection time (heartbeat timeout + GC interval)".into(),
+        human_duration(h.expected_collection_seconds),
+    ]];
+    if let (Some(m), Some(id)) = (h.oldest_mark, &h.oldest_mark_identity) {
+        rows.push(vec![
+            "Oldest stale mark".into(),
+            format!("{m} (identity {})", cell(id)),
+        ]);
+    }
+    if let Some(t) = h.not_completed_since {
+        rows.push(vec!["No GC pass completed since".into(), t.to_string()]);
+    }
+    rows.push(vec!["Overdue marks".into(), n(h.overdue_marks)]);
+    rows.push(vec![
+        "Unused identities held by an agent".into(),
+        n(h.agent_held_unused),
+    ]);
+    match (&h.cilium, &h.workloads_problem) {
+        (Some(c), _) => {
+            rows.push(vec![
+                "cilium-operator".into(),
+                cell(&c.operator_images.join(", ")),
+            ]);
+            rows.push(vec![
+                "cilium-agent".into(),
+                cell(&c.agent_images.join(", ")),
+            ]);
+        }
+        (None, Some(p)) => rows.push(vec!["Cilium workloads".into(), cell(p)]),
+        (None, None) => {}
+    }
+    table(o, &["GC evidence", "Value"], &rows);
+    let buckets: Vec<Vec<String>> = h
+        .overdue_distribution
+        .iter()
+        .map(|b| vec![cell(&b.label), n(b.count)])
+        .collect();
+    table(o, &["Stale mark age (x expected)", "Identities"], &buckets);
+    if let Some(c) = &h.cilium {
+        if !c.operator_pods.is_empty() {
+            let rows: Vec<Vec<String>> = c
+                .operator_pods
+                .iter()
+                .map(|p| {
+                    vec![
+                        cell(&p.name),
+                        p.restarts.to_string(),
+                        p.running_since.map(|t| t.to_string()).unwrap_or_default(),
+                        p.started_at.map(|t| t.to_string()).unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            table(
+                o,
+                &["Operator pod", "Restarts", "Running since", "Started"],
+                &rows,
+            );
+        }
+    }
 }
 
 fn age_section(o: &mut String, d: &Diagnosis) {

@@ -28,6 +28,7 @@ mod status;
 mod store;
 mod tls;
 mod watch;
+mod workloads;
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -48,6 +49,7 @@ pub use chaos::PageFault;
 pub use faults::{Faults, ResetMode, ThrottleShape};
 pub use ledger::{IdentityDelete, Ledger, RequestRecord};
 pub use scenario::{default_cilium_config, CrdSet, Denial, Scenario, UnusedMix};
+pub use workloads::{CiliumInstall, OperatorPod};
 
 use crate::model::Kind;
 use object::{Clock, Writer};
@@ -141,6 +143,7 @@ impl Simulator {
             store: Arc::new(store),
             crds: scenario.crds,
             cilium_config: scenario.cilium_config.clone(),
+            cilium_install: scenario.cilium_install.clone(),
             rbac: Mutex::new(scenario.rbac_denials.clone()),
             user: scenario.user.clone(),
             token: scenario.token.clone(),

@@ -30,6 +30,8 @@ pub struct App {
     pub crds: CrdSet,
     /// `cilium-config` data.
     pub cilium_config: Option<std::collections::BTreeMap<String, String>>,
+    /// The cilium-operator Deployment, cilium DaemonSet and operator pods.
+    pub cilium_install: Option<super::workloads::CiliumInstall>,
     /// RBAC denials (changeable at runtime).
     pub rbac: Mutex<Vec<Denial>>,
     /// User name for RBAC messages.
@@ -90,6 +92,15 @@ pub enum Target {
     AccessReview,
     /// A ConfigMap in a namespace.
     ConfigMap(String, String),
+    /// Deployments, DaemonSets or Pods of a namespace (one, or the list).
+    Workload {
+        /// Namespace in the path.
+        namespace: String,
+        /// `deployments`, `daemonsets` or `pods`.
+        plural: &'static str,
+        /// Object name, for object paths.
+        name: Option<String>,
+    },
     /// A Cilium resource.
     Resource {
         /// Which.
@@ -118,6 +129,24 @@ pub fn parse_target(path: &str, crds: &CrdSet) -> Target {
         ["api", "v1"] => Target::ApiV1,
         ["api", "v1", "namespaces", ns, "configmaps", name] => {
             Target::ConfigMap((*ns).into(), (*name).into())
+        }
+        ["api", "v1", "namespaces", ns, "pods", rest @ ..] if rest.len() <= 1 => Target::Workload {
+            namespace: (*ns).into(),
+            plural: "pods",
+            name: rest.first().map(|n| (*n).into()),
+        },
+        ["apis", "apps", "v1", "namespaces", ns, kind @ ("deployments" | "daemonsets"), rest @ ..]
+            if rest.len() <= 1 =>
+        {
+            Target::Workload {
+                namespace: (*ns).into(),
+                plural: if *kind == "deployments" {
+                    "deployments"
+                } else {
+                    "daemonsets"
+                },
+                name: rest.first().map(|n| (*n).into()),
+            }
         }
         ["apis"] => Target::Apis,
         ["apis", g] => Target::Group((*g).into()),
@@ -215,6 +244,7 @@ pub fn verb_of(method: &Method, target: &Target, q: &Query) -> &'static str {
         Target::Resource { name, .. } => name.is_some(),
         Target::Crd(n) => n.is_some(),
         Target::ConfigMap(..) => true,
+        Target::Workload { name, .. } => name.is_some(),
         _ => {
             return if *method == Method::POST {
                 "create"
@@ -450,6 +480,11 @@ fn serve_other(app: &App, r: &Req, target: &Target, verb: &str) -> Response<Body
                 status::not_found(res, name)
             }
         }
+        Target::Workload {
+            namespace,
+            plural,
+            name,
+        } if is_get => super::workloads::serve(app, r, namespace, plural, name.as_deref(), verb),
         Target::NotFound => status::page_not_found(),
         _ => status::method_not_allowed(),
     }

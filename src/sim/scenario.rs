@@ -125,6 +125,9 @@ pub struct Scenario {
     pub endpoints_per_slice: usize,
     /// `data` of `kube-system/cilium-config`; `None` = no such ConfigMap (404).
     pub cilium_config: Option<BTreeMap<String, String>>,
+    /// The cilium-operator Deployment, cilium DaemonSet and operator pods
+    /// in `kube-system`; `None` = not there (404).
+    pub cilium_install: Option<super::workloads::CiliumInstall>,
     /// Which CRDs are installed.
     pub crds: CrdSet,
     /// RBAC denials for the scenario's user.
@@ -164,6 +167,7 @@ impl Default for Scenario {
             slices: false,
             endpoints_per_slice: 100,
             cilium_config: Some(default_cilium_config("crd")),
+            cilium_install: Some(super::workloads::CiliumInstall::default()),
             crds: CrdSet::ALL,
             rbac_denials: Vec::new(),
             user: "sim-admin".into(),
