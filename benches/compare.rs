@@ -30,6 +30,23 @@ use serde_json::{json, Value};
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-cilium_gc");
 
+/// The simulator's own binary (`cilium-gc-sim`), built next to the plugin's.
+fn sim_bin() -> std::path::PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "cilium-gc-sim",
+            "--bin",
+            "cilium-gc-sim",
+        ])
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building cilium-gc-sim failed");
+    Path::new(BIN).with_file_name("cilium-gc-sim")
+}
+
 /// What one child process cost, and what the simulator spent meanwhile.
 #[derive(Debug, Clone, Copy, Default)]
 struct Cost {
@@ -146,8 +163,8 @@ impl Server {
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
         let started = Instant::now();
-        let child = Command::new(BIN)
-            .args(["sim-serve", "--scenario", "seed", "--no-actors"])
+        let child = Command::new(sim_bin())
+            .args(["--scenario", "seed", "--no-actors"])
             .args([
                 "--identities",
                 &identities.to_string(),
@@ -159,7 +176,7 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("sim-serve starts");
+            .expect("cilium-gc-sim starts");
         let deadline = Instant::now() + Duration::from_secs(600);
         while !kubeconfig.exists() {
             assert!(Instant::now() < deadline, "simulator did not come up");
@@ -540,15 +557,15 @@ fn main() {
 /// `c` concurrent GETs of one identity through the plugin's own client, in
 /// this process, for `d`: (answers, errors, seconds).
 fn hammer(kubeconfig: &Path, c: usize, d: Duration) -> (u64, u64, f64) {
-    use kubectl_cilium_gc::cli::KubeArgs;
-    use kubectl_cilium_gc::cluster::Api;
-    use kubectl_cilium_gc::retry::Class;
-    use kubectl_cilium_gc::stats::Stats;
+    use cilium_gc::cluster::Api;
+    use cilium_gc::retry::Class;
+    use cilium_gc::settings::ConnectOptions;
+    use cilium_gc::stats::Stats;
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let args = KubeArgs {
+        let args = ConnectOptions {
             kubeconfig: Some(kubeconfig.to_owned()),
-            ..KubeArgs::default()
+            ..ConnectOptions::default()
         };
         let (api, _) = Api::connect(&args, Arc::new(Stats::default()))
             .await

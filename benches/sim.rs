@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use cilium_gc_sim::{ActorRates, Scenario, Simulator};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
-use kubectl_cilium_gc::sim::{ActorRates, Scenario, Simulator};
 use serde_json::{json, Value};
 
 fn env_or(name: &str, default: u64) -> u64 {

@@ -1,5 +1,6 @@
-//! Command-line flags: clap derive, validated into [`crate::config`] values
-//! before any network call (ripgrep's low/high split).
+//! Command-line flags: clap derive, turned into the engine's plain
+//! [`cilium_gc::settings`] values, which validate them before any network
+//! call (ripgrep's low/high split).
 //!
 //! kubectl passes none of its own flags to plugins, so the connection flags
 //! kubectl users expect (`--kubeconfig`, `--context`, `--as`, ...) are parsed
@@ -10,18 +11,12 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::exit::Exit;
-pub use crate::render::{ColorChoice, OutputFormat};
-use crate::report::ItemsMode;
+use cilium_gc::exit::Exit;
+use cilium_gc::report::ItemsMode;
+pub use cilium_gc::settings::parse_duration;
+use cilium_gc::settings::{ConnectOptions, ScanSettings, WriteSettings};
 
-/// Parse a human duration: `30m`, `2h`, `90s`, `1h30m`, or plain seconds (`45`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    if let Ok(secs) = t.parse::<u64>() {
-        return Ok(Duration::from_secs(secs));
-    }
-    humantime::parse_duration(t).map_err(|e| format!("{e} (examples: 30m, 2h, 90s, 1h30m)"))
-}
+pub use crate::render::{ColorChoice, OutputFormat};
 
 /// Find and safely delete stale Cilium identities.
 ///
@@ -71,6 +66,7 @@ pub enum Command {
     #[command(after_help = Exit::HELP)]
     Delete(DeleteArgs),
     /// Start a simulated cluster and run the real code path against it.
+    #[cfg(feature = "sim")]
     #[command(after_help = Exit::HELP)]
     Demo(DemoArgs),
     /// Report on the health of the identity space (read-only).
@@ -89,9 +85,6 @@ pub enum Command {
     /// Print the man page (roff).
     #[command(hide = true)]
     Man,
-    /// Serve a simulated cluster until killed (for benchmarks).
-    #[command(hide = true, name = "sim-serve")]
-    SimServe(SimServeArgs),
 }
 
 /// kubectl's connection flags.
@@ -173,8 +166,8 @@ pub struct ScanArgs {
     #[arg(long, value_name = "PATH")]
     pub report_file: Option<PathBuf>,
     /// Which identities get an item in the report.
-    #[arg(long, value_enum, default_value_t = ItemsMode::Unused)]
-    pub items: ItemsMode,
+    #[arg(long, value_enum, default_value_t = Items::Unused)]
+    pub items: Items,
     /// Write Prometheus metrics of the run to this file (node-exporter textfile format, atomically).
     #[arg(long, value_name = "PATH")]
     pub metrics_file: Option<PathBuf>,
@@ -184,6 +177,85 @@ pub struct ScanArgs {
     /// The job label to push under.
     #[arg(long, value_name = "NAME", default_value = crate::metrics::DEFAULT_JOB)]
     pub pushgateway_job: String,
+}
+
+/// `--items`: which identities get an item in the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum Items {
+    /// Every identity, in-use ones included.
+    All,
+    /// Every identity that was not in use.
+    #[default]
+    Unused,
+    /// Only identities something was done to or tried on.
+    Actionable,
+    /// None: counts only.
+    None,
+}
+
+impl From<Items> for ItemsMode {
+    fn from(i: Items) -> Self {
+        match i {
+            Items::All => ItemsMode::All,
+            Items::Unused => ItemsMode::Unused,
+            Items::Actionable => ItemsMode::Actionable,
+            Items::None => ItemsMode::None,
+        }
+    }
+}
+
+impl KubeArgs {
+    /// The engine's connection options.
+    pub fn options(&self) -> ConnectOptions {
+        ConnectOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            cluster: self.cluster.clone(),
+            user: self.user.clone(),
+            server: self.server.clone(),
+            token: self.token.clone(),
+            certificate_authority: self.certificate_authority.clone(),
+            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+            tls_server_name: self.tls_server_name.clone(),
+            as_user: self.as_user.clone(),
+            as_group: self.as_group.clone(),
+            request_timeout: self.request_timeout,
+        }
+    }
+}
+
+impl ScanArgs {
+    /// The engine's listing and narrowing settings.
+    pub fn settings(&self) -> ScanSettings {
+        ScanSettings {
+            cilium_namespace: self.cilium_namespace.clone(),
+            selector: self.selector.clone(),
+            namespaces: self.namespaces.clone(),
+            min_age: self.min_age,
+            heartbeat_timeout: self.heartbeat_timeout,
+            page_size: self.page_size,
+            items: self.items.into(),
+        }
+    }
+}
+
+impl DeleteArgs {
+    /// The engine's write settings.
+    pub fn writes(&self) -> WriteSettings {
+        WriteSettings {
+            concurrency: self.concurrency,
+            qps: self.qps,
+            burst: self.burst,
+            max_conflict_retries: self.max_conflict_retries,
+            max_retries: self.max_retries,
+            dry_run: self.dry_run == DryRun::Server,
+            max_deletions: self.max_deletions,
+            max_percent: self.max_percent,
+            yes: self.yes,
+            force: self.force,
+            mark: self.mark,
+        }
+    }
 }
 
 /// Flags of delete.
@@ -257,6 +329,7 @@ pub struct DiagnoseArgs {
     #[arg(long, default_value_t = 500)]
     pub page_size: u32,
     /// Run against a simulated cluster of this scenario instead of a real one.
+    #[cfg(feature = "sim")]
     #[arg(long, hide = true)]
     pub demo_scenario: Option<String>,
 }
@@ -277,26 +350,6 @@ pub struct SchemaArgs {
     /// Which document's schema.
     #[arg(value_enum, default_value_t = SchemaKind::Report)]
     pub kind: SchemaKind,
-}
-
-/// Flags of sim-serve.
-#[derive(Debug, Clone, Args)]
-pub struct SimServeArgs {
-    /// Scenario preset.
-    #[arg(long, default_value = "small")]
-    pub scenario: String,
-    /// Where to write the kubeconfig.
-    #[arg(long)]
-    pub kubeconfig_out: PathBuf,
-    /// Override the number of identities.
-    #[arg(long)]
-    pub identities: Option<usize>,
-    /// Override the number of CiliumEndpoints.
-    #[arg(long)]
-    pub endpoints: Option<usize>,
-    /// Stop the cluster actors.
-    #[arg(long)]
-    pub no_actors: bool,
 }
 
 /// The name users type: `kubectl cilium-gc` when run as a kubectl plugin.
@@ -327,15 +380,6 @@ mod tests {
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         let m = command("kubectl-cilium_gc").try_get_matches_from(args)?;
         Cli::from_arg_matches(&m)
-    }
-
-    #[test]
-    fn durations_as_humans_type_them() {
-        assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
-        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
-        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
-        assert_eq!(parse_duration("45").unwrap(), Duration::from_secs(45));
-        assert!(parse_duration("soon").is_err());
     }
 
     #[test]

@@ -1,111 +1,98 @@
 //! `demo`: start the simulated cluster and run the real code path against it,
 //! through a kubeconfig and real HTTPS, exactly as against a real cluster.
+//! Only with the `sim` feature (on by default).
 
-use std::time::Duration;
+use std::path::Path;
 
-use crate::cli::{DemoArgs, KubeArgs, SimServeArgs};
-use crate::exit::Exit;
-use crate::gc::{GcSettings, Ui};
-use crate::sim::{Scenario, Simulator};
-use crate::stop::Stop;
+use cilium_gc::exit::Exit;
+use cilium_gc::settings::{ConnectOptions, GcSettings};
+use cilium_gc::stop::Stop;
+use cilium_gc_sim::{Scenario, Simulator};
 
-fn scenario(name: &str) -> Result<Scenario, Exit> {
+use crate::cli::DemoArgs;
+use crate::render::ColorChoice;
+
+/// The preset called `name`, or a usage error naming the presets.
+pub fn scenario(name: &str) -> Result<Scenario, String> {
     Scenario::preset(name).ok_or_else(|| {
-        eprintln!(
-            "error: unknown scenario {name:?}; choose one of: {}",
+        format!(
+            "unknown scenario {name:?}; choose one of: {}",
             Scenario::preset_names().join(", ")
-        );
-        Exit::Usage
+        )
     })
 }
 
+/// A running simulated cluster and the kubeconfig that reaches it.
+pub struct Started {
+    /// The cluster.
+    pub sim: Simulator,
+    /// Connection options naming its kubeconfig.
+    pub kube: ConnectOptions,
+    _dir: tempfile::TempDir,
+}
+
+/// Start `scenario` and write its kubeconfig to a temporary directory.
+pub async fn start(scenario: Scenario) -> Result<Started, String> {
+    let dir =
+        tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let sim = Simulator::start(scenario)
+        .await
+        .map_err(|e| format!("cannot start the simulated cluster: {e}"))?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    if let Err(e) = sim.write_kubeconfig(&kubeconfig) {
+        sim.shutdown().await;
+        return Err(format!("cannot write the kubeconfig: {e}"));
+    }
+    Ok(Started {
+        sim,
+        kube: kube_options(&kubeconfig),
+        _dir: dir,
+    })
+}
+
+fn kube_options(kubeconfig: &Path) -> ConnectOptions {
+    ConnectOptions {
+        kubeconfig: Some(kubeconfig.to_owned()),
+        ..ConnectOptions::default()
+    }
+}
+
 /// Run `demo`.
-pub async fn run(args: DemoArgs, stop: &Stop, color: crate::render::ColorChoice) -> Exit {
+pub async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
     let scenario = match scenario(&args.scenario) {
         Ok(s) => s,
-        Err(e) => return e,
+        Err(e) => return crate::output::usage_error(&e),
     };
     let mut delete = args.delete;
     delete.yes = true;
     let settings = if args.scan_only {
-        GcSettings::for_scan(delete.scan.clone())
+        GcSettings::for_scan(delete.scan.settings())
     } else {
-        GcSettings::for_delete(delete)
+        GcSettings::for_delete(delete.scan.settings(), delete.writes())
     };
-    let settings = match settings {
+    if let Err(e) = &settings {
+        return crate::output::usage_error(&e.to_string());
+    }
+    let started = match start(scenario).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
-            return Exit::Usage;
-        }
-    };
-    let dir = match tempfile::tempdir() {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("error: cannot create a temporary directory: {e}");
             return Exit::Unexpected;
         }
     };
-    let sim = match Simulator::start(scenario).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: cannot start the simulated cluster: {e}");
-            return Exit::Unexpected;
-        }
-    };
-    let kubeconfig = dir.path().join("kubeconfig");
-    if let Err(e) = sim.write_kubeconfig(&kubeconfig) {
-        eprintln!("error: cannot write the kubeconfig: {e}");
-        return Exit::Unexpected;
-    }
     eprintln!(
         "demo: simulated cluster {:?} at {} (kubeconfig {})",
         args.scenario,
-        sim.url(),
-        kubeconfig.display()
+        started.sim.url(),
+        started
+            .kube
+            .kubeconfig
+            .as_deref()
+            .unwrap_or(Path::new("?"))
+            .display()
     );
-    let kube = KubeArgs {
-        kubeconfig: Some(kubeconfig),
-        ..KubeArgs::default()
-    };
-    let exit = crate::app::gc_and_emit(&kube, settings, stop, &Ui::detect(), color).await;
-    sim.shutdown().await;
+    let exit =
+        crate::gc_command::gc_and_emit(&started.kube, settings, &delete.scan, stop, color).await;
+    started.sim.shutdown().await;
     exit
-}
-
-/// Run `sim-serve`: a simulated cluster in its own process, for benchmarks.
-pub async fn serve(args: SimServeArgs) -> Exit {
-    let mut scenario = match scenario(&args.scenario) {
-        Ok(s) => s,
-        Err(e) => return e,
-    };
-    if let Some(n) = args.identities {
-        scenario.identities = n;
-    }
-    if let Some(n) = args.endpoints {
-        scenario.endpoints = n;
-    }
-    if args.no_actors {
-        scenario.actors = Default::default();
-    }
-    let sim = match Simulator::start(scenario).await {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("error: cannot start the simulated cluster: {e}");
-            return Exit::Unexpected;
-        }
-    };
-    if let Err(e) = sim.write_kubeconfig(&args.kubeconfig_out) {
-        eprintln!("error: cannot write the kubeconfig: {e}");
-        return Exit::Unexpected;
-    }
-    eprintln!(
-        "sim-serve: {} (kubeconfig {})",
-        sim.url(),
-        args.kubeconfig_out.display()
-    );
-    let _ = tokio::signal::ctrl_c().await;
-    tokio::time::sleep(Duration::from_millis(10)).await;
-    sim.shutdown().await;
-    Exit::Success
 }

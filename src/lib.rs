@@ -1,32 +1,20 @@
-//! kubectl-cilium-gc: find and safely delete stale CiliumIdentity objects.
+//! kubectl-cilium-gc, the kubectl plugin: flags, rendering, the binary.
 //!
-//! The library holds everything; the `kubectl-cilium_gc` binary only parses,
-//! runs and maps errors to exit codes. The decision ([`policy::decide`]) is a
-//! pure function; the I/O around it lives in `cluster`, `usage`, `scan` and
-//! `sweep`. The simulated API server used by `demo` and the tests is [`sim`];
-//! nothing in the GC core imports it.
+//! The engine that decides and deletes is the [`cilium_gc`] crate; the
+//! simulated cluster behind `demo` is the `cilium-gc-sim` crate, compiled in
+//! only with the `sim` feature (on by default). This crate turns flags into
+//! the engine's settings ([`cli`]), runs a subcommand ([`app`]), and writes
+//! what it returns ([`render`], [`progress`]).
 
 pub mod app;
 pub mod cli;
-pub mod cluster;
+#[cfg(feature = "sim")]
 pub mod demo;
 pub mod diagnose;
-pub mod exit;
-pub mod gc;
+pub mod gc_command;
 pub mod markdown;
 pub mod metrics;
-pub mod model;
-pub mod policy;
-pub mod preflight;
+pub mod output;
 pub mod progress;
-pub mod rbac;
 pub mod render;
-pub mod report;
-pub mod retry;
-pub mod scan;
-pub mod selector;
-pub mod sim;
-pub mod stats;
-pub mod stop;
-pub mod sweep;
-pub mod usage;
+pub mod signals;

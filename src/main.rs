@@ -3,8 +3,9 @@
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
+use cilium_gc::exit::Exit;
 use clap::FromArgMatches;
-use kubectl_cilium_gc::{app, cli, exit::Exit};
+use kubectl_cilium_gc::{app, cli};
 
 fn main() -> ExitCode {
     one_line_panics();
@@ -50,7 +51,7 @@ fn init_logging(verbose: u8) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("KUBECTL_CILIUM_GC_LOG")
         .unwrap_or_else(|_| {
             tracing_subscriber::EnvFilter::new(format!(
-                "kubectl_cilium_gc={level},kube={kube},kube_runtime={kube}"
+                "kubectl_cilium_gc={level},cilium_gc={level},kube={kube},kube_runtime={kube}"
             ))
         });
     let ansi = std::io::stderr().is_terminal()

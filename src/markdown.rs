@@ -14,9 +14,10 @@
 
 use std::fmt::Write as _;
 
-use crate::diagnose::types::{AgeBucket, Diagnosis, Level, Severity};
-use crate::render::{human_duration, next_steps, thousands as n};
-use crate::report::{Mode, Outcome, Report, Tool};
+use crate::render::next_steps;
+use cilium_gc::diagnose::types::{AgeBucket, Diagnosis, Level, Severity};
+use cilium_gc::humanize::{human_duration, thousands as n};
+use cilium_gc::report::{Mode, Outcome, Report, Tool};
 
 /// Rows shown before the rest of a list is folded into `<details>`.
 const VISIBLE_ROWS: usize = 10;
@@ -359,7 +360,7 @@ fn churn_section(o: &mut String, d: &Diagnosis) {
             &rows,
         );
     }
-    let ns_rows = |v: &[crate::diagnose::types::NamespaceStat]| -> Vec<Vec<String>> {
+    let ns_rows = |v: &[cilium_gc::diagnose::types::NamespaceStat]| -> Vec<Vec<String>> {
         v.iter()
             .map(|s| vec![cell(&s.namespace), n(s.identities), n(s.stale), n(s.unused)])
             .collect()
@@ -491,10 +492,10 @@ fn config_section(o: &mut String, d: &Diagnosis) {
         .iter()
         .map(|v| {
             let source = match v.source {
-                crate::report::ConfigSource::CiliumConfig => "cilium-config",
-                crate::report::ConfigSource::Flag => "flag",
-                crate::report::ConfigSource::Default => "default",
-                crate::report::ConfigSource::Discovered => "discovered",
+                cilium_gc::report::ConfigSource::CiliumConfig => "cilium-config",
+                cilium_gc::report::ConfigSource::Flag => "flag",
+                cilium_gc::report::ConfigSource::Default => "default",
+                cilium_gc::report::ConfigSource::Discovered => "discovered",
             };
             let value = if v.value.is_empty() {
                 "\"\"".to_string()

@@ -24,8 +24,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::registry::Registry;
 
-use crate::policy::Reason;
-use crate::report::{Mode, Report};
+use cilium_gc::policy::Reason;
+use cilium_gc::report::{Mode, Report};
 
 /// Prefix of every metric name.
 pub const PREFIX: &str = "cilium_gc";
@@ -403,7 +403,7 @@ fn reason_name(r: Reason) -> String {
 mod tests {
     use super::*;
     use crate::render::tests::sample;
-    use crate::report::{Abort, AbortReason};
+    use cilium_gc::report::{Abort, AbortReason};
 
     fn parsed(text: &str) -> prometheus_parse::Scrape {
         prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))

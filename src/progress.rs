@@ -2,6 +2,9 @@
 //! ETA. Drawn only when stderr is a terminal; silent otherwise, so CronJob
 //! logs and pipes stay clean.
 
+use std::io::{BufRead, IsTerminal, Write};
+
+use cilium_gc::gc::Observer;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 /// A style with a `{rate}` key: items per second with one decimal.
@@ -13,31 +16,34 @@ fn with_rate(template: &str) -> ProgressStyle {
         })
 }
 
-/// A progress display that may be disabled.
+/// The person at the terminal: a progress display on stderr, drawn only when
+/// stderr is a terminal, and the confirmation prompt, asked only when stdin
+/// is one too.
 #[derive(Debug, Clone)]
-pub struct Progress {
+pub struct Terminal {
     bar: Option<ProgressBar>,
+    interactive: bool,
 }
 
-impl Progress {
-    /// Drawn only when `enabled` (the caller checks that stderr is a terminal).
-    pub fn new(enabled: bool) -> Self {
-        let bar = enabled.then(|| {
+impl Terminal {
+    /// Detect from the process's terminals.
+    pub fn detect() -> Self {
+        let tty = std::io::stderr().is_terminal();
+        let bar = tty.then(|| {
             let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             b.set_style(with_rate("{spinner} {msg}: {pos} ({rate})"));
             b.set_message("connecting");
             b
         });
-        Progress { bar }
+        Terminal {
+            bar,
+            interactive: tty && std::io::stdin().is_terminal(),
+        }
     }
+}
 
-    /// A disabled display.
-    pub fn hidden() -> Self {
-        Progress { bar: None }
-    }
-
-    /// Phase message while listing.
-    pub fn listing(&self, what: &str) {
+impl Observer for Terminal {
+    fn listing(&self, what: &str) {
         if let Some(b) = &self.bar {
             b.set_position(0);
             b.set_message(what.to_owned());
@@ -45,15 +51,13 @@ impl Progress {
         }
     }
 
-    /// One more object listed.
-    pub fn listed(&self) {
+    fn listed(&self) {
         if let Some(b) = &self.bar {
             b.inc(1);
         }
     }
 
-    /// Switch to a bounded phase (deletes or marks).
-    pub fn start_phase(&self, label: &str, total: u64) {
+    fn start_phase(&self, label: &str, total: u64) {
         if let Some(b) = &self.bar {
             b.set_position(0);
             b.set_length(total);
@@ -64,17 +68,33 @@ impl Progress {
         }
     }
 
-    /// One item done.
-    pub fn inc(&self) {
+    fn inc(&self) {
         if let Some(b) = &self.bar {
             b.inc(1);
         }
     }
 
-    /// Remove the bar.
-    pub fn finish(&self) {
+    fn finish(&self) {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+    }
+
+    /// `question`, then "Proceed? [y/N]" on stderr; only "y" or "yes" is yes.
+    fn confirm(&self, question: &str) -> Option<bool> {
+        if !self.interactive {
+            return None;
+        }
+        if let Some(b) = &self.bar {
+            b.suspend(|| ());
+        }
+        let mut err = std::io::stderr();
+        let _ = write!(err, "{question}\nProceed? [y/N] ");
+        let _ = err.flush();
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line).is_err() {
+            return Some(false);
+        }
+        Some(matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
     }
 }

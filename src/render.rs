@@ -18,8 +18,9 @@ use std::path::Path;
 use owo_colors::OwoColorize;
 use serde::Serialize;
 
-use crate::policy::Reason;
-use crate::report::{AbortReason, Mode, Outcome, Report};
+use cilium_gc::humanize::{human_duration, thousands};
+use cilium_gc::policy::Reason;
+use cilium_gc::report::{AbortReason, Mode, Outcome, Report};
 
 /// `-o`: how the report is written to stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -112,7 +113,7 @@ pub fn write_document<T: serde::Serialize>(
             out.write_all(b"\n")
         }
         OutputFormat::Yaml => {
-            let yaml = serde_yaml::to_string(doc).map_err(io::Error::other)?;
+            let yaml = serde_saphyr::to_string(doc).map_err(io::Error::other)?;
             out.write_all(yaml.as_bytes())
         }
         OutputFormat::Text => out.write_all(text().as_bytes()),
@@ -132,57 +133,28 @@ pub fn write_report_file(path: &Path, report: &Report) -> io::Result<()> {
     write_atomically(path, &json)
 }
 
-/// Writes `bytes` to `path` atomically (see [`write_report_file`]): readers
-/// such as node-exporter's textfile collector see the old file or the new
-/// one, never half of one.
+/// Writes `bytes` to `path` atomically: a temporary file in the same
+/// directory (so the rename cannot cross filesystems), synced, then renamed
+/// over `path` by `tempfile`'s `persist`. The temporary file is removed on
+/// any failure.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no file name"))?;
-
-    // Same directory, so the rename cannot cross filesystems; `create_new`
-    // so we never write through someone else's file or symlink.
-    let (tmp_path, mut file) = (0u32..)
-        .map(|n| {
-            let mut name = std::ffi::OsString::from(".");
-            name.push(file_name);
-            name.push(format!(".{}.{n}.tmp", std::process::id()));
-            dir.join(name)
-        })
-        .take(100)
-        .find_map(|p| {
-            match std::fs::File::options()
-                .write(true)
-                .create_new(true)
-                .open(&p)
-            {
-                Ok(f) => Some(Ok((p, f))),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => None,
-                Err(e) => Some(Err(e)),
-            }
-        })
-        .unwrap_or_else(|| {
-            Err(io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                "no free temporary file name next to the file",
-            ))
-        })?;
-
-    let written = file
-        .write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .and_then(|()| {
-            drop(file);
-            std::fs::rename(&tmp_path, path)
-        });
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp_path);
-        return Err(e);
+    if path.file_name().is_none() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "path has no file name",
+        ));
     }
+    let mut file = tempfile::Builder::new()
+        .prefix(".report")
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    file.write_all(bytes)?;
+    file.as_file().sync_all()?;
+    file.persist(path).map_err(|e| e.error)?;
     // Make the rename itself durable. Directories cannot be opened for this
     // on every platform, so this is best effort.
     #[cfg(unix)]
@@ -302,42 +274,6 @@ pub fn next_steps(report: &Report) -> Vec<String> {
     steps
 }
 
-/// `1234567` as `1,234,567`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// Seconds as a short human duration: `30m`, `2h`, `1h30m`, `45s`, `2d`.
-/// Rounded to whole seconds; `0s` for zero or less.
-pub fn human_duration(seconds: f64) -> String {
-    let total = if seconds.is_finite() && seconds > 0.0 {
-        seconds.round() as u64
-    } else {
-        0
-    };
-    if total == 0 {
-        return "0s".to_string();
-    }
-    let mut out = String::new();
-    let mut rest = total;
-    for (unit, size) in [("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)] {
-        let n = rest / size;
-        rest %= size;
-        if n > 0 {
-            let _ = write!(out, "{n}{unit}");
-        }
-    }
-    out
-}
-
 /// A run's wall time: `850ms`, `12.4s`, then [`human_duration`].
 fn run_duration(seconds: f64) -> String {
     if !seconds.is_finite() || seconds < 0.0 {
@@ -387,11 +323,18 @@ fn warn_if(n: u64) -> Tone {
 }
 
 /// Colours that vanish when colour is off.
-struct Paint {
+/// Colour for text views, or none: every method returns the text unchanged
+/// when colour is off. Shared by the report and the diagnosis views.
+#[derive(Debug, Clone, Copy)]
+pub struct Paint {
     on: bool,
 }
 
 impl Paint {
+    /// Paint as `style` says.
+    pub fn new(style: Style) -> Self {
+        Paint { on: style.color }
+    }
     fn apply(&self, s: &str, f: impl Fn(&str) -> String) -> String {
         if self.on {
             f(s)
@@ -408,22 +351,22 @@ impl Paint {
             Tone::Bad => self.red(s),
         }
     }
-    fn bold(&self, s: &str) -> String {
+    pub fn bold(&self, s: &str) -> String {
         self.apply(s, |s| s.bold().to_string())
     }
-    fn dim(&self, s: &str) -> String {
+    pub fn dim(&self, s: &str) -> String {
         self.apply(s, |s| s.dimmed().to_string())
     }
-    fn red(&self, s: &str) -> String {
+    pub fn red(&self, s: &str) -> String {
         self.apply(s, |s| s.red().bold().to_string())
     }
-    fn yellow(&self, s: &str) -> String {
+    pub fn yellow(&self, s: &str) -> String {
         self.apply(s, |s| s.yellow().to_string())
     }
-    fn green(&self, s: &str) -> String {
+    pub fn green(&self, s: &str) -> String {
         self.apply(s, |s| s.green().to_string())
     }
-    fn cyan(&self, s: &str) -> String {
+    pub fn cyan(&self, s: &str) -> String {
         self.apply(s, |s| s.cyan().to_string())
     }
 }
@@ -437,7 +380,7 @@ const LABEL_WIDTH: usize = 22;
 
 /// The human summary. Returns a `String` so colour codes never split a write.
 fn text(report: &Report, style: Style) -> String {
-    let p = Paint { on: style.color };
+    let p = Paint::new(style);
     let s = &report.summary;
     let mut o = String::new();
 
@@ -661,7 +604,7 @@ fn text(report: &Report, style: Style) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::report::*;
+    use cilium_gc::report::*;
 
     fn ts(s: &str) -> jiff::Timestamp {
         s.parse().unwrap()
@@ -796,7 +739,7 @@ pub(crate) mod tests {
         let r = sample();
         let out = rendered(&r, OutputFormat::Yaml, true);
         assert!(!out.contains('\x1b'));
-        let back: Report = serde_yaml::from_str(&out).unwrap();
+        let back: Report = serde_saphyr::from_str(&out).unwrap();
         assert_eq!(
             serde_json::to_value(&back).unwrap(),
             serde_json::to_value(&r).unwrap()

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use arbitrary::Arbitrary;
 use jiff::{SignedDuration, Timestamp};
-use kubectl_cilium_gc::model::Identity;
-use kubectl_cilium_gc::policy::{decide, local_range, parse_mark, Policy, Reason};
+use cilium_gc::model::Identity;
+use cilium_gc::policy::{decide, local_range, parse_mark, Policy, Reason};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, Arbitrary)]

@@ -4,41 +4,26 @@
 
 use std::fmt::Write as _;
 
-use owo_colors::OwoColorize;
+use crate::render::{Paint, Style};
+use cilium_gc::diagnose::types::{AgeBucket, Diagnosis, Level, Severity};
+use cilium_gc::humanize::{human_duration, thousands as n};
 
-use super::types::{AgeBucket, Diagnosis, Level, Severity};
-use crate::render::{human_duration, thousands as n, Style};
+/// A finding's severity as a fixed-width label, coloured by how bad it is.
+fn severity(p: &Paint, sev: Severity) -> String {
+    let label = format!("{:<8}", sev.as_str().to_uppercase());
+    match sev {
+        Severity::Critical => p.red(&label),
+        Severity::Warning => p.bold(&p.yellow(&label)),
+        Severity::Info => p.cyan(&label),
+    }
+}
 
-struct Paint(Style);
-
-impl Paint {
-    fn on(&self, s: &str, f: impl Fn(&str) -> String) -> String {
-        if self.0.color {
-            f(s)
-        } else {
-            s.to_owned()
-        }
-    }
-    fn bold(&self, s: &str) -> String {
-        self.on(s, |s| s.bold().to_string())
-    }
-    fn dim(&self, s: &str) -> String {
-        self.on(s, |s| s.dimmed().to_string())
-    }
-    fn severity(&self, sev: Severity) -> String {
-        let label = format!("{:<8}", sev.as_str().to_uppercase());
-        match sev {
-            Severity::Critical => self.on(&label, |s| s.red().bold().to_string()),
-            Severity::Warning => self.on(&label, |s| s.yellow().bold().to_string()),
-            Severity::Info => self.on(&label, |s| s.cyan().to_string()),
-        }
-    }
-    fn level(&self, level: Level) -> String {
-        match level {
-            Level::Ok => self.on("ok", |s| s.green().to_string()),
-            Level::Warning => self.on("WARNING", |s| s.yellow().bold().to_string()),
-            Level::Critical => self.on("CRITICAL", |s| s.red().bold().to_string()),
-        }
+/// How full the identity space is, coloured.
+fn level(p: &Paint, level: Level) -> String {
+    match level {
+        Level::Ok => p.green("ok"),
+        Level::Warning => p.bold(&p.yellow("WARNING")),
+        Level::Critical => p.red("CRITICAL"),
     }
 }
 
@@ -51,7 +36,7 @@ fn buckets(b: &[AgeBucket]) -> String {
 
 /// The text view of `d`.
 pub fn text(d: &Diagnosis, style: Style) -> String {
-    let p = Paint(style);
+    let p = Paint::new(style);
     let mut o = String::new();
     let server = d.cluster.server.as_deref().unwrap_or("(unknown server)");
     let _ = write!(o, "{} {server}", p.bold("Cilium identity diagnosis:"));
@@ -75,7 +60,7 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
         let _ = writeln!(
             o,
             "  {} {} {}",
-            p.severity(f.severity),
+            severity(&p, f.severity),
             p.bold(f.code.as_str()),
             f.message
         );
@@ -99,7 +84,7 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
         n(sp.capacity),
         sp.utilisation_percent,
         n(sp.headroom),
-        p.level(sp.level)
+        level(&p, sp.level)
     );
     for (label, v) in [
         ("in use", st.in_use),
@@ -181,7 +166,7 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
             );
         }
     }
-    let ns_list = |v: &[super::types::NamespaceStat], stale: bool| {
+    let ns_list = |v: &[cilium_gc::diagnose::types::NamespaceStat], stale: bool| {
         v.iter()
             .take(5)
             .map(|s| {
@@ -262,7 +247,7 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
     }
     for v in &cfg.values {
         let source = match v.source {
-            crate::report::ConfigSource::CiliumConfig => "",
+            cilium_gc::report::ConfigSource::CiliumConfig => "",
             _ => " (default)",
         };
         let value = if v.value.is_empty() {
@@ -288,8 +273,8 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::analyze::{analyze, IdentityRecord, Input};
-    use crate::model::Identity;
+    use cilium_gc::diagnose::analyze::{analyze, IdentityRecord, Input};
+    use cilium_gc::model::Identity;
     use std::collections::BTreeMap;
 
     fn sample() -> Diagnosis {
@@ -312,7 +297,7 @@ mod tests {
             identities: ids,
             refs: BTreeMap::from([(5000, 2)]),
             endpoints: 4,
-            crds: crate::preflight::Crds {
+            crds: cilium_gc::preflight::Crds {
                 identities: true,
                 endpoints: true,
                 slices: false,

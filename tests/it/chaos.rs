@@ -9,13 +9,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use cilium_gc::exit::Exit;
+use cilium_gc::report::{AbortReason, ErrorKind, Outcome, Report};
+use cilium_gc::settings::ConnectOptions;
+use cilium_gc::stop::Stop;
+use cilium_gc_sim::{ActorRates, Faults, PageFault, Scenario, Simulator, ThrottleShape};
+use cilium_gc_sim::{Kind, HEARTBEAT_ANNOTATION};
 use jiff::{SignedDuration, Timestamp};
-use kubectl_cilium_gc::cli::KubeArgs;
-use kubectl_cilium_gc::exit::Exit;
-use kubectl_cilium_gc::model::{Kind, HEARTBEAT_ANNOTATION};
-use kubectl_cilium_gc::report::{AbortReason, ErrorKind, Outcome, Report};
-use kubectl_cilium_gc::sim::{ActorRates, Faults, PageFault, Scenario, Simulator, ThrottleShape};
-use kubectl_cilium_gc::stop::Stop;
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
@@ -30,9 +30,7 @@ fn calm(identities: usize) -> Scenario {
     Scenario {
         identities,
         endpoints: identities,
-        actors: ActorRates::default(),
-        faults: Faults::default(),
-        ..Scenario::preset("small").unwrap()
+        ..Scenario::preset("small").unwrap().calm()
     }
 }
 
@@ -569,7 +567,7 @@ async fn chaos_malformed_objects_are_reported_and_skipped_never_deleted() {
     for n in ["60020", "60021", "60022", "60023"] {
         assert_eq!(
             item(n).map(|i| i.reason),
-            Some(kubectl_cilium_gc::policy::Reason::InUse),
+            Some(cilium_gc::policy::Reason::InUse),
             "{n}"
         );
     }
@@ -687,9 +685,9 @@ async fn chaos_server_restarted_mid_run_on_the_same_port_with_the_same_state() {
         dir: _dir,
         kubeconfig,
     } = w;
-    let kube = KubeArgs {
+    let kube = ConnectOptions {
         kubeconfig: Some(kubeconfig),
-        ..KubeArgs::default()
+        ..ConnectOptions::default()
     };
     let (tx, rx) = tokio::sync::oneshot::channel();
     let restarter = tokio::spawn(async move {
@@ -800,7 +798,7 @@ async fn chaos_server_clock_two_hours_behind_judges_marks_by_server_time() {
 /// Signal the built binary at a random point (during preflight and scan, or
 /// during deletes): a valid report, exit 130/143, no delete after it.
 async fn signal_at_random_point(seed: u64) {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let (signal, code) = if rng.random_bool(0.5) {
         ("INT", 130)
     } else {
@@ -988,7 +986,7 @@ proptest! {
     #[test]
     fn fuzz_prop_decode_identity_accepts_only_deletable_identities(v in json_value()) {
         let raw = serde_json::value::RawValue::from_string(v.to_string()).unwrap();
-        match kubectl_cilium_gc::model::decode_identity(&raw) {
+        match cilium_gc::model::decode_identity(&raw) {
             Ok(i) => prop_assert!(
                 !i.name.is_empty() && !i.uid.is_empty() && !i.resource_version.is_empty()
             ),
@@ -1002,9 +1000,9 @@ proptest! {
     #[test]
     fn fuzz_prop_decode_usage_never_fails_and_misses_no_reference(v in json_value()) {
         let text = v.to_string();
-        let usage = serde_json::from_str::<kubectl_cilium_gc::usage::UsageObject>(&text);
+        let usage = serde_json::from_str::<cilium_gc::usage::UsageObject>(&text);
         prop_assert!(usage.is_ok(), "{text}");
-        if let Ok(strict) = kubectl_cilium_gc::model::decode_endpoint(&text) {
+        if let Ok(strict) = cilium_gc::model::decode_endpoint(&text) {
             let lenient = usage.unwrap();
             for id in strict.ids {
                 prop_assert!(lenient.ids().contains(&id), "{text}: {id}");
@@ -1027,9 +1025,9 @@ proptest! {
         cluster_id in 0u64..4,
         wide in any::<bool>(),
     ) {
-        use kubectl_cilium_gc::policy::{decide, local_range, parse_mark, Policy, Reason};
+        use cilium_gc::policy::{decide, local_range, parse_mark, Policy, Reason};
         let now: Timestamp = "2026-06-01T12:00:00Z".parse().unwrap();
-        let identity = kubectl_cilium_gc::model::Identity {
+        let identity = cilium_gc::model::Identity {
             name,
             uid: "u".into(),
             resource_version: "1".into(),
@@ -1071,7 +1069,7 @@ proptest! {
         ],
         labels in prop::collection::btree_map("[a-z]{1,3}", "[a-z]{0,3}", 0..5),
     ) {
-        use kubectl_cilium_gc::selector::Selector;
+        use cilium_gc::selector::Selector;
         if let Ok(sel) = Selector::parse(&text) {
             let again = Selector::parse(&sel.to_string());
             prop_assert!(again.is_ok(), "{} printed as {}", text, sel);
@@ -1094,8 +1092,8 @@ async fn regression_endpoint_watchers_unable_to_relist_hung_the_run() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         sim.set_rbac_denials(vec![
-            kubectl_cilium_gc::sim::Denial::new("list", "ciliumendpoints"),
-            kubectl_cilium_gc::sim::Denial::new("watch", "ciliumendpoints"),
+            cilium_gc_sim::Denial::new("list", "ciliumendpoints"),
+            cilium_gc_sim::Denial::new("watch", "ciliumendpoints"),
         ]);
         sim.compact();
         sim.now()

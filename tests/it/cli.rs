@@ -3,15 +3,12 @@
 
 use std::time::Duration;
 
-use kubectl_cilium_gc::sim::Scenario;
+use cilium_gc_sim::Scenario;
 
 use crate::support::world::{assert_ok, assert_valid, binary, deletes_after, World};
 
 fn calm(name: &str) -> Scenario {
-    let mut s = Scenario::preset(name).unwrap();
-    s.actors = Default::default();
-    s.faults = Default::default();
-    s
+    Scenario::preset(name).unwrap().calm()
 }
 
 fn has(cmd: &str) -> bool {
@@ -147,7 +144,7 @@ async fn text_output_has_no_colour_when_piped_and_report_file_is_written() {
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_valid(&report);
     let out = w.bin(&["scan", "-o", "yaml"]).await;
-    let y: serde_yaml::Value = serde_yaml::from_slice(&out.stdout).expect("yaml parses");
+    let y: serde_json::Value = serde_saphyr::from_slice(&out.stdout).expect("yaml parses");
     assert_eq!(y["kind"].as_str(), Some("CiliumIdentityGCReport"));
 }
 

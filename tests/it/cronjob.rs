@@ -4,10 +4,9 @@
 
 use std::collections::BTreeSet;
 
-use serde::Deserialize;
 use serde_json::Value;
 
-use kubectl_cilium_gc::rbac;
+use cilium_gc::rbac;
 
 use crate::support::repo_path;
 
@@ -17,8 +16,9 @@ type Grant = (String, String, String);
 fn documents() -> Vec<Value> {
     let path = repo_path("examples/cronjob.yaml");
     let text = std::fs::read_to_string(&path).unwrap();
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| Value::deserialize(doc).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+    serde_saphyr::from_str_multiple::<Value, Vec<Value>>(&text)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .into_iter()
         .filter(|v| !v.is_null())
         .collect()
 }

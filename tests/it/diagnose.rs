@@ -6,14 +6,15 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
+use cilium_gc::diagnose::types::{Finding, FindingCode, Level, Severity};
+use cilium_gc::diagnose::{self, analyze, IdentityRecord, Input};
+use cilium_gc::model::{Change, Identity, NAMESPACE_LABEL};
+use cilium_gc::preflight::Crds;
+use cilium_gc::report::{ConfigSource, IdRange};
+use cilium_gc_sim::Kind;
+use cilium_gc_sim::{default_cilium_config, Scenario};
 use clap::Parser;
 use kubectl_cilium_gc::cli::{Cli, Command, DiagnoseArgs};
-use kubectl_cilium_gc::diagnose::types::{Finding, FindingCode, Level, Severity};
-use kubectl_cilium_gc::diagnose::{self, analyze, IdentityRecord, Input};
-use kubectl_cilium_gc::model::{Change, Identity, Kind, NAMESPACE_LABEL};
-use kubectl_cilium_gc::preflight::Crds;
-use kubectl_cilium_gc::report::{ConfigSource, IdRange};
-use kubectl_cilium_gc::sim::{default_cilium_config, Scenario};
 use serde_json::{json, Value};
 
 use crate::support::schema;
@@ -169,7 +170,7 @@ fn full_example_conforms() {
         assert!(!v.is_null(), "example misses {path}");
     }
     assert_eq!(d["kind"], "CiliumIdentityDiagnosis");
-    assert_eq!(d["apiVersion"], kubectl_cilium_gc::report::API_VERSION);
+    assert_eq!(d["apiVersion"], cilium_gc::report::API_VERSION);
     assert_eq!(d["$schema"], diagnose::types::SCHEMA_ID);
     let errors = schema::errors(&schema::committed_diagnosis(), &d);
     assert!(
@@ -178,14 +179,14 @@ fn full_example_conforms() {
     );
     // YAML carries the same document.
     let mut yaml = Vec::new();
-    diagnose::render(
+    kubectl_cilium_gc::diagnose::render(
         &full_example(),
         kubectl_cilium_gc::render::OutputFormat::Yaml,
         Default::default(),
         &mut yaml,
     )
     .unwrap();
-    let back: Value = serde_yaml::from_slice(&yaml).unwrap();
+    let back: Value = serde_saphyr::from_slice(&yaml).unwrap();
     assert_eq!(back, d);
 }
 
@@ -276,15 +277,9 @@ fn unreachable_server_exits_2() {
 // back from the simulator's objects, not from the diagnosis.
 
 /// `scenario` with actors and faults off.
-fn calm(mut s: Scenario) -> Scenario {
-    s.actors = Default::default();
-    s.faults = Default::default();
-    s
-}
-
 /// The small preset, calm.
 fn small() -> Scenario {
-    calm(Scenario::preset("small").expect("preset"))
+    Scenario::preset("small").expect("preset").calm()
 }
 
 /// `diagnose` flags as the CLI would parse them.
@@ -301,10 +296,13 @@ fn diagnose_args(extra: &[&str]) -> DiagnoseArgs {
 /// check the document against the committed schema on the way.
 async fn diagnose_world(w: &World, extra: &[&str]) -> diagnose::Diagnosis {
     let args = diagnose_args(extra);
-    let d = tokio::time::timeout(TEST_TIMEOUT, diagnose::run_diagnosis(&w.kube(), &args))
-        .await
-        .expect("diagnosis finished in time")
-        .expect("diagnosis succeeds");
+    let d = tokio::time::timeout(
+        TEST_TIMEOUT,
+        diagnose::run_diagnosis(&w.kube(), &args.options()),
+    )
+    .await
+    .expect("diagnosis finished in time")
+    .expect("diagnosis succeeds");
     assert_conforms(&serde_json::to_value(&d).unwrap());
     d
 }
@@ -1053,7 +1051,7 @@ pub fn markdown_tables(md: &str) -> Vec<(Vec<String>, usize)> {
 /// of the cluster appears, while the plain rendering shows them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn markdown_of_the_seed_diagnosis_is_a_well_formed_ticket_and_redacts() {
-    let w = World::start(calm(Scenario::preset("seed").unwrap())).await;
+    let w = World::start(Scenario::preset("seed").unwrap().calm()).await;
     let run = |args: &'static [&'static str]| {
         let w = &w;
         async move {
@@ -1220,7 +1218,7 @@ async fn gc_not_completing_names_the_oldest_mark_and_since_when() {
 /// diagnosis says so and goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn known_defects_follow_the_images_and_a_missing_permission_is_said() {
-    use kubectl_cilium_gc::sim::{CiliumInstall, Denial};
+    use cilium_gc_sim::{CiliumInstall, Denial};
     let w = World::start(small()).await;
     let d = diagnose_world(&w, &[]).await;
     let c = d
@@ -1287,7 +1285,7 @@ async fn known_defects_follow_the_images_and_a_missing_permission_is_said() {
 /// gives the pod, its restarts and times, and cites #28339.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operator_restarts_are_reported_with_counts_and_times() {
-    use kubectl_cilium_gc::sim::CiliumInstall;
+    use cilium_gc_sim::CiliumInstall;
     let mut s = small();
     let mut install = CiliumInstall::default();
     install.operator_pods[0].restarts = 4;

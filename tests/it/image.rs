@@ -3,7 +3,6 @@
 //! this suite runs on, so these tests pin the file's contract instead of
 //! building it: the tag, the entrypoint, the user, the labels.
 
-use serde::Deserialize as _;
 use serde_json::Value;
 
 use crate::support::repo_path;
@@ -44,8 +43,9 @@ fn binary_name() -> String {
 
 fn cronjob_container() -> Value {
     let text = std::fs::read_to_string(repo_path("examples/cronjob.yaml")).unwrap();
-    let cj = serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_json::to_value(serde_yaml::Value::deserialize(d).unwrap()).unwrap())
+    let cj = serde_saphyr::from_str_multiple::<Value, Vec<Value>>(&text)
+        .unwrap()
+        .into_iter()
         .find(|d| d["kind"] == "CronJob")
         .expect("a CronJob");
     cj["spec"]["jobTemplate"]["spec"]["template"].clone()

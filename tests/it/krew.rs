@@ -27,7 +27,7 @@ const WINDOWS_FORBIDDEN: [&str; 22] = [
 fn load_yaml(path: &Path) -> Value {
     let text =
         std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
@@ -291,7 +291,7 @@ fn checker_catches_broken_manifests() {
 fn caveats_name_every_permission() {
     let m = load_yaml(&repo_path("krew/cilium-gc.yaml"));
     let caveats = str_at(&m, "/spec/caveats");
-    for p in kubectl_cilium_gc::rbac::PERMISSIONS {
+    for p in cilium_gc::rbac::PERMISSIONS {
         let line = caveats
             .lines()
             .find(|l| l.split([' ', ':', '(', ')']).any(|w| w == p.resource))

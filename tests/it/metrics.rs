@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
-use kubectl_cilium_gc::sim::Scenario;
+use cilium_gc_sim::Scenario;
 use prometheus_parse::{Scrape, Value};
 
 use crate::support::world::World;
@@ -51,10 +51,7 @@ async fn receiver(status: StatusCode) -> (String, Arc<Mutex<Vec<Pushed>>>) {
 }
 
 fn calm(name: &str) -> Scenario {
-    let mut s = Scenario::preset(name).unwrap();
-    s.actors = Default::default();
-    s.faults = Default::default();
-    s
+    Scenario::preset(name).unwrap().calm()
 }
 
 /// Parses strictly: every sample line must be `name{labels} value`, every
@@ -236,9 +233,9 @@ fn readme_alert_rule_uses_metrics_the_tool_writes() {
         .map(|b| b.split("```").next().unwrap())
         .find(|b| b.contains("kind: PrometheusRule"))
         .expect("README has a PrometheusRule");
-    let rule: serde_yaml::Value = serde_yaml::from_str(block).expect("the rule is YAML");
+    let rule: serde_json::Value = serde_saphyr::from_str(block).expect("the rule is YAML");
     let rules = &rule["spec"]["groups"][0]["rules"];
-    assert_eq!(rules.as_sequence().map(Vec::len), Some(1), "one alert rule");
+    assert_eq!(rules.as_array().map(Vec::len), Some(1), "one alert rule");
     let expr = rules[0]["expr"].as_str().unwrap();
     assert!(expr.contains(kubectl_cilium_gc::metrics::LAST_SUCCESS) && expr.contains("7200"));
     assert!(expr.contains("cilium_gc_identity_space_used_ratio") && expr.contains("0.8"));

@@ -27,7 +27,7 @@ fn schema_is_valid_draft_2020_12() {
         "not a valid draft 2020-12 schema:\n{errors:#?}"
     );
     assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
-    assert_eq!(s["$id"], kubectl_cilium_gc::report::SCHEMA_ID);
+    assert_eq!(s["$id"], cilium_gc::report::SCHEMA_ID);
 }
 
 /// Every property and definition says what it is; enums list their
@@ -121,6 +121,6 @@ fn unknown_fields_are_allowed() {
     r["somethingNew"] = json!({"added": "in v1.1"});
     r["summary"]["alsoNew"] = json!(1);
     assert!(schema::errors(&schema::committed(), &r).is_empty());
-    let back: kubectl_cilium_gc::report::Report = serde_json::from_value(r).unwrap();
+    let back: cilium_gc::report::Report = serde_json::from_value(r).unwrap();
     assert_eq!(back.summary.scanned, 12);
 }

@@ -6,14 +6,14 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::support::world::assert_ok;
+use cilium_gc_sim::Kind;
+use cilium_gc_sim::{ActorRates, Denial, Faults, Scenario, Simulator, ThrottleShape};
 use futures::{StreamExt, TryStreamExt};
 use http::{HeaderMap, Method, Request, StatusCode};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::runtime::watcher;
 use kube::{Client, Config};
-use kubectl_cilium_gc::model::Kind;
-use kubectl_cilium_gc::sim::{ActorRates, Denial, Faults, Scenario, Simulator, ThrottleShape};
 use serde_json::{json, Value};
 
 const IDS: &str = "/apis/cilium.io/v2/ciliumidentities";

@@ -5,26 +5,20 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use kubectl_cilium_gc::exit::Exit;
-use kubectl_cilium_gc::model::Kind;
-use kubectl_cilium_gc::policy::Reason;
-use kubectl_cilium_gc::report::{AbortReason, Mode, Outcome};
-use kubectl_cilium_gc::sim::Scenario;
+use cilium_gc::exit::Exit;
+use cilium_gc::policy::Reason;
+use cilium_gc::report::{AbortReason, Mode, Outcome};
+use cilium_gc_sim::Kind;
+use cilium_gc_sim::Scenario;
 use serde_json::json;
 
 use crate::support::world::{assert_valid, json, World};
 
 const TIMEOUT_30M: Duration = Duration::from_secs(30 * 60);
 
-fn calm(mut s: Scenario) -> Scenario {
-    s.actors = Default::default();
-    s.faults = Default::default();
-    s
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn scan_decides_without_writing() {
-    let w = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let w = World::start(Scenario::preset("small").unwrap().calm()).await;
     let stale = w.stale_now(TIMEOUT_30M);
     let before = w.names();
     let (report, exit) = w.gc(&["scan"]).await;
@@ -66,7 +60,7 @@ async fn scan_decides_without_writing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn delete_removes_exactly_the_stale_identities() {
-    let w = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let w = World::start(Scenario::preset("small").unwrap().calm()).await;
     let stale = w.stale_now(TIMEOUT_30M);
     assert!(stale.len() > 20, "scenario has stale identities");
     let before = w.names();
@@ -162,7 +156,7 @@ async fn seed_scenario_with_reclaiming_agents_is_safe_and_complete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hostile_server_ends_like_a_calm_one() {
-    let calm_world = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let calm_world = World::start(Scenario::preset("small").unwrap().calm()).await;
     let (calm_report, calm_exit) = calm_world
         .gc(&["delete", "--yes", "--qps", "0", "--page-size", "20"])
         .await;
@@ -249,7 +243,7 @@ async fn hostile_server_ends_like_a_calm_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn delete_rate_stays_within_qps_and_burst() {
-    let mut s = calm(Scenario::preset("small").unwrap());
+    let mut s = Scenario::preset("small").unwrap().calm();
     s.identities = 400;
     let w = World::start(s).await;
     let stale = w.stale_now(TIMEOUT_30M).len();
@@ -322,7 +316,7 @@ async fn unsafe_clusters_are_refused_with_exit_3() {
         ("missing-crd", "CiliumIdentity CRD"),
     ];
     for (preset, needle) in cases {
-        let w = World::start(calm(Scenario::preset(preset).unwrap())).await;
+        let w = World::start(Scenario::preset(preset).unwrap().calm()).await;
         assert_refused(&w, &["delete", "--yes"], needle).await;
         w.sim.shutdown().await;
     }
@@ -330,18 +324,18 @@ async fn unsafe_clusters_are_refused_with_exit_3() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn force_overrides_only_the_zero_endpoints_check() {
-    let w = World::start(calm(Scenario::preset("no-endpoints").unwrap())).await;
+    let w = World::start(Scenario::preset("no-endpoints").unwrap().calm()).await;
     let (report, exit) = w.gc(&["delete", "--yes", "--force", "--qps", "0"]).await;
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
     assert!(report.preflight.forced, "the report says --force was used");
     assert!(report.summary.deleted > 0);
-    let w = World::start(calm(Scenario::preset("kvstore").unwrap())).await;
+    let w = World::start(Scenario::preset("kvstore").unwrap().calm()).await;
     assert_refused(&w, &["delete", "--yes", "--force"], "kvstore").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mark_then_collect_after_the_timeout_spares_reused_identities() {
-    let w = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let w = World::start(Scenario::preset("small").unwrap().calm()).await;
     let (report, exit) = w
         .gc(&[
             "delete",
@@ -400,7 +394,7 @@ async fn mark_then_collect_after_the_timeout_spares_reused_identities() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn server_dry_run_writes_nothing() {
-    let w = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let w = World::start(Scenario::preset("small").unwrap().calm()).await;
     let stale = w.stale_now(TIMEOUT_30M);
     let before = w.names();
     let (report, exit) = w.gc(&["delete", "--dry-run=server", "--qps", "0"]).await;
@@ -430,7 +424,7 @@ async fn server_dry_run_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn blast_radius_limits_stop_before_the_first_delete() {
-    let w = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let w = World::start(Scenario::preset("small").unwrap().calm()).await;
     let before = w.names();
     let (report, exit) = w.gc(&["delete", "--yes", "--max-deletions", "3"]).await;
     assert_eq!(exit, Exit::BlastRadius);
@@ -448,7 +442,7 @@ async fn blast_radius_limits_stop_before_the_first_delete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_a_terminal_delete_requires_yes() {
-    let w = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let w = World::start(Scenario::preset("small").unwrap().calm()).await;
     let before = w.names();
     let out = w.bin(&["delete", "-o", "json"]).await;
     assert_eq!(out.status.code(), Some(2));
@@ -460,7 +454,7 @@ async fn without_a_terminal_delete_requires_yes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn lost_permission_mid_run_stops_writes_and_exits_3() {
-    let w = World::start(calm(Scenario::preset("small").unwrap())).await;
+    let w = World::start(Scenario::preset("small").unwrap().calm()).await;
     let stale = w.stale_now(TIMEOUT_30M).len();
     let sim = &w.sim;
     let run = w.gc(&[
@@ -477,7 +471,7 @@ async fn lost_permission_mid_run_stops_writes_and_exits_3() {
         while sim.ledger().deletes.len() < 3 {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        sim.set_rbac_denials(vec![kubectl_cilium_gc::sim::Denial::new(
+        sim.set_rbac_denials(vec![cilium_gc_sim::Denial::new(
             "delete",
             "ciliumidentities",
         )]);

@@ -2,9 +2,9 @@
 //! that fits used somewhere, several items with conflicts. Schema tests and
 //! docs examples start from it.
 
+use cilium_gc::policy::Reason;
+use cilium_gc::report::*;
 use jiff::Timestamp;
-use kubectl_cilium_gc::policy::Reason;
-use kubectl_cilium_gc::report::*;
 
 fn ts(s: &str) -> Timestamp {
     s.parse().expect("test timestamp")

@@ -18,8 +18,8 @@ pub fn committed() -> Value {
 
 /// The schema exactly as it must be committed: pretty JSON and a newline.
 pub fn generated_text() -> String {
-    let mut text = serde_json::to_string_pretty(&kubectl_cilium_gc::report::schema())
-        .expect("schema serializes");
+    let mut text =
+        serde_json::to_string_pretty(&cilium_gc::report::schema()).expect("schema serializes");
     text.push('\n');
     text
 }
@@ -58,8 +58,8 @@ pub fn committed_diagnosis() -> Value {
 
 /// The diagnosis schema exactly as it must be committed.
 pub fn generated_diagnosis_text() -> String {
-    let mut text = serde_json::to_string_pretty(&kubectl_cilium_gc::diagnose::schema())
-        .expect("schema serializes");
+    let mut text =
+        serde_json::to_string_pretty(&cilium_gc::diagnose::schema()).expect("schema serializes");
     text.push('\n');
     text
 }

@@ -7,15 +7,16 @@ use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
+use cilium_gc::exit::Exit;
+use cilium_gc::gc::{self, Ui};
+use cilium_gc::policy::parse_mark;
+use cilium_gc::report::Report;
+use cilium_gc::settings::{ConnectOptions, GcSettings};
+use cilium_gc::stop::Stop;
+use cilium_gc_sim::{Scenario, Simulator};
 use clap::Parser;
 use jiff::Timestamp;
-use kubectl_cilium_gc::cli::{Cli, Command, KubeArgs};
-use kubectl_cilium_gc::exit::Exit;
-use kubectl_cilium_gc::gc::{self, GcSettings, Ui};
-use kubectl_cilium_gc::policy::parse_mark;
-use kubectl_cilium_gc::report::Report;
-use kubectl_cilium_gc::sim::{Scenario, Simulator};
-use kubectl_cilium_gc::stop::Stop;
+use kubectl_cilium_gc::cli::{Cli, Command};
 use serde_json::Value;
 
 /// Every test gives up after this long rather than hang CI.
@@ -52,10 +53,10 @@ impl World {
     }
 
     /// Connection flags pointing at the simulator.
-    pub fn kube(&self) -> KubeArgs {
-        KubeArgs {
+    pub fn kube(&self) -> ConnectOptions {
+        ConnectOptions {
             kubeconfig: Some(self.kubeconfig.clone()),
-            ..KubeArgs::default()
+            ..ConnectOptions::default()
         }
     }
 
@@ -110,13 +111,13 @@ impl World {
 }
 
 /// Run `scan ...` or `delete ...` through the library against `kube`.
-pub async fn gc_at(kube: KubeArgs, args: &[&str], stop: &Stop) -> (Report, Exit) {
+pub async fn gc_at(kube: ConnectOptions, args: &[&str], stop: &Stop) -> (Report, Exit) {
     let mut argv = vec!["kubectl-cilium_gc"];
     argv.extend_from_slice(args);
     let cli = Cli::try_parse_from(argv).expect("test flags parse");
     let settings = match cli.command {
-        Command::Scan(a) => GcSettings::for_scan(a),
-        Command::Delete(d) => GcSettings::for_delete(d),
+        Command::Scan(a) => GcSettings::for_scan(a.settings()),
+        Command::Delete(d) => GcSettings::for_delete(d.scan.settings(), d.writes()),
         other => panic!("not a gc command: {other:?}"),
     }
     .expect("settings valid");
@@ -180,7 +181,7 @@ pub fn deletes_after(
     sim: &Simulator,
     at: Timestamp,
     grace: jiff::SignedDuration,
-) -> Vec<kubectl_cilium_gc::sim::RequestRecord> {
+) -> Vec<cilium_gc_sim::RequestRecord> {
     sim.ledger()
         .requests
         .into_iter()

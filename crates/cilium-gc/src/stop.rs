@@ -71,36 +71,6 @@ impl Stop {
             notified.await;
         }
     }
-
-    /// Trigger on SIGINT and SIGTERM, for the life of the process.
-    pub fn listen_for_signals(&self) {
-        let stop = self.clone();
-        tokio::spawn(async move {
-            #[cfg(unix)]
-            {
-                use tokio::signal::unix::{signal, SignalKind};
-                let (Ok(mut int), Ok(mut term)) = (
-                    signal(SignalKind::interrupt()),
-                    signal(SignalKind::terminate()),
-                ) else {
-                    return;
-                };
-                loop {
-                    tokio::select! {
-                        _ = int.recv() => stop.trigger(StopReason::Interrupt),
-                        _ = term.recv() => stop.trigger(StopReason::Terminate),
-                    }
-                    tracing::warn!("stopping: no new deletes; finishing those in flight");
-                }
-            }
-            #[cfg(not(unix))]
-            {
-                while tokio::signal::ctrl_c().await.is_ok() {
-                    stop.trigger(StopReason::Interrupt);
-                }
-            }
-        });
-    }
 }
 
 #[cfg(test)]

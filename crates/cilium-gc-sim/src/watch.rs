@@ -13,11 +13,11 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::object::Obj;
 use super::resource::{partial_metadata, split_key};
-use super::routes::{App, Req};
+use super::state::{App, Req};
 use super::status;
 use super::store::{api_version, Event, ReadAt};
-use crate::model::Kind;
-use crate::selector::Selector;
+use crate::kinds::Kind;
+use crate::labels::Selector;
 
 /// Watch parameters.
 struct Params {

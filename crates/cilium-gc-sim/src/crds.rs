@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::model::Kind;
+use crate::kinds::Kind;
 
 /// `ciliumidentities.yaml`, verbatim.
 pub const IDENTITIES_YAML: &str = include_str!("crds/ciliumidentities.yaml");
@@ -24,7 +24,7 @@ pub fn yaml(kind: Kind) -> &'static str {
 
 /// The CRD as the server returns it: the YAML as JSON plus server metadata.
 pub fn crd_json(kind: Kind, rv: u64) -> Value {
-    let mut v: Value = serde_yaml::from_str(yaml(kind)).unwrap_or(Value::Null);
+    let mut v: Value = serde_saphyr::from_str(yaml(kind)).unwrap_or(Value::Null);
     if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         m.insert(
             "uid".into(),

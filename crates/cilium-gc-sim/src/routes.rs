@@ -3,68 +3,21 @@
 //! and watch handlers. One fallback handler does all the routing so
 //! unknown paths answer `404 page not found` in text as a real server does.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use axum::body::{to_bytes, Body, Bytes};
+use axum::body::{to_bytes, Body};
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, Method, Request, Response};
+use axum::http::{header, HeaderValue, Method, Request, Response};
 use axum::Router;
-use futures::StreamExt;
-use tokio::sync::broadcast;
 
-use super::faults::{FaultEngine, Rejection, ResetMode};
-use super::ledger::{LedgerBook, RequestRecord};
-use super::object::Clock;
-use super::scenario::{CrdSet, Denial};
+use super::body::{cut, MAX_BODY};
+use super::faults::Rejection;
+use super::ledger::RequestRecord;
+use super::scenario::CrdSet;
+use super::state::{App, Query, Req};
 use super::status::{self, Res};
-use super::store::Store;
 use super::{discovery, resource, watch};
-use crate::model::{Kind, CILIUM_GROUP};
-
-/// Shared server state.
-pub struct App {
-    /// The objects (shared with the actors).
-    pub store: Arc<Store>,
-    /// Installed CRDs.
-    pub crds: CrdSet,
-    /// `cilium-config` data.
-    pub cilium_config: Option<std::collections::BTreeMap<String, String>>,
-    /// The cilium-operator Deployment, cilium DaemonSet and operator pods.
-    pub cilium_install: Option<super::workloads::CiliumInstall>,
-    /// RBAC denials (changeable at runtime).
-    pub rbac: Mutex<Vec<Denial>>,
-    /// User name for RBAC messages.
-    pub user: String,
-    /// Accepted bearer token.
-    pub token: String,
-    /// Faults for client requests.
-    pub faults: FaultEngine,
-    /// What clients did.
-    pub ledger: LedgerBook,
-    /// Server clock.
-    pub clock: Clock,
-    /// Bookmark period.
-    pub bookmark_interval: std::time::Duration,
-    /// Fires to end every open watch with a 410 ERROR event.
-    pub expire_watches: broadcast::Sender<()>,
-    /// RNG for uids of created objects.
-    pub rng: Mutex<rand_chacha::ChaCha8Rng>,
-    /// Test-only spoilers of list answers.
-    pub chaos: super::chaos::Chaos,
-}
-
-impl App {
-    /// Whether RBAC lets the scenario's user do `verb` on `resource`.
-    pub fn allowed(&self, verb: &str, resource: &str) -> bool {
-        !self
-            .rbac
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .any(|d| d.covers(verb, resource))
-    }
-}
+use crate::kinds::{Kind, CILIUM_GROUP};
 
 /// The router: everything goes through [`handle`].
 pub fn app(state: Arc<App>) -> Router {
@@ -192,9 +145,6 @@ fn cilium_target(version: &str, rest: &[&str], crds: &CrdSet) -> Target {
     }
 }
 
-/// Query parameters (last value wins).
-pub type Query = HashMap<String, String>;
-
 fn parse_query(q: Option<&str>) -> Query {
     q.map(|q| {
         q.split('&')
@@ -210,27 +160,10 @@ fn parse_query(q: Option<&str>) -> Query {
 
 /// Percent-decoding (and `+` as space) of a query component.
 pub fn pct_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 2 < b.len() => {
-                match u8::from_str_radix(std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("zz"), 16)
-                {
-                    Ok(x) => {
-                        out.push(x);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    let plus_as_space = s.replace('+', " ");
+    percent_encoding::percent_decode_str(&plus_as_space)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// Is this a watch request (`watch=true` or `watch=1`)?
@@ -265,58 +198,6 @@ pub fn verb_of(method: &Method, target: &Target, q: &Query) -> &'static str {
         _ => "unknown",
     }
 }
-
-/// One parsed client request.
-pub struct Req {
-    /// HTTP method.
-    pub method: Method,
-    /// Headers.
-    pub headers: HeaderMap,
-    /// Query parameters.
-    pub query: Query,
-    /// Body bytes.
-    pub body: Bytes,
-    /// User-Agent.
-    pub user_agent: String,
-}
-
-impl Req {
-    /// Field manager: `?fieldManager=`, else the User-Agent up to the first `/` (§4).
-    pub fn manager(&self) -> String {
-        match self.query.get("fieldManager") {
-            Some(m) if !m.is_empty() => m.clone(),
-            _ => {
-                let ua = self.user_agent.split('/').next().unwrap_or_default();
-                let ua: String = ua.chars().filter(|c| !c.is_control()).take(128).collect();
-                if ua.is_empty() {
-                    "unknown".into()
-                } else {
-                    ua
-                }
-            }
-        }
-    }
-
-    /// Whether the client asked for metadata only (`as=PartialObjectMetadata[List]`).
-    pub fn metadata_only(&self) -> bool {
-        self.headers
-            .get(header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|a| {
-                a.split(',')
-                    .next()
-                    .unwrap_or("")
-                    .contains("as=PartialObjectMetadata")
-            })
-    }
-
-    /// `?dryRun=All`.
-    pub fn dry_run(&self) -> bool {
-        self.query.get("dryRun").is_some_and(|v| v == "All")
-    }
-}
-
-pub(super) const MAX_BODY: usize = 64 << 20;
 
 async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Body> {
     let time = app.clock.now();
@@ -498,28 +379,6 @@ fn rejection(r: Rejection) -> Response<Body> {
         Rejection::Unavailable => status::service_unavailable(),
         Rejection::Timeout => status::gateway_timeout(),
     }
-}
-
-/// Replace the body with one that fails: at once, or after half of it.
-pub(super) async fn cut(resp: Response<Body>, mode: ResetMode) -> Response<Body> {
-    let (parts, body) = resp.into_parts();
-    let err = || {
-        Err::<Bytes, std::io::Error>(std::io::Error::new(
-            std::io::ErrorKind::ConnectionReset,
-            "injected reset",
-        ))
-    };
-    let body = match mode {
-        ResetMode::AfterHeaders => Body::from_stream(futures::stream::once(async move { err() })),
-        ResetMode::MidBody => {
-            let bytes = to_bytes(body, MAX_BODY).await.unwrap_or_default();
-            let half = bytes.slice(..bytes.len() / 2);
-            Body::from_stream(futures::stream::iter([Ok(half), err()]).boxed())
-        }
-    };
-    let mut resp = Response::from_parts(parts, body);
-    resp.headers_mut().remove(header::CONTENT_LENGTH);
-    resp
 }
 
 #[cfg(test)]

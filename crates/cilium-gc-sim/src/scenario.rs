@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::actors::ActorRates;
+use super::actors::{ActorRates, Population};
 use super::faults::Faults;
 
 /// Which Cilium CRDs are installed. An absent CRD makes its paths answer
@@ -31,11 +31,11 @@ impl CrdSet {
     };
 
     /// Whether the CRD of `kind` is installed.
-    pub fn has(&self, kind: crate::model::Kind) -> bool {
+    pub fn has(&self, kind: crate::kinds::Kind) -> bool {
         match kind {
-            crate::model::Kind::Identity => self.identities,
-            crate::model::Kind::Endpoint => self.endpoints,
-            crate::model::Kind::EndpointSlice => self.slices,
+            crate::kinds::Kind::Identity => self.identities,
+            crate::kinds::Kind::Endpoint => self.endpoints,
+            crate::kinds::Kind::EndpointSlice => self.slices,
         }
     }
 }
@@ -199,6 +199,25 @@ pub fn default_cilium_config(allocation_mode: &str) -> BTreeMap<String, String> 
 }
 
 impl Scenario {
+    /// The same cluster, quiet: no agents or operator acting during the
+    /// run, and no injected faults. Tests that count exact outcomes use it.
+    pub fn calm(mut self) -> Self {
+        self.actors = ActorRates::default();
+        self.faults = Faults::default();
+        self
+    }
+
+    /// What the cluster actors need to know of this scenario.
+    pub fn population(&self) -> Population {
+        Population {
+            first_id: self.first_id,
+            next_id: self.first_id + self.identities as u64,
+            namespaces: self.namespaces,
+            job_ratio: self.job_ratio,
+            endpoints: self.crds.endpoints && !self.slices,
+        }
+    }
+
     /// Names [`Scenario::preset`] knows.
     pub const PRESETS: &'static [&'static str] = &[
         "small",

@@ -260,7 +260,7 @@ pub fn gc_health(
 }
 
 fn dur(seconds: f64) -> String {
-    crate::render::human_duration(seconds)
+    crate::humanize::human_duration(seconds)
 }
 
 /// The findings `h` supports, for [`super::analyze`]'s list.

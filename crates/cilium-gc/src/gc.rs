@@ -7,26 +7,23 @@
 //! marks and deletes. Any stop (signal, lost permission, refusal) still
 //! produces a complete report with the exit code it explains.
 
-use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 
-use crate::cli::{DeleteArgs, DryRun, KubeArgs, ScanArgs};
 use crate::cluster::{Api, Endpoint};
 use crate::exit::Exit;
 use crate::model::{Identity, Kind, Malformed};
 use crate::policy::{self, decide, Policy, Reason};
 use crate::preflight::{self, CiliumSettings};
-use crate::progress::Progress;
 use crate::report::{
     self, Abort, AbortReason, ClusterInfo, ErrorKind, IdRange, Item, ItemsMode, Mode, Options,
     Outcome, Preflight, Report, RunError, Summary, Tool,
 };
 use crate::retry::Class;
 use crate::scan::{self, ScanError};
-use crate::selector::Selector;
+use crate::settings::{ConnectOptions, GcSettings};
 use crate::stats::Stats;
 use crate::stop::{Stop, StopReason};
 use crate::sweep::{self, Action, ItemResult, SweepConfig};
@@ -37,141 +34,55 @@ pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 /// Run-level errors kept in the report; the rest are counted.
 pub const MAX_REPORTED_ERRORS: usize = 1000;
 
-/// Everything a run was asked to do, validated.
-#[derive(Debug, Clone)]
-pub struct GcSettings {
-    /// Scan, delete, or server dry-run.
-    pub mode: Mode,
-    /// Listing, filtering and output flags.
-    pub scan: ScanArgs,
-    /// Parsed `-l`.
-    pub selector: Option<Selector>,
-    /// Delete workers.
-    pub concurrency: u32,
-    /// Writes per second (0 = unlimited).
-    pub qps: f64,
-    /// Limiter burst.
-    pub burst: u32,
-    /// Conflicts per item.
-    pub max_conflict_retries: u32,
-    /// Transient retries per request.
-    pub max_retries: u32,
-    /// Blast radius: count.
-    pub max_deletions: Option<u64>,
-    /// Blast radius: percent of scanned.
-    pub max_percent: Option<f64>,
-    /// No confirmation prompt.
-    pub yes: bool,
-    /// Delete despite zero endpoints.
-    pub force: bool,
-    /// Mark unmarked unused identities.
-    pub mark: bool,
-}
-
-/// A flag combination that makes no sense (exit 2).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct SettingsError(pub String);
-
-impl GcSettings {
-    /// Settings of `scan`.
-    pub fn for_scan(scan: ScanArgs) -> Result<Self, SettingsError> {
-        let selector = parse_selector(&scan)?;
-        Ok(GcSettings {
-            mode: Mode::Scan,
-            scan,
-            selector,
-            concurrency: 1,
-            qps: 0.0,
-            burst: 1,
-            max_conflict_retries: 0,
-            max_retries: 5,
-            max_deletions: None,
-            max_percent: None,
-            yes: false,
-            force: false,
-            mark: false,
-        })
-    }
-
-    /// Settings of `delete`.
-    pub fn for_delete(d: DeleteArgs) -> Result<Self, SettingsError> {
-        if !d.qps.is_finite() || d.qps < 0.0 {
-            return Err(SettingsError(format!(
-                "--qps must be 0 (unlimited) or positive, not {}",
-                d.qps
-            )));
-        }
-        if let Some(p) = d.max_percent {
-            if !(p > 0.0 && p <= 100.0) {
-                return Err(SettingsError(format!(
-                    "--max-percent must be in (0, 100], not {p}"
-                )));
-            }
-        }
-        if d.burst == Some(0) {
-            return Err(SettingsError("--burst must be at least 1".into()));
-        }
-        let selector = parse_selector(&d.scan)?;
-        let burst = d.burst.unwrap_or_else(|| (d.qps.ceil() as u32).max(1));
-        Ok(GcSettings {
-            mode: if d.dry_run == DryRun::Server {
-                Mode::DryRunServer
-            } else {
-                Mode::Delete
-            },
-            scan: d.scan,
-            selector,
-            concurrency: d.concurrency,
-            qps: d.qps,
-            burst,
-            max_conflict_retries: d.max_conflict_retries,
-            max_retries: d.max_retries,
-            max_deletions: d.max_deletions,
-            max_percent: d.max_percent,
-            yes: d.yes,
-            force: d.force,
-            mark: d.mark,
-        })
-    }
-
-    fn writes(&self) -> bool {
-        self.mode != Mode::Scan
+/// What a run reports to the person watching, and asks them: progress and
+/// the confirmation before the first write. The engine has no terminal;
+/// the plugin implements this on stderr and stdin.
+pub trait Observer: Send + Sync {
+    /// A list starts (`what`: "listing identities", ...).
+    fn listing(&self, _what: &str) {}
+    /// One more object listed.
+    fn listed(&self) {}
+    /// A write phase starts with `total` items.
+    fn start_phase(&self, _label: &str, _total: u64) {}
+    /// One more item of the phase done.
+    fn inc(&self) {}
+    /// The run is over: clear any display.
+    fn finish(&self) {}
+    /// Ask to go ahead with `question`; `None` when nobody can be asked.
+    fn confirm(&self, _question: &str) -> Option<bool> {
+        None
     }
 }
 
-fn parse_selector(scan: &ScanArgs) -> Result<Option<Selector>, SettingsError> {
-    scan.selector
-        .as_deref()
-        .map(Selector::parse)
-        .transpose()
-        .map_err(|e| SettingsError(e.to_string()))
-}
+/// Nobody watching: no progress, no one to ask.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Headless;
 
-/// How the run talks to the person at the terminal.
-#[derive(Debug, Clone)]
+impl Observer for Headless {}
+
+/// How the run talks to the person at the terminal, if any.
+#[derive(Clone)]
 pub struct Ui {
-    /// Progress display (stderr).
-    pub progress: Progress,
-    /// Whether a confirmation can be asked (stdin and stderr are terminals).
-    pub interactive: bool,
+    /// Progress display and the confirmation prompt.
+    pub progress: std::sync::Arc<dyn Observer>,
+}
+
+impl std::fmt::Debug for Ui {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ui").finish_non_exhaustive()
+    }
 }
 
 impl Ui {
-    /// Detect from the process's terminals.
-    pub fn detect() -> Self {
-        let tty = std::io::stderr().is_terminal();
+    /// Report to and ask `observer`.
+    pub fn new(observer: impl Observer + 'static) -> Self {
         Ui {
-            progress: Progress::new(tty),
-            interactive: tty && std::io::stdin().is_terminal(),
+            progress: std::sync::Arc::new(observer),
         }
     }
     /// No terminal at all (tests, demo in CI).
     pub fn headless() -> Self {
-        Ui {
-            progress: Progress::hidden(),
-            interactive: false,
-        }
+        Ui::new(Headless)
     }
 }
 
@@ -206,7 +117,7 @@ struct Run {
 }
 
 impl Run {
-    fn new(s: &GcSettings, kube: &KubeArgs) -> Self {
+    fn new(s: &GcSettings, kube: &ConnectOptions) -> Self {
         Run {
             started: Timestamp::now(),
             clock: Instant::now(),
@@ -287,7 +198,7 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-fn options(s: &GcSettings, kube: &KubeArgs, cilium: Option<&CiliumSettings>) -> Options {
+fn options(s: &GcSettings, kube: &ConnectOptions, cilium: Option<&CiliumSettings>) -> Options {
     let range = cilium.map_or(policy::local_range(0, 255), |c| {
         policy::local_range(c.cluster_id, c.max_connected_clusters)
     });
@@ -321,7 +232,7 @@ fn options(s: &GcSettings, kube: &KubeArgs, cilium: Option<&CiliumSettings>) -> 
 }
 
 /// Run scan or delete against the cluster the flags name.
-pub async fn run(kube: &KubeArgs, s: &GcSettings, stop: &Stop, ui: &Ui) -> (Report, Exit) {
+pub async fn run(kube: &ConnectOptions, s: &GcSettings, stop: &Stop, ui: &Ui) -> (Report, Exit) {
     let stats = Arc::new(Stats::default());
     let mut run = Run::new(s, kube);
     let exit = execute(kube, s, stop, ui, &mut run, &stats).await;
@@ -353,7 +264,7 @@ pub async fn run(kube: &KubeArgs, s: &GcSettings, stop: &Stop, ui: &Ui) -> (Repo
 }
 
 async fn execute(
-    kube: &KubeArgs,
+    kube: &ConnectOptions,
     s: &GcSettings,
     stop: &Stop,
     ui: &Ui,
@@ -711,7 +622,8 @@ pub fn blast_radius(candidates: u64, scanned: u64, s: &GcSettings) -> Option<Str
     None
 }
 
-/// Ask on the terminal unless `--yes` (or a dry run, which changes nothing).
+/// Ask the person watching unless `--yes` (or a dry run, which changes
+/// nothing); without anyone to ask, the answer is no.
 fn confirm(s: &GcSettings, plan: &Plan, endpoint: &Endpoint, ui: &Ui) -> bool {
     if s.yes
         || s.mode == Mode::DryRunServer
@@ -719,13 +631,8 @@ fn confirm(s: &GcSettings, plan: &Plan, endpoint: &Endpoint, ui: &Ui) -> bool {
     {
         return true;
     }
-    if !ui.interactive {
-        return false;
-    }
-    let mut err = std::io::stderr();
-    let _ = write!(
-        err,
-        "About to delete {} stale identities{} on {}{}.\nProceed? [y/N] ",
+    let question = format!(
+        "About to delete {} stale identities{} on {}{}.",
         plan.candidates.len(),
         if s.mark {
             format!(" and mark {} unmarked ones", plan.to_mark.len())
@@ -739,12 +646,7 @@ fn confirm(s: &GcSettings, plan: &Plan, endpoint: &Endpoint, ui: &Ui) -> bool {
             .map(|c| format!(" (context {c})"))
             .unwrap_or_default(),
     );
-    let _ = err.flush();
-    let mut line = String::new();
-    if std::io::stdin().lock().read_line(&mut line).is_err() {
-        return false;
-    }
-    matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes")
+    ui.progress.confirm(&question).unwrap_or(false)
 }
 
 fn apply(run: &mut Run, indices: &[Option<usize>], results: Vec<ItemResult>) {
@@ -773,51 +675,28 @@ fn apply(run: &mut Run, indices: &[Option<usize>], results: Vec<ItemResult>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
+    use crate::settings::{ScanSettings, WriteSettings};
 
-    fn settings(args: &[&str]) -> GcSettings {
-        let mut v = vec!["x", "delete"];
-        v.extend_from_slice(args);
-        let cli = crate::cli::Cli::parse_from(v);
-        let crate::cli::Command::Delete(d) = cli.command else {
-            unreachable!()
+    fn limits(max_deletions: Option<u64>, max_percent: Option<f64>) -> GcSettings {
+        let w = WriteSettings {
+            max_deletions,
+            max_percent,
+            ..WriteSettings::default()
         };
-        GcSettings::for_delete(d).unwrap()
+        GcSettings::for_delete(ScanSettings::default(), w).unwrap()
     }
 
     #[test]
     fn blast_radius_limits() {
-        assert!(blast_radius(10, 100, &settings(&[])).is_none());
-        assert!(blast_radius(10, 100, &settings(&["--max-deletions", "10"])).is_none());
-        assert!(blast_radius(11, 100, &settings(&["--max-deletions", "10"]))
+        assert!(blast_radius(10, 100, &limits(None, None)).is_none());
+        assert!(blast_radius(10, 100, &limits(Some(10), None)).is_none());
+        assert!(blast_radius(11, 100, &limits(Some(10), None))
             .unwrap()
             .contains("--max-deletions 10"));
-        assert!(blast_radius(50, 100, &settings(&["--max-percent", "50"])).is_none());
-        assert!(blast_radius(51, 100, &settings(&["--max-percent", "50"]))
+        assert!(blast_radius(50, 100, &limits(None, Some(50.0))).is_none());
+        assert!(blast_radius(51, 100, &limits(None, Some(50.0)))
             .unwrap()
             .contains("51.0%"));
-        assert!(blast_radius(0, 0, &settings(&["--max-percent", "1"])).is_none());
-    }
-
-    #[test]
-    fn delete_settings_validate() {
-        let s = settings(&["--qps", "100"]);
-        assert_eq!(s.burst, 100);
-        assert_eq!(settings(&["--qps", "0"]).burst, 1);
-        assert_eq!(settings(&["--dry-run=server"]).mode, Mode::DryRunServer);
-        let bad = |args: &[&str]| {
-            let mut v = vec!["x", "delete"];
-            v.extend_from_slice(args);
-            let cli = crate::cli::Cli::parse_from(v);
-            let crate::cli::Command::Delete(d) = cli.command else {
-                unreachable!()
-            };
-            GcSettings::for_delete(d).is_err()
-        };
-        assert!(bad(&["--qps=-1"]));
-        assert!(bad(&["--max-percent", "0"]));
-        assert!(bad(&["--max-percent", "101"]));
-        assert!(bad(&["--burst", "0"]));
-        assert!(bad(&["-l", "a in x"]));
+        assert!(blast_radius(0, 0, &limits(None, Some(1.0))).is_none());
     }
 }

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::object::{rfc3339_secs, set_rv, uuid, Clock, Obj};
 use super::scenario::Scenario;
 use super::store::Store;
-use crate::model::{Kind, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL};
+use crate::kinds::{Kind, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL};
 
 /// Identity labels of one workload.
 #[derive(Debug, Clone)]
@@ -430,14 +430,19 @@ mod tests {
         assert_eq!(one["metadata"]["resourceVersion"], "2");
         for key in a.keys(Kind::Endpoint).iter().take(20) {
             let ep = a.get(Kind::Endpoint, key).unwrap();
-            let refs =
-                crate::model::decode_endpoint(std::str::from_utf8(&ep.bytes).unwrap()).unwrap();
+            let v: Value = serde_json::from_slice(&ep.bytes).unwrap();
             assert_eq!(
-                &refs.ids[..],
-                &ep.ids[..],
-                "seeded ids match what the GC decodes"
+                crate::kinds::referenced_ids(Kind::Endpoint, &v),
+                ep.ids.to_vec(),
+                "seeded ids are what the object says"
             );
-            assert_eq!(&refs.key, key);
+            let m = &v["metadata"];
+            let name = format!(
+                "{}/{}",
+                m["namespace"].as_str().unwrap(),
+                m["name"].as_str().unwrap()
+            );
+            assert_eq!(&name, key);
         }
     }
 }

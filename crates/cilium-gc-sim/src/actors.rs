@@ -14,10 +14,9 @@ use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
 use super::object::{uuid, Clock, Writer};
-use super::scenario::Scenario;
 use super::seed::{endpoint, identity, Workload};
 use super::store::Store;
-use crate::model::{parse_id, Kind, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL};
+use crate::kinds::{parse_id, Kind, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL};
 
 /// Actor rates in events per second; 0 turns an actor off.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -39,6 +38,21 @@ const OPERATOR: &str = "cilium-operator-generic";
 const TICK: Duration = Duration::from_millis(20);
 const TRIES: usize = 24;
 
+/// Where the actors act: the part of a scenario they need.
+#[derive(Debug, Clone, Copy)]
+pub struct Population {
+    /// Smallest identity id of the cluster.
+    pub first_id: u64,
+    /// Next id an agent allocates.
+    pub next_id: u64,
+    /// Pod namespaces.
+    pub namespaces: usize,
+    /// Share of pods that belong to Jobs.
+    pub job_ratio: f64,
+    /// Whether CiliumEndpoints exist (CRD installed, not slice mode).
+    pub endpoints: bool,
+}
+
 /// Control of the running actors.
 pub struct Actors {
     paused: Arc<AtomicBool>,
@@ -48,18 +62,24 @@ pub struct Actors {
 
 impl Actors {
     /// Start the actor loop (it idles while every rate is 0).
-    pub fn start(store: Arc<Store>, s: &Scenario, clock: Clock, rng: ChaCha8Rng) -> Self {
+    pub fn start(
+        store: Arc<Store>,
+        rates: ActorRates,
+        p: Population,
+        clock: Clock,
+        rng: ChaCha8Rng,
+    ) -> Self {
         let paused = Arc::new(AtomicBool::new(false));
-        let rates = Arc::new(Mutex::new(s.actors));
+        let rates = Arc::new(Mutex::new(rates));
         let world = World {
             store,
             clock,
             rng,
-            first_id: s.first_id,
-            next_id: s.first_id + s.identities as u64,
-            namespaces: s.namespaces,
-            job_ratio: s.job_ratio,
-            endpoints: s.crds.endpoints && !s.slices,
+            first_id: p.first_id,
+            next_id: p.next_id,
+            namespaces: p.namespaces,
+            job_ratio: p.job_ratio,
+            endpoints: p.endpoints,
             counter: 0,
         };
         let task = tokio::spawn(run(world, paused.clone(), rates.clone()));

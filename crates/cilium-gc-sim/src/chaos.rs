@@ -20,9 +20,9 @@ use axum::body::{to_bytes, Body};
 use axum::http::{header, HeaderValue, Response};
 use serde_json::Value;
 
-use super::routes::{cut, MAX_BODY};
+use super::body::{cut, MAX_BODY};
 use super::{ResetMode, Simulator};
-use crate::model::Kind;
+use crate::kinds::Kind;
 
 /// How a list answer is spoiled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -135,9 +135,7 @@ pub enum Mode {
 }
 
 /// Which identities get an entry in `items`.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema, clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ItemsMode {
     /// Every identity, in-use ones included.

@@ -108,7 +108,7 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
     let mut warnings = input.warnings.clone();
     warnings.extend(settings.warnings.iter().cloned());
     let gc_raw = config_value(input, "identity-gc-interval").unwrap_or("15m0s");
-    let gc_interval = match crate::cli::parse_duration(gc_raw) {
+    let gc_interval = match crate::settings::parse_duration(gc_raw) {
         Ok(d) => Some(d),
         Err(_) => {
             warnings.push(format!(
@@ -814,11 +814,11 @@ fn configuration(
 }
 
 fn n(x: u64) -> String {
-    crate::render::thousands(x)
+    crate::humanize::thousands(x)
 }
 
 fn dur(seconds: f64) -> String {
-    crate::render::human_duration(seconds)
+    crate::humanize::human_duration(seconds)
 }
 
 fn findings(

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::object::{changed, seal, stamp_write, Obj, Writer};
-use crate::model::Kind;
+use crate::kinds::Kind;
 
 /// Why a store operation failed; the HTTP layer turns these into `Status`.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -155,7 +155,7 @@ fn idx(kind: Kind) -> usize {
 
 /// `apiVersion` of a kind's objects.
 pub fn api_version(kind: Kind) -> String {
-    format!("{}/{}", crate::model::CILIUM_GROUP, kind.version())
+    format!("{}/{}", crate::kinds::CILIUM_GROUP, kind.version())
 }
 
 /// Result of a delete.
@@ -440,7 +440,7 @@ impl Store {
             .ok_or(StoreError::NotFound)?;
         check(&cur)?;
         let id = (kind == Kind::Identity)
-            .then(|| crate::model::parse_id(key))
+            .then(|| crate::kinds::parse_id(key))
             .flatten();
         let referenced = id.is_some_and(|id| g.refs.get(&id).is_some_and(|n| *n > 0));
         let actor_changed_since_read = g

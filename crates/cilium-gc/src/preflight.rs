@@ -96,7 +96,7 @@ pub fn settings_from_config(
     };
     let cluster_id = number("cluster-id", &cluster_id, 0);
     let max_connected_clusters = number("max-connected-clusters", &max_cc, 255);
-    let config_timeout = crate::cli::parse_duration(&timeout_raw).unwrap_or_else(|_| {
+    let config_timeout = crate::settings::parse_duration(&timeout_raw).unwrap_or_else(|_| {
         warnings.push(format!(
             "cilium-config identity-heartbeat-timeout={timeout_raw:?} is not a duration; assuming 30m"
         ));

@@ -70,15 +70,16 @@ fn page_path(path_base: &str, page_size: u32, token: Option<&str>) -> String {
     p
 }
 
+/// Percent-encode a continue token for the query string: everything but
+/// RFC 3986's unreserved characters.
 fn urlencode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
+    const QUERY: &percent_encoding::AsciiSet = &NON_ALPHANUMERIC
+        .remove(b'-')
+        .remove(b'_')
+        .remove(b'.')
+        .remove(b'~');
+    utf8_percent_encode(s, QUERY).to_string()
 }
 
 /// List every identity, calling `on_item` once per identity (or malformed

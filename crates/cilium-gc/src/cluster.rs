@@ -22,8 +22,8 @@ use serde::Deserialize;
 use tokio::sync::Mutex;
 use tokio::time::Instant;
 
-use crate::cli::KubeArgs;
 use crate::retry::{classify, Backoff, Class};
+use crate::settings::ConnectOptions;
 use crate::stats::Stats;
 
 /// Failures to set up a connection. All are configuration errors (exit 2).
@@ -63,7 +63,7 @@ pub struct Endpoint {
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Build the client config from kubectl-style flags.
-pub async fn load_config(args: &KubeArgs) -> Result<(Config, Endpoint), ConnectError> {
+pub async fn load_config(args: &ConnectOptions) -> Result<(Config, Endpoint), ConnectError> {
     let opts = KubeConfigOptions {
         context: args.context.clone(),
         cluster: args.cluster.clone(),
@@ -134,7 +134,7 @@ fn parse_server(s: &str) -> Result<http::Uri, ConnectError> {
 }
 
 /// Flags win over the kubeconfig, as in kubectl.
-fn apply_overrides(config: &mut Config, args: &KubeArgs) -> Result<(), ConnectError> {
+fn apply_overrides(config: &mut Config, args: &ConnectOptions) -> Result<(), ConnectError> {
     if let Some(s) = &args.server {
         config.cluster_url = parse_server(s)?;
     }
@@ -183,26 +183,14 @@ fn apply_overrides(config: &mut Config, args: &KubeArgs) -> Result<(), ConnectEr
     Ok(())
 }
 
-/// DER certificates from a PEM bundle.
+/// DER certificates from a PEM bundle (rustls-pki-types' PEM reader).
 fn pem_certs(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
-    use base64::Engine;
-    let text = std::str::from_utf8(pem).map_err(|_| "not a PEM file".to_owned())?;
-    let mut certs = Vec::new();
-    let mut inside: Option<String> = None;
-    for line in text.lines() {
-        let line = line.trim();
-        if line == "-----BEGIN CERTIFICATE-----" {
-            inside = Some(String::new());
-        } else if line == "-----END CERTIFICATE-----" {
-            let b64 = inside.take().ok_or("END without BEGIN")?;
-            let der = base64::engine::general_purpose::STANDARD
-                .decode(b64)
-                .map_err(|e| format!("bad base64 in certificate: {e}"))?;
-            certs.push(der);
-        } else if let Some(buf) = inside.as_mut() {
-            buf.push_str(line);
-        }
-    }
+    use rustls_pki_types::pem::PemObject;
+    use rustls_pki_types::CertificateDer;
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .map(|c| c.map(|der| der.to_vec()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("not a PEM certificate bundle: {e}"))?;
     if certs.is_empty() {
         return Err("no certificate found".into());
     }
@@ -405,7 +393,7 @@ impl Api {
 
     /// Build a client from flags.
     pub async fn connect(
-        args: &KubeArgs,
+        args: &ConnectOptions,
         stats: Arc<Stats>,
     ) -> Result<(Api, Endpoint), ConnectError> {
         let (config, endpoint) = load_config(args).await?;

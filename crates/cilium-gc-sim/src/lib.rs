@@ -14,16 +14,20 @@
 //! (malformed objects and spoiled list answers, for tests).
 
 mod actors;
+mod body;
 mod chaos;
 mod crds;
 mod discovery;
 mod faults;
+mod kinds;
+mod labels;
 mod ledger;
 mod object;
 mod resource;
 mod routes;
 mod scenario;
 mod seed;
+mod state;
 mod status;
 mod store;
 mod tls;
@@ -47,13 +51,15 @@ use tokio_rustls::TlsAcceptor;
 pub use actors::ActorRates;
 pub use chaos::PageFault;
 pub use faults::{Faults, ResetMode, ThrottleShape};
+pub use kinds::{
+    parse_id, referenced_ids, Kind, CILIUM_GROUP, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL,
+};
 pub use ledger::{IdentityDelete, Ledger, RequestRecord};
 pub use scenario::{default_cilium_config, CrdSet, Denial, Scenario, UnusedMix};
 pub use workloads::{CiliumInstall, OperatorPod};
 
-use crate::model::Kind;
 use object::{Clock, Writer};
-use routes::App;
+use state::App;
 
 /// Why the simulator could not start or restart.
 #[derive(Debug, thiserror::Error)]
@@ -157,7 +163,13 @@ impl Simulator {
             )),
             chaos: chaos::Chaos::default(),
         });
-        let actors = actors::Actors::start(app.store.clone(), &scenario, clock, rng);
+        let actors = actors::Actors::start(
+            app.store.clone(),
+            scenario.actors,
+            scenario.population(),
+            clock,
+            rng,
+        );
         let compactor = tokio::spawn(compact_periodically(
             app.clone(),
             scenario.compaction_interval,
@@ -489,12 +501,12 @@ impl Simulator {
             match mark {
                 Some(m) => {
                     a.insert(
-                        crate::model::HEARTBEAT_ANNOTATION.into(),
+                        crate::kinds::HEARTBEAT_ANNOTATION.into(),
                         Value::String(m.to_owned()),
                     );
                 }
                 None => {
-                    a.remove(crate::model::HEARTBEAT_ANNOTATION);
+                    a.remove(crate::kinds::HEARTBEAT_ANNOTATION);
                 }
             }
         })

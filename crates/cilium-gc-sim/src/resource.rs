@@ -12,12 +12,12 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::ledger::IdentityDelete;
-use super::object::{merge_patch, rfc3339_secs, uuid, Obj, Writer};
-use super::routes::{App, Req};
+use super::object::{rfc3339_secs, uuid, Obj, Writer};
+use super::state::{App, Req};
 use super::status::{self, Res};
 use super::store::{api_version, ReadAt, StoreError};
-use crate::model::{Kind, CILIUM_GROUP};
-use crate::selector::Selector;
+use crate::kinds::{Kind, CILIUM_GROUP};
+use crate::labels::Selector;
 
 /// Names for messages and details of a kind.
 pub fn res(kind: Kind) -> Res<'static> {
@@ -346,7 +346,7 @@ fn parse_body(r: &Req) -> Result<Value, Refusal> {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|c| c.contains("yaml"))
     {
-        serde_yaml::from_slice(&r.body)
+        serde_saphyr::from_slice(&r.body)
             .map_err(|e| Box::new(status::bad_request(&format!("error decoding YAML: {e}"))))?
     } else {
         serde_json::from_slice(&r.body).map_err(|e| {
@@ -540,7 +540,7 @@ pub fn patch(
                 writer.operation = "Apply";
             }
             let p: Value = match if apply {
-                serde_yaml::from_slice(&r.body).map_err(|e| e.to_string())
+                serde_saphyr::from_slice(&r.body).map_err(|e| e.to_string())
             } else {
                 serde_json::from_slice(&r.body).map_err(|e| e.to_string())
             } {
@@ -555,7 +555,7 @@ pub fn patch(
                     }
                 }
                 let mut new = cur.clone();
-                merge_patch(&mut new, &p);
+                json_patch::merge(&mut new, &p);
                 Ok(new)
             })
         }

@@ -7,10 +7,10 @@ use axum::http::Response;
 use serde_json::{json, Value};
 
 use super::crds::crd_json;
-use super::routes::App;
 use super::scenario::CrdSet;
+use super::state::App;
 use super::status::{self, Res};
-use crate::model::{Kind, CILIUM_GROUP};
+use crate::kinds::{Kind, CILIUM_GROUP};
 
 const ALL_KINDS: [Kind; 3] = [Kind::Identity, Kind::Endpoint, Kind::EndpointSlice];
 const CRD_VERBS: [&str; 8] = [

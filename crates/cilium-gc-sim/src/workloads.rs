@@ -15,7 +15,7 @@ use axum::http::Response;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Value};
 
-use super::routes::{App, Req};
+use super::state::{App, Req};
 use super::status::{self, Res};
 
 /// Cilium as installed in the simulated cluster.

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Map, Value};
 
-use crate::model::Kind;
+use crate::kinds::Kind;
 
 /// The server clock: real time plus the scenario's offset.
 #[derive(Debug, Clone, Copy)]
@@ -78,18 +78,15 @@ pub fn seal(kind: Kind, v: &Value, rv: u64) -> Arc<Obj> {
     })
 }
 
-/// Identity ids an endpoint or slice object references, via the same decoder
-/// the GC uses (so the simulator and the tool agree on what "in use" means).
+/// Identity ids an endpoint or slice object references: the simulator's own
+/// reading ([`crate::kinds::referenced_ids`]), the ground truth of the tests.
 fn referenced_ids(kind: Kind, bytes: &[u8]) -> Box<[u64]> {
-    let Ok(raw) = std::str::from_utf8(bytes) else {
+    if kind == Kind::Identity {
         return Box::new([]);
-    };
-    let decoded = match kind {
-        Kind::Identity => return Box::new([]),
-        Kind::Endpoint => crate::model::decode_endpoint(raw),
-        Kind::EndpointSlice => crate::model::decode_slice(raw),
-    };
-    decoded.map(|r| r.ids.into()).unwrap_or_default()
+    }
+    serde_json::from_slice::<Value>(bytes)
+        .map(|v| crate::kinds::referenced_ids(kind, &v).into())
+        .unwrap_or_default()
 }
 
 /// Set `metadata.resourceVersion`.
@@ -318,25 +315,6 @@ pub fn stamp_write(
     }
     record_manager(old, new, writer, now, api_version);
     set_rv(new, rv);
-}
-
-/// RFC 7386 JSON merge patch.
-pub fn merge_patch(target: &mut Value, patch: &Value) {
-    let Some(p) = patch.as_object() else {
-        *target = patch.clone();
-        return;
-    };
-    if !target.is_object() {
-        *target = Value::Object(Map::new());
-    }
-    let t = target.as_object_mut().expect("object");
-    for (k, v) in p {
-        if v.is_null() {
-            t.remove(k);
-        } else {
-            merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
-        }
-    }
 }
 
 /// A random RFC 4122 v4 UUID from `rng`.

@@ -1,0 +1,322 @@
+//! What a run is asked to do, as plain values: no flag parser here.
+//!
+//! The plugin turns its flags into these (ripgrep's low/high split: the flags
+//! only parse, [`GcSettings`] validates), and everything downstream reads one
+//! settings value per run.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::report::{ItemsMode, Mode};
+use crate::selector::Selector;
+
+/// Parse a human duration: `30m`, `2h`, `90s`, `1h30m`, or plain seconds (`45`).
+pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    humantime::parse_duration(t).map_err(|source| DurationError {
+        input: t.to_owned(),
+        source,
+    })
+}
+
+/// A duration nobody would type.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid duration {input:?} (examples: 30m, 2h, 90s, 1h30m)")]
+pub struct DurationError {
+    /// What was given.
+    pub input: String,
+    /// Why humantime refused it.
+    #[source]
+    pub source: humantime::DurationError,
+}
+
+/// How to reach the API server: kubectl's connection flags, as values.
+///
+/// kubectl passes none of its flags to plugins, so the plugin parses them and
+/// hands them here; [`crate::cluster::load_config`] applies them as kubectl does.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectOptions {
+    /// `--kubeconfig` (else `$KUBECONFIG`, else `~/.kube/config`).
+    pub kubeconfig: Option<PathBuf>,
+    /// `--context`.
+    pub context: Option<String>,
+    /// `--cluster`.
+    pub cluster: Option<String>,
+    /// `--user`.
+    pub user: Option<String>,
+    /// `-s/--server`.
+    pub server: Option<String>,
+    /// `--token`.
+    pub token: Option<String>,
+    /// `--certificate-authority`.
+    pub certificate_authority: Option<PathBuf>,
+    /// `--insecure-skip-tls-verify`.
+    pub insecure_skip_tls_verify: bool,
+    /// `--tls-server-name`.
+    pub tls_server_name: Option<String>,
+    /// `--as`.
+    pub as_user: Option<String>,
+    /// `--as-group`.
+    pub as_group: Vec<String>,
+    /// `--request-timeout` (zero: no limit).
+    pub request_timeout: Option<Duration>,
+}
+
+/// Which identities to consider and how to list them: shared by scan and
+/// delete. Narrowing (`selector`, `namespaces`, `min_age`) is applied once,
+/// at plan time.
+#[derive(Debug, Clone)]
+pub struct ScanSettings {
+    /// Namespace of the cilium-config ConfigMap.
+    pub cilium_namespace: String,
+    /// `-l`, as typed (parsed into [`GcSettings::selector`]).
+    pub selector: Option<String>,
+    /// `-n`: pod namespaces.
+    pub namespaces: Vec<String>,
+    /// `--min-age`.
+    pub min_age: Option<Duration>,
+    /// `--heartbeat-timeout` (else cilium-config's).
+    pub heartbeat_timeout: Option<Duration>,
+    /// Identities per list request.
+    pub page_size: u32,
+    /// Which identities get an item in the report.
+    pub items: ItemsMode,
+}
+
+impl Default for ScanSettings {
+    fn default() -> Self {
+        ScanSettings {
+            cilium_namespace: "kube-system".into(),
+            selector: None,
+            namespaces: Vec::new(),
+            min_age: None,
+            heartbeat_timeout: None,
+            page_size: 500,
+            items: ItemsMode::default(),
+        }
+    }
+}
+
+/// How to write: the delete-only settings.
+#[derive(Debug, Clone)]
+pub struct WriteSettings {
+    /// Parallel workers.
+    pub concurrency: u32,
+    /// Writes per second (0 = unlimited).
+    pub qps: f64,
+    /// Limiter burst (default: qps).
+    pub burst: Option<u32>,
+    /// Conflicts tolerated per item.
+    pub max_conflict_retries: u32,
+    /// Transient retries per request.
+    pub max_retries: u32,
+    /// Send every write with `dryRun=All`.
+    pub dry_run: bool,
+    /// Blast radius: count.
+    pub max_deletions: Option<u64>,
+    /// Blast radius: percent of scanned.
+    pub max_percent: Option<f64>,
+    /// No confirmation prompt.
+    pub yes: bool,
+    /// Delete despite zero endpoints.
+    pub force: bool,
+    /// Mark unmarked unused identities.
+    pub mark: bool,
+}
+
+impl Default for WriteSettings {
+    fn default() -> Self {
+        WriteSettings {
+            concurrency: 8,
+            qps: 40.0,
+            burst: None,
+            max_conflict_retries: 3,
+            max_retries: 5,
+            dry_run: false,
+            max_deletions: None,
+            max_percent: None,
+            yes: false,
+            force: false,
+            mark: false,
+        }
+    }
+}
+
+/// Everything a run was asked to do, validated: the one settings value of a
+/// run.
+#[derive(Debug, Clone)]
+pub struct GcSettings {
+    /// Scan, delete, or server dry-run.
+    pub mode: Mode,
+    /// Listing and narrowing.
+    pub scan: ScanSettings,
+    /// Parsed `-l`.
+    pub selector: Option<Selector>,
+    /// Delete workers.
+    pub concurrency: u32,
+    /// Writes per second (0 = unlimited).
+    pub qps: f64,
+    /// Limiter burst.
+    pub burst: u32,
+    /// Conflicts per item.
+    pub max_conflict_retries: u32,
+    /// Transient retries per request.
+    pub max_retries: u32,
+    /// Blast radius: count.
+    pub max_deletions: Option<u64>,
+    /// Blast radius: percent of scanned.
+    pub max_percent: Option<f64>,
+    /// No confirmation prompt.
+    pub yes: bool,
+    /// Delete despite zero endpoints.
+    pub force: bool,
+    /// Mark unmarked unused identities.
+    pub mark: bool,
+}
+
+/// A setting, or a combination, that makes no sense (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// `-l` does not parse.
+    #[error(transparent)]
+    Selector(#[from] crate::selector::SelectorError),
+    /// A value out of its range.
+    #[error("{flag} {problem}")]
+    OutOfRange {
+        /// The flag.
+        flag: &'static str,
+        /// What is wrong with its value.
+        problem: String,
+    },
+}
+
+impl GcSettings {
+    /// Settings of `scan`.
+    pub fn for_scan(scan: ScanSettings) -> Result<Self, SettingsError> {
+        let selector = parse_selector(&scan)?;
+        Ok(GcSettings {
+            mode: Mode::Scan,
+            scan,
+            selector,
+            concurrency: 1,
+            qps: 0.0,
+            burst: 1,
+            max_conflict_retries: 0,
+            max_retries: 5,
+            max_deletions: None,
+            max_percent: None,
+            yes: false,
+            force: false,
+            mark: false,
+        })
+    }
+
+    /// Settings of `delete`.
+    pub fn for_delete(scan: ScanSettings, w: WriteSettings) -> Result<Self, SettingsError> {
+        if !w.qps.is_finite() || w.qps < 0.0 {
+            return Err(SettingsError::OutOfRange {
+                flag: "--qps",
+                problem: format!("must be 0 (unlimited) or positive, not {}", w.qps),
+            });
+        }
+        if let Some(p) = w.max_percent {
+            if !(p > 0.0 && p <= 100.0) {
+                return Err(SettingsError::OutOfRange {
+                    flag: "--max-percent",
+                    problem: format!("must be in (0, 100], not {p}"),
+                });
+            }
+        }
+        if w.burst == Some(0) {
+            return Err(SettingsError::OutOfRange {
+                flag: "--burst",
+                problem: "must be at least 1".into(),
+            });
+        }
+        let selector = parse_selector(&scan)?;
+        let burst = w.burst.unwrap_or_else(|| (w.qps.ceil() as u32).max(1));
+        Ok(GcSettings {
+            mode: if w.dry_run {
+                Mode::DryRunServer
+            } else {
+                Mode::Delete
+            },
+            scan,
+            selector,
+            concurrency: w.concurrency,
+            qps: w.qps,
+            burst,
+            max_conflict_retries: w.max_conflict_retries,
+            max_retries: w.max_retries,
+            max_deletions: w.max_deletions,
+            max_percent: w.max_percent,
+            yes: w.yes,
+            force: w.force,
+            mark: w.mark,
+        })
+    }
+
+    /// Whether the run may write.
+    pub fn writes(&self) -> bool {
+        self.mode != Mode::Scan
+    }
+}
+
+fn parse_selector(scan: &ScanSettings) -> Result<Option<Selector>, SettingsError> {
+    Ok(scan.selector.as_deref().map(Selector::parse).transpose()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_as_humans_type_them() {
+        assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
+        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
+        assert_eq!(parse_duration("1h30m").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("45").unwrap(), Duration::from_secs(45));
+        assert!(parse_duration("soon").is_err());
+    }
+
+    fn delete(w: WriteSettings) -> Result<GcSettings, SettingsError> {
+        GcSettings::for_delete(ScanSettings::default(), w)
+    }
+
+    #[test]
+    fn delete_settings_validate() {
+        let w = |qps| WriteSettings {
+            qps,
+            ..WriteSettings::default()
+        };
+        assert_eq!(delete(w(100.0)).unwrap().burst, 100);
+        assert_eq!(delete(w(0.0)).unwrap().burst, 1);
+        let dry = WriteSettings {
+            dry_run: true,
+            ..WriteSettings::default()
+        };
+        assert_eq!(delete(dry).unwrap().mode, Mode::DryRunServer);
+        assert!(delete(w(-1.0)).is_err());
+        assert!(delete(w(f64::NAN)).is_err());
+        for p in [0.0, 101.0] {
+            let bad = WriteSettings {
+                max_percent: Some(p),
+                ..WriteSettings::default()
+            };
+            assert!(delete(bad).is_err(), "{p}");
+        }
+        let bad = WriteSettings {
+            burst: Some(0),
+            ..WriteSettings::default()
+        };
+        assert!(delete(bad).is_err());
+        let scan = ScanSettings {
+            selector: Some("a in x".into()),
+            ..ScanSettings::default()
+        };
+        assert!(GcSettings::for_delete(scan, WriteSettings::default()).is_err());
+    }
+}

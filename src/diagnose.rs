@@ -1,0 +1,142 @@
+//! `diagnose` as the CLI runs it: signals, `--demo-scenario`, output, exit
+//! code. The diagnosis itself ([`cilium_gc::diagnose`]) is the engine's.
+//!
+//! *Exit codes:* 0 when a diagnosis was written, whatever it found —
+//! findings never change the exit code, so a CronJob can archive the
+//! output without treating a full identity space as its own failure; 2 for
+//! flag, kubeconfig, connection and permission problems; 3 when the
+//! CiliumIdentity CRD is not installed; 130/143 on SIGINT/SIGTERM.
+
+pub mod text;
+
+use std::io::{self, IsTerminal, Write};
+
+use cilium_gc::diagnose::{diagnose, DiagnoseError, DiagnoseOptions, Diagnosis};
+use cilium_gc::exit::Exit;
+use cilium_gc::settings::ConnectOptions;
+use cilium_gc::stop::{Stop, StopReason};
+
+use crate::cli::DiagnoseArgs;
+use crate::render::{color_allowed, no_color_env, ColorChoice, OutputFormat, Style};
+
+/// Writes `d` in `format`: one pretty JSON document and a newline, one YAML
+/// document, or the text view. Errs only when `out` does.
+pub fn render(
+    d: &Diagnosis,
+    format: OutputFormat,
+    style: Style,
+    out: &mut impl Write,
+) -> io::Result<()> {
+    crate::render::write_document(
+        d,
+        format,
+        || text::text(d, style),
+        || crate::markdown::diagnosis(d),
+        out,
+    )
+}
+
+impl DiagnoseArgs {
+    /// The engine's diagnose options.
+    pub fn options(&self) -> DiagnoseOptions {
+        DiagnoseOptions {
+            cilium_namespace: self.cilium_namespace.clone(),
+            page_size: self.page_size,
+            redact: self.redact,
+        }
+    }
+}
+
+/// Why `diagnose` wrote nothing.
+enum Failed {
+    /// The engine could not diagnose (its exit code).
+    Diagnose(DiagnoseError),
+    /// `--demo-scenario` could not start its cluster (exit 2).
+    #[cfg_attr(not(feature = "sim"), allow(dead_code))]
+    Demo(String),
+}
+
+/// `diagnose` as the CLI runs it.
+pub async fn run(
+    kube: &ConnectOptions,
+    args: DiagnoseArgs,
+    stop: &Stop,
+    color: ColorChoice,
+) -> Exit {
+    crate::signals::listen(stop);
+    let result = diagnosis(kube, &args, stop).await;
+    let result = match (result, stop.reason()) {
+        (_, Some(StopReason::Interrupt)) => return Exit::Interrupted,
+        (_, Some(StopReason::Terminate)) => return Exit::Terminated,
+        (r, _) => r,
+    };
+    let d = match result {
+        Ok(d) => d,
+        Err(Failed::Diagnose(e)) => {
+            eprintln!("error: {}", cilium_gc::cluster::error_chain(&e));
+            return e.exit();
+        }
+        Err(Failed::Demo(e)) => {
+            return crate::output::usage_error(&format!("--demo-scenario: {e}"))
+        }
+    };
+    for w in &d.warnings {
+        tracing::warn!("{w}");
+    }
+    let style = Style {
+        color: color_allowed(color, io::stdout().is_terminal(), no_color_env()),
+    };
+    let mut buf = Vec::new();
+    if let Err(e) = render(&d, args.output, style, &mut buf) {
+        eprintln!("error: cannot render the diagnosis: {e}");
+        return Exit::Unexpected;
+    }
+    crate::output::write_stdout(&buf)
+}
+
+async fn diagnosis(
+    kube: &ConnectOptions,
+    args: &DiagnoseArgs,
+    stop: &Stop,
+) -> Result<Diagnosis, Failed> {
+    #[cfg(feature = "sim")]
+    if let Some(name) = &args.demo_scenario {
+        let scenario = crate::demo::scenario(name).map_err(Failed::Demo)?;
+        let started = crate::demo::start(scenario).await.map_err(Failed::Demo)?;
+        let result = diagnose(&started.kube, &args.options(), stop).await;
+        started.sim.shutdown().await;
+        return result.map_err(Failed::Diagnose);
+    }
+    diagnose(kube, &args.options(), stop)
+        .await
+        .map_err(Failed::Diagnose)
+}
+
+#[cfg(test)]
+mod tests {
+    use cilium_gc::cluster::ConnectError;
+    use cilium_gc::scan::ScanError;
+
+    use super::*;
+
+    #[test]
+    fn errors_map_to_documented_exit_codes() {
+        let cases = [
+            DiagnoseError::CrdMissing,
+            DiagnoseError::List(ScanError::NotInstalled("404".into())),
+            DiagnoseError::List(ScanError::Denied("403".into())),
+            DiagnoseError::Discovery("refused".into()),
+            DiagnoseError::Connect(ConnectError::NoConfig),
+            DiagnoseError::SyncTimeout(120),
+            DiagnoseError::Flag("x".into()),
+            DiagnoseError::List(ScanError::Interrupted),
+        ];
+        for e in cases {
+            let code = e.exit().code();
+            assert!(
+                crate::cli::DIAGNOSE_EXIT_HELP.contains(&format!("  {code} ")),
+                "{code} undocumented"
+            );
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! Writing what a command produced: the report on stdout and nothing else
+//! there, errors as one line on stderr, `--report-file` atomically.
+
+use std::io::{IsTerminal, Write};
+
+use cilium_gc::exit::Exit;
+use cilium_gc::report::Report;
+
+use crate::cli::ScanArgs;
+use crate::render::{color_allowed, no_color_env, render, write_report_file, ColorChoice, Style};
+
+/// Write the report: to stdout as `-o` says, and to `--report-file`.
+pub fn emit(report: &Report, args: &ScanArgs, exit: Exit, color: ColorChoice) -> Exit {
+    let mut exit = exit;
+    if let Some(path) = &args.report_file {
+        if let Err(e) = write_report_file(path, report) {
+            eprintln!("error: cannot write report file {}: {e}", path.display());
+            exit = exit.max(Exit::Unexpected);
+        }
+    }
+    if let Some(a) = &report.aborted {
+        eprintln!("error: {}", a.message);
+    }
+    let mut buf = Vec::new();
+    let style = Style {
+        color: color_allowed(color, std::io::stdout().is_terminal(), no_color_env()),
+    };
+    if let Err(e) = render(report, args.output, style, &mut buf) {
+        eprintln!("error: cannot render the report: {e}");
+        return Exit::Unexpected;
+    }
+    match write_stdout(&buf) {
+        Exit::Success => exit,
+        other => other,
+    }
+}
+
+/// One line on stderr, exit 2.
+pub fn usage_error(message: &str) -> Exit {
+    eprintln!("error: {message}");
+    Exit::Usage
+}
+
+pub fn print_json(v: &serde_json::Value) -> Exit {
+    let mut s = serde_json::to_string_pretty(v).expect("JSON values serialize");
+    s.push('\n');
+    write_stdout(s.as_bytes())
+}
+
+pub fn println_or_pipe(line: &str) -> Exit {
+    write_stdout(format!("{line}\n").as_bytes())
+}
+
+/// Write to stdout; a closed pipe (`| head`) is not an error.
+pub fn write_stdout(bytes: &[u8]) -> Exit {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Exit::Success,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Exit::Success,
+        Err(e) => {
+            eprintln!("error: writing to stdout: {e}");
+            Exit::Unexpected
+        }
+    }
+}
