@@ -302,8 +302,8 @@ pub struct DeleteArgs {
 /// Flags of demo.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// Simulated cluster to start (small, seed, hostile, no-endpoints, forbidden, kvstore, ...).
-    #[arg(long, default_value = "small")]
+    /// Simulated cluster to start (demo: agents reclaim during the run; small, seed, hostile, no-endpoints, forbidden, kvstore, ...).
+    #[arg(long, default_value = "demo")]
     pub scenario: String,
     /// Only scan; do not delete.
     #[arg(long)]

@@ -21,16 +21,30 @@ pub async fn gc_and_emit(
     stop: &Stop,
     color: ColorChoice,
 ) -> Exit {
+    gc_report_and_emit(kube, settings, args, stop, color)
+        .await
+        .0
+}
+
+/// As [`gc_and_emit`], and hands back the report (`None` when the settings
+/// were refused before any run).
+pub async fn gc_report_and_emit(
+    kube: &ConnectOptions,
+    settings: Result<GcSettings, SettingsError>,
+    args: &ScanArgs,
+    stop: &Stop,
+    color: ColorChoice,
+) -> (Exit, Option<Report>) {
     let settings = match settings {
         Ok(s) => s,
-        Err(e) => return usage_error(&e.to_string()),
+        Err(e) => return (usage_error(&e.to_string()), None),
     };
     crate::signals::listen(stop);
     let ui = Ui::new(Terminal::detect());
     let (report, exit) = gc::run(kube, &settings, stop, &ui).await;
     let exit = emit(&report, args, exit, color);
     export_metrics(&report, args).await;
-    exit
+    (exit, Some(report))
 }
 
 /// `--metrics-file` and `--pushgateway`. A failure is one clear line on

@@ -159,6 +159,7 @@ fn actor_rates() -> impl Strategy<Value = ActorRates> {
                         operator_mark,
                         identity_churn,
                         endpoint_churn,
+                        agent_strip: 0.0,
                     }
                 }
             ),

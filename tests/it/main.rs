@@ -24,6 +24,9 @@ mod sweep;
 /// `--metrics-file` and `--pushgateway`: Prometheus metrics of a run.
 mod metrics;
 
+/// `demo`: the story, side by side with cilium-operator 1.15.
+mod demo;
+
 /// The binary: help, exit codes, stdout, jq, signals, kubectl discovery.
 mod cli;
 

@@ -872,6 +872,7 @@ async fn actors_change_objects_and_pause() {
                 operator_mark: 50.0,
                 identity_churn: 10.0,
                 endpoint_churn: 20.0,
+                agent_strip: 0.0,
             },
             ..Scenario::preset("small").unwrap()
         };

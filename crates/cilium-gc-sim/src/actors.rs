@@ -31,6 +31,10 @@ pub struct ActorRates {
     pub identity_churn: f64,
     /// CiliumEndpoints created or deleted.
     pub endpoint_churn: f64,
+    /// cilium-agent removes the heartbeat of a marked identity no endpoint
+    /// uses yet: a pod starting on it, or an agent still holding it
+    /// (cilium/cilium#35946). The identity stays unused.
+    pub agent_strip: f64,
 }
 
 const AGENT: &str = "cilium-agent";
@@ -137,12 +141,12 @@ struct World {
 }
 
 async fn run(mut w: World, paused: Arc<AtomicBool>, rates: Arc<Mutex<ActorRates>>) {
-    let mut credit = [0.0f64; 5];
+    let mut credit = [0.0f64; 6];
     let mut tick = tokio::time::interval(TICK);
     loop {
         tick.tick().await;
         if paused.load(Ordering::SeqCst) {
-            credit = [0.0; 5];
+            credit = [0.0; 6];
             continue;
         }
         let r = *rates.lock().unwrap_or_else(|e| e.into_inner());
@@ -152,6 +156,7 @@ async fn run(mut w: World, paused: Arc<AtomicBool>, rates: Arc<Mutex<ActorRates>
             r.operator_mark,
             r.identity_churn,
             r.endpoint_churn,
+            r.agent_strip,
         ];
         for (i, rate) in rs.iter().enumerate() {
             credit[i] += rate.max(0.0) * TICK.as_secs_f64();
@@ -162,7 +167,8 @@ async fn run(mut w: World, paused: Arc<AtomicBool>, rates: Arc<Mutex<ActorRates>
                     1 => w.reuse(),
                     2 => w.operator_mark(),
                     3 => w.identity_churn(),
-                    _ => w.endpoint_churn(),
+                    4 => w.endpoint_churn(),
+                    _ => w.agent_strip(),
                 }
             }
         }
@@ -277,6 +283,13 @@ impl World {
             if let Some(id) = parse_id(&name) {
                 self.add_pod(id, &v);
             }
+        }
+    }
+
+    fn agent_strip(&mut self) {
+        if let Some((name, _)) = self.pick_identity(|w, id, v| mark_of(v).is_some() && w.unused(id))
+        {
+            self.set_mark(&name, AGENT, None);
         }
     }
 

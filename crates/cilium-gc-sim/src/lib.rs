@@ -23,6 +23,7 @@ mod kinds;
 mod labels;
 mod ledger;
 mod object;
+mod operator115;
 mod resource;
 mod routes;
 mod scenario;
@@ -55,6 +56,7 @@ pub use kinds::{
     parse_id, referenced_ids, Kind, CILIUM_GROUP, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL,
 };
 pub use ledger::{IdentityDelete, Ledger, RequestRecord};
+pub use operator115::{OperatorPass, OPERATOR_1_15};
 pub use scenario::{default_cilium_config, CrdSet, Denial, Scenario, UnusedMix};
 pub use workloads::{CiliumInstall, OperatorPod};
 

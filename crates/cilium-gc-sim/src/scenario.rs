@@ -220,6 +220,7 @@ impl Scenario {
 
     /// Names [`Scenario::preset`] knows.
     pub const PRESETS: &'static [&'static str] = &[
+        "demo",
         "small",
         "seed",
         "hostile",
@@ -244,6 +245,17 @@ impl Scenario {
         };
         let s = match name {
             "small" => small,
+            // `demo`'s default: the small cluster with agents reclaiming
+            // marked identities while GC runs, so deletes meet 409s.
+            "demo" => Scenario {
+                actors: ActorRates {
+                    agent_reclaim: 5.0,
+                    agent_strip: 10.0,
+                    reuse: 2.0,
+                    ..ActorRates::default()
+                },
+                ..small
+            },
             "seed" => Scenario {
                 identities: 65_000,
                 stale_ratio: 0.6,
@@ -256,6 +268,7 @@ impl Scenario {
                     operator_mark: 20.0,
                     identity_churn: 2.0,
                     endpoint_churn: 5.0,
+                    agent_strip: 0.0,
                 },
                 ..small
             },
@@ -267,6 +280,7 @@ impl Scenario {
                     operator_mark: 2.0,
                     identity_churn: 1.0,
                     endpoint_churn: 1.0,
+                    agent_strip: 0.0,
                 },
                 ..small
             },
