@@ -250,7 +250,7 @@ impl Scenario {
             "demo" => Scenario {
                 actors: ActorRates {
                     agent_reclaim: 5.0,
-                    agent_strip: 10.0,
+                    agent_strip: 20.0,
                     reuse: 2.0,
                     ..ActorRates::default()
                 },
