@@ -14,6 +14,14 @@ use crate::output::{print_json, println_or_pipe, usage_error, write_stdout};
 /// stderr, as one line.
 pub async fn run(cli: Cli) -> Exit {
     let stop = Stop::default();
+    if matches!(
+        cli.command,
+        Command::Scan(_) | Command::Delete(_) | Command::Diagnose(_)
+    ) {
+        if let Err(e) = crate::cli::validate_kube_args(&cli.kube) {
+            return usage_error(&e);
+        }
+    }
     let kube = cli.kube.options();
     match cli.command {
         Command::Scan(args) => {

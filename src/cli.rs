@@ -18,6 +18,17 @@ use cilium_gc::settings::{ConnectOptions, ScanSettings, WriteSettings};
 
 pub use crate::render::{ColorChoice, OutputFormat};
 
+/// Parse a namespace name: an RFC 1123 label, as Kubernetes requires.
+pub fn parse_namespace(s: &str) -> Result<String, String> {
+    if is_dns_label(s) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "{s:?} is not a namespace name (lowercase letters, digits and '-', at most 63)"
+        ))
+    }
+}
+
 /// Find and safely delete stale Cilium identities.
 ///
 /// Lists CiliumIdentity objects, decides which are stale (unused by any
@@ -142,13 +153,13 @@ pub enum DryRun {
 #[derive(Debug, Clone, Args)]
 pub struct ScanArgs {
     /// Namespace of the cilium-config ConfigMap.
-    #[arg(long, default_value = "kube-system")]
+    #[arg(long, default_value = "kube-system", value_parser = parse_namespace)]
     pub cilium_namespace: String,
     /// Only identities whose labels match this selector (e.g. app=web,tier!=db).
     #[arg(short = 'l', long)]
     pub selector: Option<String>,
     /// Only identities of pods in these namespaces (repeatable or comma-separated).
-    #[arg(short = 'n', long = "namespace", value_delimiter = ',')]
+    #[arg(short = 'n', long = "namespace", value_delimiter = ',', value_parser = parse_namespace)]
     pub namespaces: Vec<String>,
     /// Only identities created at least this long ago (e.g. 24h).
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
@@ -168,6 +179,15 @@ pub struct ScanArgs {
     /// Which identities get an item in the report.
     #[arg(long, value_enum, default_value_t = Items::Unused)]
     pub items: Items,
+    /// The identity allocation mode, stated when cilium-config cannot be
+    /// read (delete refuses without it then). Recorded in the report.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub identity_allocation_mode: Option<AllocationMode>,
+    /// Allow a --heartbeat-timeout shorter than 5m or than cilium-config's
+    /// identity-heartbeat-timeout (deletes identities agents may still be
+    /// about to reuse).
+    #[arg(long)]
+    pub allow_short_heartbeat_timeout: bool,
     /// Write Prometheus metrics of the run to this file (node-exporter textfile format, atomically).
     #[arg(long, value_name = "PATH")]
     pub metrics_file: Option<PathBuf>,
@@ -204,6 +224,33 @@ impl From<Items> for ItemsMode {
     }
 }
 
+/// Cilium's `identity-allocation-mode` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AllocationMode {
+    /// CiliumIdentity objects (the only mode this tool collects in).
+    Crd,
+    /// Identities in etcd.
+    Kvstore,
+    /// Both, reading from the kvstore.
+    #[value(name = "doublewrite-readkvstore")]
+    DoublewriteReadkvstore,
+    /// Both, reading from CRDs.
+    #[value(name = "doublewrite-readcrd")]
+    DoublewriteReadcrd,
+}
+
+impl AllocationMode {
+    /// The value as cilium-config spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AllocationMode::Crd => "crd",
+            AllocationMode::Kvstore => "kvstore",
+            AllocationMode::DoublewriteReadkvstore => "doublewrite-readkvstore",
+            AllocationMode::DoublewriteReadcrd => "doublewrite-readcrd",
+        }
+    }
+}
+
 impl KubeArgs {
     /// The engine's connection options.
     pub fn options(&self) -> ConnectOptions {
@@ -235,6 +282,8 @@ impl ScanArgs {
             heartbeat_timeout: self.heartbeat_timeout,
             page_size: self.page_size,
             items: self.items.into(),
+            identity_allocation_mode: self.identity_allocation_mode.map(|m| m.as_str().to_owned()),
+            allow_short_heartbeat_timeout: self.allow_short_heartbeat_timeout,
         }
     }
 }
@@ -254,8 +303,54 @@ impl DeleteArgs {
             yes: self.yes,
             force: self.force,
             mark: self.mark,
+            allow_unreadable_endpoints: self.allow_unreadable_endpoints,
         }
     }
+}
+
+/// Whether `s` is a Kubernetes namespace name (an RFC 1123 label).
+pub fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+/// Check the connection flags before anything is built from them: a
+/// value that cannot go into an HTTP header or a URL is a usage error
+/// (exit 2), never a panic deep in the client.
+pub fn validate_kube_args(k: &KubeArgs) -> Result<(), String> {
+    if let Some(t) = &k.token {
+        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err("--token: must be non-empty printable ASCII without spaces or newlines (is it the whole file, with its trailing newline?)".into());
+        }
+    }
+    for (flag, v) in [
+        ("--as", &k.as_user),
+        ("--context", &k.context),
+        ("--cluster", &k.cluster),
+        ("--user", &k.user),
+        ("--tls-server-name", &k.tls_server_name),
+    ] {
+        if let Some(v) = v {
+            if v.chars().any(char::is_control) {
+                return Err(format!("{flag}: must not contain control characters"));
+            }
+        }
+    }
+    for g in &k.as_group {
+        if g.chars().any(char::is_control) {
+            return Err("--as-group: must not contain control characters".into());
+        }
+    }
+    if let Some(s) = &k.server {
+        if s.trim().is_empty() || s.chars().any(|c| c.is_control() || c == ' ') {
+            return Err(format!("--server: {s:?} is not a URL"));
+        }
+    }
+    Ok(())
 }
 
 /// Flags of delete.
@@ -297,6 +392,10 @@ pub struct DeleteArgs {
     /// Annotate unused unmarked identities with a heartbeat mark, so a later run can collect them.
     #[arg(long)]
     pub mark: bool,
+    /// Delete even while some endpoints' identity references cannot be read
+    /// (they may protect an identity this run deletes). Recorded in the report.
+    #[arg(long)]
+    pub allow_unreadable_endpoints: bool,
 }
 
 /// Flags of demo.
@@ -317,7 +416,7 @@ pub struct DemoArgs {
 #[derive(Debug, Clone, Args)]
 pub struct DiagnoseArgs {
     /// Namespace of the cilium-config ConfigMap.
-    #[arg(long, default_value = "kube-system")]
+    #[arg(long, default_value = "kube-system", value_parser = parse_namespace)]
     pub cilium_namespace: String,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text)]
@@ -435,6 +534,27 @@ mod tests {
             let e = parse(args).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{args:?}");
         }
+    }
+
+    /// Issue 12: validated up front, never a panic later.
+    #[test]
+    fn namespaces_and_connection_flags_are_validated() {
+        for args in [
+            &["x", "scan", "--cilium-namespace", "a b"][..],
+            &["x", "scan", "--cilium-namespace", "-x"],
+            &["x", "scan", "-n", "UPPER"],
+            &["x", "diagnose", "--cilium-namespace", "a/b"],
+        ] {
+            assert_eq!(parse(args).unwrap_err().exit_code(), 2, "{args:?}");
+        }
+        let k = |token: &str| KubeArgs {
+            token: Some(token.into()),
+            ..KubeArgs::default()
+        };
+        assert!(validate_kube_args(&k("abc\n")).is_err());
+        assert!(validate_kube_args(&k("a b")).is_err());
+        assert!(validate_kube_args(&k("")).is_err());
+        assert!(validate_kube_args(&k("eyJhbGciOi.x-y_z")).is_ok());
     }
 
     #[test]

@@ -301,6 +301,7 @@ mod tests {
                 identities: true,
                 endpoints: true,
                 slices: false,
+                slices_v2: false,
             },
             config: Some(BTreeMap::from([(
                 "identity-gc-interval".into(),

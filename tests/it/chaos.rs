@@ -485,10 +485,38 @@ async fn chaos_malformed_objects_are_reported_and_skipped_never_deleted() {
         .unwrap();
 
     let stale = w.stale_now(TIMEOUT_30M);
-    let (report, exit) = w
+    // Issue 12: endpoints whose identity cannot be read block deletes.
+    let before = w.names();
+    let (refused, exit) = w
         .gc(&["delete", "--yes", "--qps", "0", "--items", "all"])
         .await;
+    assert_eq!(exit, Exit::Refused, "{:?}", refused.aborted);
+    let why = &refused.aborted.as_ref().unwrap().message;
+    assert!(
+        why.contains("chaos/id-bool") && why.contains("--allow-unreadable-endpoints"),
+        "{why}"
+    );
+    assert!(
+        !why.contains("chaos/id-zero") && !why.contains("no-status"),
+        "{why}"
+    );
+    assert_eq!(w.names(), before, "nothing deleted");
+    assert!(w.sim.ledger().deletes.is_empty());
+    assert_valid(&json(&refused));
+
+    let (report, exit) = w
+        .gc(&[
+            "delete",
+            "--yes",
+            "--qps",
+            "0",
+            "--items",
+            "all",
+            "--allow-unreadable-endpoints",
+        ])
+        .await;
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
+    assert!(report.options.allow_unreadable_endpoints);
     assert_valid(&json(&report));
     check_ledger_agrees(&report, &w);
 
@@ -530,7 +558,9 @@ async fn chaos_malformed_objects_are_reported_and_skipped_never_deleted() {
     );
     for m in &malformed_errors {
         assert!(
-            m.ends_with("(skipped)") || m.ends_with("(it references nothing)"),
+            m.ends_with("(skipped)")
+                || m.ends_with("--allow-unreadable-endpoints)")
+                || m.ends_with("its identity reference was read)"),
             "{m}"
         );
     }
@@ -590,7 +620,15 @@ async fn chaos_malformed_endpoints_arriving_by_watch_do_not_stall_or_confuse_the
     let stale = w.stale_now(TIMEOUT_30M);
     assert!(stale.len() > 20);
     let sim = &w.sim;
-    let run = w.gc(&["delete", "--yes", "--qps", "25", "--burst", "1"]);
+    let run = w.gc(&[
+        "delete",
+        "--yes",
+        "--qps",
+        "25",
+        "--burst",
+        "1",
+        "--allow-unreadable-endpoints",
+    ]);
     let inject = async {
         while sim.ledger().deletes.len() < 3 {
             tokio::time::sleep(Duration::from_millis(10)).await;

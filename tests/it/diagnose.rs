@@ -107,6 +107,7 @@ fn full_example() -> diagnose::Diagnosis {
             identities: true,
             endpoints: true,
             slices: false,
+            slices_v2: false,
         },
         config: Some(BTreeMap::from([
             ("identity-gc-interval".into(), "0".into()),

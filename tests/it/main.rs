@@ -34,6 +34,10 @@ mod cli;
 /// and real `kubectl`.
 mod sim;
 
+/// Issue 12: fail closed, leak nothing (credentials, refusals, proxies,
+/// bad input, misbehaving servers).
+mod safety;
+
 /// Safety under chaos: random schedules (property tests), malformed
 /// objects, spoiled pages, restarts, clock skew, signals at random points.
 mod chaos;

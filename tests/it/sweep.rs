@@ -345,6 +345,7 @@ async fn mark_then_collect_after_the_timeout_spares_reused_identities() {
             "--mark",
             "--heartbeat-timeout",
             "2s",
+            "--allow-short-heartbeat-timeout",
         ])
         .await;
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
@@ -371,7 +372,15 @@ async fn mark_then_collect_after_the_timeout_spares_reused_identities() {
     w.sim.set_heartbeat(&unmarked, None).unwrap();
     tokio::time::sleep(Duration::from_secs(3)).await; // past the 2s timeout
     let (report, exit) = w
-        .gc(&["delete", "--yes", "--qps", "0", "--heartbeat-timeout", "2s"])
+        .gc(&[
+            "delete",
+            "--yes",
+            "--qps",
+            "0",
+            "--heartbeat-timeout",
+            "2s",
+            "--allow-short-heartbeat-timeout",
+        ])
         .await;
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
     let left = w.names();

@@ -52,7 +52,7 @@ fn group_version(group: &str, version: &str) -> Value {
 /// Versions of `cilium.io` served, given the installed CRDs.
 fn cilium_versions(crds: &CrdSet) -> Vec<&'static str> {
     let mut v = Vec::new();
-    if crds.identities || crds.endpoints {
+    if crds.identities || crds.endpoints || (crds.slices && crds.slices_v2) {
         v.push("v2");
     }
     if crds.slices {
@@ -120,7 +120,7 @@ pub fn group_version_resources(crds: &CrdSet, group: &str, version: &str) -> Opt
     let resources: Vec<Value> = match (group, version) {
         (CILIUM_GROUP, _) => ALL_KINDS
             .iter()
-            .filter(|k| crds.has(**k) && k.version() == version)
+            .filter(|k| crds.serves(**k, version))
             .flat_map(|k| crd_resources(*k))
             .collect(),
         ("apiextensions.k8s.io", "v1") => vec![

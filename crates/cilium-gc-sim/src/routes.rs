@@ -67,10 +67,10 @@ pub enum Target {
     NotFound,
 }
 
-fn kind_of(version: &str, plural: &str) -> Option<Kind> {
+fn kind_of(version: &str, plural: &str, crds: &CrdSet) -> Option<Kind> {
     [Kind::Identity, Kind::Endpoint, Kind::EndpointSlice]
         .into_iter()
-        .find(|k| k.plural() == plural && k.version() == version)
+        .find(|k| k.plural() == plural && crds.serves(*k, version))
 }
 
 /// Parse a path (reference §8: scope mismatches are "page not found").
@@ -124,7 +124,7 @@ fn cilium_target(version: &str, rest: &[&str], crds: &CrdSet) -> Target {
         [p, n] => (*p, Some((*n).to_owned())),
         _ => return Target::NotFound,
     };
-    let Some(kind) = kind_of(version, plural).filter(|k| crds.has(*k)) else {
+    let Some(kind) = kind_of(version, plural, crds) else {
         return Target::NotFound;
     };
     let namespaced = kind == Kind::Endpoint;

@@ -20,6 +20,9 @@ pub struct CrdSet {
     pub endpoints: bool,
     /// `ciliumendpointslices.cilium.io`.
     pub slices: bool,
+    /// CiliumEndpointSlices are also served at `cilium.io/v2` (Cilium
+    /// 1.18+), the preferred version; `v2alpha1` stays served.
+    pub slices_v2: bool,
 }
 
 impl CrdSet {
@@ -28,7 +31,15 @@ impl CrdSet {
         identities: true,
         endpoints: true,
         slices: true,
+        slices_v2: false,
     };
+
+    /// Whether `kind` is served at `version`.
+    pub fn serves(&self, kind: crate::Kind, version: &str) -> bool {
+        self.has(kind)
+            && (kind.version() == version
+                || (kind == crate::Kind::EndpointSlice && self.slices_v2 && version == "v2"))
+    }
 
     /// Whether the CRD of `kind` is installed.
     pub fn has(&self, kind: crate::kinds::Kind) -> bool {

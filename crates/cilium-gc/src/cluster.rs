@@ -7,8 +7,9 @@
 //! kube's own retry layer is switched off (`default_retry = false`): every
 //! retry is ours, so the report can count it.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,8 +45,10 @@ pub enum ConnectError {
         problem: String,
     },
     /// The HTTP client could not be built.
-    #[error("cannot build the Kubernetes client: {0}")]
-    Client(#[source] kube::Error),
+    /// (Displayed through [`crate::secrets::describe`]: kube's own text of
+    /// an exec-plugin failure carries its env, arguments and output.)
+    #[error("cannot build the Kubernetes client: {}", crate::secrets::describe(.0))]
+    Client(kube::Error),
 }
 
 /// Where we are connected, for the report (never a credential).
@@ -55,6 +58,11 @@ pub struct Endpoint {
     pub server: String,
     /// kubeconfig context, when one was used.
     pub context: Option<String>,
+    /// Connection settings that weaken security (`--insecure-skip-tls-verify`,
+    /// a bearer token over plain `http://`): said on stderr and in the report.
+    pub warnings: Vec<String>,
+    /// The per-request timeout (`None`: `--request-timeout 0`, no limit).
+    pub timeout: Option<Duration>,
 }
 
 /// Default per-request timeout when `--request-timeout` is not given: long
@@ -82,9 +90,11 @@ pub async fn load_config(args: &ConnectOptions) -> Result<(Config, Endpoint), Co
             Err(e) => return Err(ConnectError::Kubeconfig(error_chain(&e))),
         },
     };
+    let mut kubeconfig_proxy = None;
     let (mut config, context) = match kubeconfig {
         Some(k) => {
             let context = args.context.clone().or_else(|| k.current_context.clone());
+            kubeconfig_proxy = cluster_proxy_url(&k, args, context.as_deref());
             let config = Config::from_custom_kubeconfig(k, &opts)
                 .await
                 .map_err(|e| ConnectError::Kubeconfig(error_chain(&e)))?;
@@ -100,15 +110,231 @@ pub async fn load_config(args: &ConnectOptions) -> Result<(Config, Endpoint), Co
         },
     };
     apply_overrides(&mut config, args)?;
+    config.proxy_url = resolve_proxy(kubeconfig_proxy.as_deref(), &config.cluster_url, &|k| {
+        std::env::var(k).ok()
+    })?;
+    register_credentials(&config);
+    // A CronJob or CI has no one to answer a plugin's prompt, and an
+    // interactive plugin writes its stderr straight to ours: capture it.
+    if !std::io::stdin().is_terminal() {
+        if let Some(exec) = config.auth_info.exec.as_mut() {
+            exec.interactive_mode = Some(kube::config::ExecInteractiveMode::Never);
+        }
+    }
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_owned();
+    let mut warnings = Vec::new();
+    if config.accept_invalid_certs {
+        warnings.push(format!(
+            "TLS certificate verification is disabled for {server} (--insecure-skip-tls-verify or the kubeconfig): the connection can be intercepted"
+        ));
+    }
+    if config.cluster_url.scheme_str() == Some("http") && sends_bearer(&config) {
+        warnings.push(format!(
+            "a bearer token is sent over plain http:// to {server}: anyone on the path can read it"
+        ));
+    }
+    let timeout = match args.request_timeout {
+        Some(t) if t.is_zero() => None,
+        Some(t) => Some(t),
+        None => Some(DEFAULT_REQUEST_TIMEOUT),
+    };
     let endpoint = Endpoint {
-        server: config
-            .cluster_url
-            .to_string()
-            .trim_end_matches('/')
-            .to_owned(),
+        server,
         context,
+        warnings,
+        timeout,
     };
     Ok((config, endpoint))
+}
+
+/// Whether requests will carry a bearer token (static, file, exec or
+/// auth-provider).
+fn sends_bearer(config: &Config) -> bool {
+    let a = &config.auth_info;
+    a.token.is_some() || a.token_file.is_some() || a.exec.is_some() || a.auth_provider.is_some()
+}
+
+/// Remember every credential the config carries, so no message can repeat
+/// one (see [`crate::secrets`]).
+fn register_credentials(config: &Config) {
+    use secrecy::ExposeSecret;
+    let a = &config.auth_info;
+    for s in [&a.token, &a.password, &a.client_key_data]
+        .into_iter()
+        .flatten()
+    {
+        crate::secrets::register(s.expose_secret());
+    }
+    if let Some(exec) = &a.exec {
+        if let Some(c) = &exec.command {
+            crate::secrets::set_exec_program(c);
+        }
+        for arg in exec.args.iter().flatten() {
+            crate::secrets::register(arg);
+        }
+        for env in exec.env.iter().flatten() {
+            if let Some(v) = env.get("value") {
+                crate::secrets::register(v);
+            }
+        }
+    }
+    if let Some(p) = &a.auth_provider {
+        for v in p.config.values() {
+            crate::secrets::register(v);
+        }
+    }
+}
+
+/// The `proxy-url` of the kubeconfig cluster the flags select.
+fn cluster_proxy_url(
+    k: &Kubeconfig,
+    args: &ConnectOptions,
+    context: Option<&str>,
+) -> Option<String> {
+    let cluster = match &args.cluster {
+        Some(c) => c.clone(),
+        None => {
+            let ctx = k
+                .contexts
+                .iter()
+                .find(|c| Some(c.name.as_str()) == context)?;
+            ctx.context.as_ref()?.cluster.clone()
+        }
+    };
+    k.clusters
+        .iter()
+        .find(|c| c.name == cluster)?
+        .cluster
+        .as_ref()?
+        .proxy_url
+        .clone()
+        .filter(|p| !p.trim().is_empty())
+}
+
+/// The proxy to use, as kubectl chooses it: the kubeconfig cluster's
+/// `proxy-url` when set; else `HTTPS_PROXY` (`HTTP_PROXY` for an
+/// `http://` server), unless `NO_PROXY` names the server. (kube itself
+/// checks `NO_PROXY` against the proxy's address, not the server's, and
+/// ignores the environment with `--server`; so we choose here.)
+pub fn resolve_proxy(
+    kubeconfig_proxy: Option<&str>,
+    server: &http::Uri,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<http::Uri>, ConnectError> {
+    let parse = |what: &'static str, raw: &str| -> Result<http::Uri, ConnectError> {
+        let uri: http::Uri = raw.trim().parse().map_err(|e| ConnectError::Flag {
+            flag: what,
+            problem: format!("{raw:?} is not a URL: {e}"),
+        })?;
+        match uri.scheme_str() {
+            Some("http" | "https" | "socks5") if uri.host().is_some() => Ok(uri),
+            _ => Err(ConnectError::Flag {
+                flag: what,
+                problem: format!(
+                    "{raw:?}: only http://, https:// and socks5:// proxies are supported"
+                ),
+            }),
+        }
+    };
+    if let Some(p) = kubeconfig_proxy {
+        return parse("kubeconfig proxy-url", p).map(Some);
+    }
+    let var = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|n| env(n).filter(|v| !v.trim().is_empty()))
+    };
+    let proxy = if server.scheme_str() == Some("http") {
+        var(&["HTTP_PROXY", "http_proxy"])
+    } else {
+        var(&["HTTPS_PROXY", "https_proxy"])
+    };
+    let Some(proxy) = proxy else { return Ok(None) };
+    if let Some(no) = var(&["NO_PROXY", "no_proxy"]) {
+        if no_proxy_matches(&no, server) {
+            return Ok(None);
+        }
+    }
+    parse("HTTPS_PROXY", &proxy).map(Some)
+}
+
+/// Whether `NO_PROXY` (comma-separated: `*`, host names with or without a
+/// leading dot matching subdomains, IP addresses, IPv4/IPv6 CIDRs, each
+/// optionally with `:port`) covers `server`.
+pub fn no_proxy_matches(no_proxy: &str, server: &http::Uri) -> bool {
+    let Some(host) = server.host() else {
+        return false;
+    };
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
+    let port = server
+        .port_u16()
+        .unwrap_or(if server.scheme_str() == Some("http") {
+            80
+        } else {
+            443
+        });
+    let ip: Option<std::net::IpAddr> = host.parse().ok();
+    no_proxy
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .any(|entry| {
+            if entry == "*" {
+                return true;
+            }
+            if let Some((net, bits)) = entry.split_once('/') {
+                return match (ip, net.parse::<std::net::IpAddr>(), bits.parse::<u32>()) {
+                    (Some(ip), Ok(net), Ok(bits)) => in_cidr(ip, net, bits),
+                    _ => false,
+                };
+            }
+            let (name, want_port) = match entry.rsplit_once(':') {
+                Some((n, p)) if !n.contains(':') || n.ends_with(']') => (n, p.parse::<u16>().ok()),
+                _ => (entry, None),
+            };
+            if want_port.is_some_and(|p| p != port) {
+                return false;
+            }
+            let name = name
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_ascii_lowercase();
+            if let (Some(ip), Ok(n)) = (ip, name.parse::<std::net::IpAddr>()) {
+                return ip == n;
+            }
+            let bare = name.trim_start_matches("*.").trim_start_matches('.');
+            host == bare || host.ends_with(&format!(".{bare}"))
+        })
+}
+
+fn in_cidr(ip: std::net::IpAddr, net: std::net::IpAddr, bits: u32) -> bool {
+    use std::net::IpAddr::{V4, V6};
+    match (ip, net) {
+        (V4(a), V4(b)) if bits <= 32 => {
+            let mask = if bits == 0 {
+                0
+            } else {
+                u32::MAX << (32 - bits)
+            };
+            u32::from(a) & mask == u32::from(b) & mask
+        }
+        (V6(a), V6(b)) if bits <= 128 => {
+            let mask = if bits == 0 {
+                0
+            } else {
+                u128::MAX << (128 - bits)
+            };
+            u128::from(a) & mask == u128::from(b) & mask
+        }
+        _ => false,
+    }
 }
 
 fn kubeconfig_missing() -> bool {
@@ -139,11 +365,16 @@ fn apply_overrides(config: &mut Config, args: &ConnectOptions) -> Result<(), Con
         config.cluster_url = parse_server(s)?;
     }
     if let Some(t) = &args.token {
-        config.auth_info.token = Some(t.clone().into());
-        config.auth_info.token_file = None;
-        config.auth_info.exec = None;
-        config.auth_info.client_certificate_data = None;
-        config.auth_info.client_key_data = None;
+        // As kubectl: --token replaces every kubeconfig credential, keeping
+        // only impersonation.
+        let a = &mut config.auth_info;
+        *a = kube::config::AuthInfo {
+            token: Some(t.clone().into()),
+            impersonate: a.impersonate.take(),
+            impersonate_uid: a.impersonate_uid.take(),
+            impersonate_groups: a.impersonate_groups.take(),
+            ..Default::default()
+        };
     }
     if let Some(ca) = &args.certificate_authority {
         let pem = std::fs::read(ca).map_err(|e| ConnectError::Flag {
@@ -174,9 +405,17 @@ fn apply_overrides(config: &mut Config, args: &ConnectOptions) -> Result<(), Con
         }
         config.auth_info.impersonate_groups = Some(args.as_group.clone());
     }
-    if let Some(t) = args.request_timeout.filter(|t| !t.is_zero()) {
-        config.read_timeout = Some(t);
-        config.write_timeout = Some(t);
+    match args.request_timeout {
+        // 0 means no limit, as in kubectl.
+        Some(t) if t.is_zero() => {
+            config.read_timeout = None;
+            config.write_timeout = None;
+        }
+        Some(t) => {
+            config.read_timeout = Some(t);
+            config.write_timeout = Some(t);
+        }
+        None => {}
     }
     // We own retries: every 429/503/504 is counted and honours Retry-After.
     config.default_retry = false;
@@ -197,19 +436,10 @@ fn pem_certs(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
     Ok(certs)
 }
 
-/// The whole cause chain on one line.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(c) = src {
-        let m = c.to_string();
-        if !s.contains(&m) {
-            s.push_str(": ");
-            s.push_str(&m);
-        }
-        src = c.source();
-    }
-    s
+/// The whole cause chain on one line, with no credential in it (see
+/// [`crate::secrets::describe`]).
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    crate::secrets::describe(e)
 }
 
 /// The server's clock, learned from `Date` headers. Heartbeat marks are
@@ -226,6 +456,8 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 pub struct ServerClock {
     /// server minus local, in milliseconds; `i64::MIN` until first seen.
     offset_ms: AtomicI64,
+    /// An answer came without a usable `Date` header.
+    missing_date: AtomicBool,
 }
 
 impl ServerClock {
@@ -233,13 +465,27 @@ impl ServerClock {
     pub fn new() -> Self {
         ServerClock {
             offset_ms: AtomicI64::new(i64::MIN),
+            missing_date: AtomicBool::new(false),
         }
+    }
+    /// Record that an answer had no (parseable) `Date` header.
+    pub fn observe_missing(&self) {
+        self.missing_date.store(true, Ordering::Relaxed);
+    }
+    /// Whether mark ages were (at least partly) judged by the local clock,
+    /// because the server sent no usable `Date`: the report says so.
+    pub fn local_clock_used(&self) -> bool {
+        self.missing_date.load(Ordering::Relaxed)
+            || self.offset_ms.load(Ordering::Relaxed) == i64::MIN
     }
     /// Record a `Date` header observed at local time `local`.
     pub fn observe(&self, date_header: &str, local: Timestamp) {
-        if let Some(server) = parse_http_date(date_header) {
-            let off = server.as_millisecond() - local.as_millisecond();
-            self.offset_ms.store(off, Ordering::Relaxed);
+        match parse_http_date(date_header) {
+            Some(server) => {
+                let off = server.as_millisecond() - local.as_millisecond();
+                self.offset_ms.store(off, Ordering::Relaxed);
+            }
+            None => self.observe_missing(),
         }
     }
     /// Server time now (local time until a `Date` was seen).
@@ -278,17 +524,26 @@ pub struct Gate {
 impl Gate {
     /// Wait until the gate is open.
     pub async fn wait(&self) {
+        self.wait_or(&crate::stop::Stop::default()).await;
+    }
+    /// Wait until the gate is open or `stop` fires; false when stopped.
+    pub async fn wait_or(&self, stop: &crate::stop::Stop) -> bool {
         loop {
             let until = *self.until.lock().await;
             match until {
-                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
-                _ => return,
+                Some(t) if t > Instant::now() => {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(t) => {}
+                        _ = stop.wait() => return false,
+                    }
+                }
+                _ => return true,
             }
         }
     }
     /// Keep the gate closed for at least `d` from now.
     pub async fn close_for(&self, d: Duration) {
-        let t = Instant::now() + d;
+        let t = Instant::now() + d.min(crate::retry::MAX_RETRY_AFTER);
         let mut g = self.until.lock().await;
         if g.is_none_or(|u| u < t) {
             *g = Some(t);
@@ -360,7 +615,12 @@ impl Answer {
 #[derive(Clone)]
 pub struct Api {
     client: Client,
-    timeout: Duration,
+    /// Per-request timeout; `None` is no limit (`--request-timeout 0`).
+    timeout: Option<Duration>,
+    /// Cut short Retry-After waits and backoff on Ctrl-C.
+    pub stop: crate::stop::Stop,
+    /// Largest body read ([`MAX_BODY_BYTES`]; lower in tests).
+    pub max_body: usize,
     /// Closed while a Retry-After runs.
     pub gate: Arc<Gate>,
     /// The server's clock.
@@ -380,10 +640,12 @@ pub const FIELD_MANAGER: &str = "kubectl-cilium-gc";
 
 impl Api {
     /// Wrap a client.
-    pub fn new(client: Client, timeout: Duration, stats: Arc<Stats>) -> Self {
+    pub fn new(client: Client, timeout: Option<Duration>, stats: Arc<Stats>) -> Self {
         Api {
             client,
             timeout,
+            stop: crate::stop::Stop::default(),
+            max_body: MAX_BODY_BYTES,
             gate: Arc::new(Gate::default()),
             clock: Arc::new(ServerClock::new()),
             stats,
@@ -397,12 +659,8 @@ impl Api {
         stats: Arc<Stats>,
     ) -> Result<(Api, Endpoint), ConnectError> {
         let (config, endpoint) = load_config(args).await?;
-        let timeout = args
-            .request_timeout
-            .filter(|t| !t.is_zero())
-            .unwrap_or(DEFAULT_REQUEST_TIMEOUT);
         let client = Client::try_from(config).map_err(ConnectError::Client)?;
-        Ok((Api::new(client, timeout, stats), endpoint))
+        Ok((Api::new(client, endpoint.timeout, stats), endpoint))
     }
 
     /// The kube client, for kube-runtime watchers.
@@ -418,7 +676,9 @@ impl Api {
         path_and_query: &str,
         body: Option<(&'static str, Vec<u8>)>,
     ) -> Answer {
-        self.gate.wait().await;
+        if !self.gate.wait_or(&self.stop).await {
+            return stopped();
+        }
         let mut builder = Request::builder()
             .method(method)
             .uri(path_and_query)
@@ -431,13 +691,16 @@ impl Api {
                 body.map(|b| b.1).unwrap_or_default(),
             ))
             .expect("request parts are valid");
-        let answer = match tokio::time::timeout(self.timeout, self.exchange(req)).await {
-            Ok(a) => a,
-            Err(_) => Answer {
-                code: 0,
-                class: Class::Transient { retry_after: None },
-                body: Bytes::new(),
-                message: format!("no answer within {:?}", self.timeout),
+        let answer = match self.timeout {
+            None => self.exchange(req).await,
+            Some(limit) => match tokio::time::timeout(limit, self.exchange(req)).await {
+                Ok(a) => a,
+                Err(_) => Answer {
+                    code: 0,
+                    class: Class::Transient { retry_after: None },
+                    body: Bytes::new(),
+                    message: format!("no answer within {limit:?}"),
+                },
             },
         };
         match &answer.class {
@@ -466,13 +729,46 @@ impl Api {
                 .map(str::to_owned)
         };
         let retry_after = header(http::header::RETRY_AFTER);
-        if let Some(date) = header(http::header::DATE) {
-            self.clock.observe(&date, local);
+        match header(http::header::DATE) {
+            Some(date) => self.clock.observe(&date, local),
+            None => self.clock.observe_missing(),
         }
-        let body = match res.into_body().collect().await {
+        let location = header(http::header::LOCATION);
+        let body = match http_body_util::Limited::new(res.into_body(), self.max_body)
+            .collect()
+            .await
+        {
             Ok(b) => b.to_bytes(),
-            Err(e) => return transport_failure(&e),
+            Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                return Answer {
+                    code,
+                    class: Class::Rejected,
+                    body: Bytes::new(),
+                    message: format!(
+                        "the answer's body is larger than {} MiB: refusing to read it",
+                        self.max_body >> 20
+                    ),
+                }
+            }
+            Err(e) => return transport_failure(&*e),
         };
+        if (300..400).contains(&code) {
+            // kube does not follow redirects, and an API server never sends
+            // one: a proxy or load balancer in the way is misconfigured.
+            return Answer {
+                code,
+                class: Class::Rejected,
+                body,
+                message: format!(
+                    "the server answered {code} {} (redirect to {}): an API server does not redirect; check --server, the kubeconfig and any proxy in between",
+                    http::StatusCode::from_u16(code)
+                        .ok()
+                        .and_then(|c| c.canonical_reason())
+                        .unwrap_or(""),
+                    location.as_deref().map_or("no Location header".to_owned(), |l| format!("{l:?}"))
+                ),
+            };
+        }
         let status: Option<StatusBody> = if code >= 400 {
             serde_json::from_slice(&body).ok()
         } else {
@@ -497,6 +793,7 @@ impl Api {
                     text.trim().chars().take(200).collect::<String>()
                 )
             }
+            _ if !(200..300).contains(&code) => format!("unexpected HTTP status {code}"),
             _ => String::new(),
         };
         Answer {
@@ -536,7 +833,10 @@ impl Api {
                 "retrying: {}",
                 answer.message
             );
-            tokio::time::sleep(delay).await;
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = self.stop.wait() => return answer,
+            }
             Stats::bump(&self.stats.retries);
             attempt += 1;
         }
@@ -549,7 +849,22 @@ impl Api {
     }
 }
 
-fn transport_failure(e: &dyn std::error::Error) -> Answer {
+/// Largest answer body read: a 500-identity page is well under 2 MiB, a
+/// 10000-item page with many labels under 40; past this the server (or
+/// something posing as it) is not sending a Kubernetes list.
+pub const MAX_BODY_BYTES: usize = 256 << 20;
+
+/// The answer of a request not sent because the run was stopped.
+fn stopped() -> Answer {
+    Answer {
+        code: 0,
+        class: Class::Transient { retry_after: None },
+        body: Bytes::new(),
+        message: "not sent: the run was stopped".into(),
+    }
+}
+
+fn transport_failure(e: &(dyn std::error::Error + 'static)) -> Answer {
     Answer {
         code: 0,
         class: Class::Transient { retry_after: None },
@@ -584,6 +899,131 @@ mod tests {
         let pem = b"junk\n-----BEGIN CERTIFICATE-----\nAAEC\nAwQ=\n-----END CERTIFICATE-----\n";
         assert_eq!(pem_certs(pem).unwrap(), vec![vec![0, 1, 2, 3, 4]]);
         assert!(pem_certs(b"nothing").is_err());
+    }
+
+    /// Issue 12: a Retry-After wait is capped and ends on Ctrl-C.
+    #[tokio::test(start_paused = true)]
+    async fn gate_wait_is_capped_and_races_the_stop() {
+        let g = Gate::default();
+        g.close_for(Duration::from_secs(u64::MAX / 4)).await; // no overflow
+        let start = Instant::now();
+        assert!(g.wait_or(&crate::stop::Stop::default()).await);
+        assert_eq!(Instant::now() - start, crate::retry::MAX_RETRY_AFTER);
+        g.close_for(Duration::from_secs(300)).await;
+        let stop = crate::stop::Stop::default();
+        let s = stop.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            s.trigger(crate::stop::StopReason::Interrupt);
+        });
+        let start = Instant::now();
+        assert!(!g.wait_or(&stop).await);
+        assert!(Instant::now() - start < Duration::from_secs(2));
+    }
+
+    fn kubeconfig_with_every_credential(dir: &std::path::Path) -> std::path::PathBuf {
+        let p = dir.join("kc");
+        std::fs::write(
+            &p,
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://k.example:6443\n    proxy-url: http://proxy.example:3128\nusers:\n- name: u\n  user:\n    username: bob\n    password: hunter2-password\n    client-certificate-data: Y2VydA==\n    client-key-data: a2V5\n    auth-provider:\n      name: oidc\n      config:\n        id-token: old-id-token\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/false\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n",
+        )
+        .unwrap();
+        p
+    }
+
+    /// Issue 12: --token replaces every kubeconfig credential, as kubectl's.
+    #[tokio::test]
+    async fn token_replaces_every_kubeconfig_credential() {
+        let dir = tempfile::tempdir().unwrap();
+        let args = ConnectOptions {
+            kubeconfig: Some(kubeconfig_with_every_credential(dir.path())),
+            token: Some("flag-token".into()),
+            as_user: Some("sre".into()),
+            ..ConnectOptions::default()
+        };
+        let (config, endpoint) = load_config(&args).await.unwrap();
+        let a = &config.auth_info;
+        use secrecy::ExposeSecret;
+        assert_eq!(
+            a.token
+                .as_ref()
+                .map(|t| t.expose_secret().to_owned())
+                .as_deref(),
+            Some("flag-token")
+        );
+        assert!(a.username.is_none() && a.password.is_none());
+        assert!(a.client_certificate_data.is_none() && a.client_key_data.is_none());
+        assert!(a.auth_provider.is_none() && a.exec.is_none() && a.token_file.is_none());
+        assert_eq!(a.impersonate.as_deref(), Some("sre"));
+        // The kubeconfig's proxy-url is used.
+        assert_eq!(
+            config.proxy_url.unwrap().to_string(),
+            "http://proxy.example:3128/"
+        );
+        assert_eq!(endpoint.timeout, Some(DEFAULT_REQUEST_TIMEOUT));
+    }
+
+    /// Issue 12: `--request-timeout 0` means no limit, as --help says.
+    #[tokio::test]
+    async fn request_timeout_zero_is_no_limit() {
+        let args = ConnectOptions {
+            server: Some("https://k.example:6443".into()),
+            request_timeout: Some(Duration::ZERO),
+            ..ConnectOptions::default()
+        };
+        let (config, endpoint) = load_config(&args).await.unwrap();
+        assert_eq!(endpoint.timeout, None);
+        assert_eq!((config.read_timeout, config.write_timeout), (None, None));
+    }
+
+    #[test]
+    fn proxies_are_chosen_as_kubectl_chooses_them() {
+        let server: http::Uri = "https://api.corp.example:6443".parse().unwrap();
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let none = env(&[]);
+        assert_eq!(resolve_proxy(None, &server, &none).unwrap(), None);
+        let https = env(&[("HTTPS_PROXY", "http://p:3128")]);
+        assert_eq!(
+            resolve_proxy(None, &server, &https)
+                .unwrap()
+                .unwrap()
+                .to_string(),
+            "http://p:3128/"
+        );
+        for no in [
+            ".corp.example",
+            "corp.example",
+            "*",
+            "api.corp.example:6443",
+            "10.0.0.0/8,api.corp.example",
+        ] {
+            let e = move |k: &str| match k {
+                "HTTPS_PROXY" => Some("http://p:3128".to_owned()),
+                "NO_PROXY" => Some(no.to_owned()),
+                _ => None,
+            };
+            assert_eq!(resolve_proxy(None, &server, &e).unwrap(), None, "{no}");
+        }
+        assert!(!no_proxy_matches(
+            "example.org,api.corp.example:443",
+            &server
+        ));
+        let ip: http::Uri = "https://10.1.2.3:6443".parse().unwrap();
+        assert!(no_proxy_matches("10.0.0.0/8", &ip));
+        assert!(!no_proxy_matches("11.0.0.0/8", &ip));
+        // The kubeconfig's proxy-url wins over NO_PROXY, as in client-go.
+        let e = |k: &str| (k == "NO_PROXY").then(|| "*".to_owned());
+        assert!(resolve_proxy(Some("socks5://s:1080"), &server, &e)
+            .unwrap()
+            .is_some());
+        assert!(resolve_proxy(Some("ftp://x"), &server, &none).is_err());
     }
 
     #[tokio::test(start_paused = true)]

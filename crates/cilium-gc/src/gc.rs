@@ -18,8 +18,8 @@ use crate::model::{Identity, Kind, Malformed};
 use crate::policy::{self, decide, Policy, Reason};
 use crate::preflight::{self, CiliumSettings};
 use crate::report::{
-    self, Abort, AbortReason, ClusterInfo, ErrorKind, IdRange, Item, ItemsMode, Mode, Options,
-    Outcome, Preflight, Report, RunError, Summary, Tool,
+    self, Abort, AbortReason, CheckName, ClusterInfo, ErrorKind, IdRange, Item, ItemsMode, Mode,
+    Options, Outcome, Preflight, Report, RunError, Summary, Tool,
 };
 use crate::retry::Class;
 use crate::scan::{self, ScanError};
@@ -190,8 +190,10 @@ impl Run {
 
 /// Messages in the report and on stderr are one line: multi-line library
 /// errors (YAML parsers draw pictures) keep their first line.
+/// Registered credentials are scrubbed here too: every report and stderr
+/// message passes through.
 fn one_line(s: &str) -> String {
-    s.lines().next().unwrap_or_default().trim_end().to_owned()
+    crate::secrets::scrub(s.lines().next().unwrap_or_default().trim_end())
 }
 
 fn round3(x: f64) -> f64 {
@@ -228,6 +230,9 @@ fn options(s: &GcSettings, kube: &ConnectOptions, cilium: Option<&CiliumSettings
         force: s.force,
         items: s.scan.items,
         request_timeout_seconds: kube.request_timeout.map(|d| d.as_secs_f64()),
+        identity_allocation_mode: s.scan.identity_allocation_mode.clone(),
+        allow_short_heartbeat_timeout: s.scan.allow_short_heartbeat_timeout,
+        allow_unreadable_endpoints: s.allow_unreadable_endpoints,
     }
 }
 
@@ -235,15 +240,30 @@ fn options(s: &GcSettings, kube: &ConnectOptions, cilium: Option<&CiliumSettings
 pub async fn run(kube: &ConnectOptions, s: &GcSettings, stop: &Stop, ui: &Ui) -> (Report, Exit) {
     let stats = Arc::new(Stats::default());
     let mut run = Run::new(s, kube);
-    let exit = execute(kube, s, stop, ui, &mut run, &stats).await;
+    let mut clock = None;
+    let exit = execute(kube, s, stop, ui, &mut run, &stats, &mut clock).await;
     ui.progress.finish();
     if let Some(usage) = run.usage.take() {
         for (what, problem) in usage.malformed() {
             run.summary.malformed += 1;
+            let effect = if problem == crate::usage::NO_NAME {
+                "its identity reference was read"
+            } else if s.allow_unreadable_endpoints {
+                "which identity it uses is unknown; deletes went on because of --allow-unreadable-endpoints"
+            } else {
+                "which identity it uses is unknown, so it blocks deletes"
+            };
             run.error(
                 ErrorKind::MalformedObject,
-                format!("{what}: {problem} (it references nothing)"),
+                format!("{what}: {problem} ({effect})"),
             );
+        }
+    }
+    if let Some(clock) = clock {
+        if clock.local_clock_used() && run.summary.scanned > 0 {
+            let m = "the API server sent no usable Date header: heartbeat mark ages were judged by this machine's clock, which may be skewed from the cluster's";
+            tracing::warn!("{m}");
+            run.error(ErrorKind::Warning, m);
         }
     }
     let exit = match stop.reason() {
@@ -270,15 +290,22 @@ async fn execute(
     ui: &Ui,
     run: &mut Run,
     stats: &Arc<Stats>,
+    clock: &mut Option<Arc<crate::cluster::ServerClock>>,
 ) -> Exit {
     // Connect.
-    let (api, endpoint) = match Api::connect(kube, stats.clone()).await {
+    let (mut api, endpoint) = match Api::connect(kube, stats.clone()).await {
         Ok(x) => x,
         Err(e) => {
             run.error(ErrorKind::Connection, e.to_string());
             return run.abort(AbortReason::ReadFailed, e.to_string(), Exit::Usage);
         }
     };
+    api.stop = stop.clone();
+    *clock = Some(api.clock.clone());
+    for w in &endpoint.warnings {
+        tracing::warn!("{w}");
+        run.error(ErrorKind::Insecure, w.clone());
+    }
     run.cluster.server = Some(endpoint.server.clone());
     run.cluster.context = endpoint.context.clone();
     if let Err(exit) = reach(&api, &endpoint, s, run).await {
@@ -295,7 +322,8 @@ async fn execute(
     if let Some(p) = config_problem {
         run.error(ErrorKind::ConfigUnavailable, p);
     }
-    let cilium = preflight::settings_from_config(data.as_ref(), s.scan.heartbeat_timeout);
+    let mut cilium = preflight::settings_from_config(data.as_ref(), s.scan.heartbeat_timeout);
+    cilium.state_allocation_mode(s.scan.identity_allocation_mode.as_deref());
     for w in &cilium.warnings {
         tracing::warn!("{w}");
         run.error(ErrorKind::ConfigUnavailable, w.clone());
@@ -305,6 +333,7 @@ async fn execute(
     let wanted = crate::rbac::required(s.writes(), s.mark, crds.slices);
     let (missing, perm_warnings) = preflight::fetch_missing_permissions(
         &api,
+        crds,
         &wanted,
         &s.scan.cilium_namespace,
         s.max_retries,
@@ -314,6 +343,34 @@ async fn execute(
         run.error(ErrorKind::Preflight, w);
     }
     run.preflight.checks = preflight::evaluate(crds, &cilium, &missing);
+    if !s.writes() && !cilium.allocation_mode_known {
+        // A scan writes nothing: it says so and goes on.
+        if let Some(c) = run
+            .preflight
+            .checks
+            .iter_mut()
+            .find(|c| c.name == CheckName::AllocationMode)
+        {
+            c.passed = true;
+            c.message = "cilium-config could not be read, so the identity allocation mode is unknown: this scan assumes crd (delete would refuse without --identity-allocation-mode crd)".into();
+            tracing::warn!("{}", c.message);
+            let m = c.message.clone();
+            run.error(ErrorKind::ConfigUnavailable, m);
+        }
+    }
+    run.preflight
+        .checks
+        .push(preflight::cluster_id_check(&cilium));
+    let hb = preflight::heartbeat_check(
+        &cilium,
+        s.scan.heartbeat_timeout,
+        s.scan.allow_short_heartbeat_timeout,
+        s.writes(),
+    );
+    if !s.writes() && hb.message.contains("shorter") {
+        run.error(ErrorKind::Preflight, hb.message.clone());
+    }
+    run.preflight.checks.push(hb);
     if let Some(failed) = run.preflight.checks.iter().find(|c| !c.passed).cloned() {
         run.error(ErrorKind::Preflight, failed.message.clone());
         return run.abort(AbortReason::PreflightRefused, failed.message, Exit::Refused);
@@ -406,6 +463,18 @@ async fn execute(
         mark_not_attempted(run, &plan);
         return run.abort(AbortReason::PreflightRefused, ep.message, Exit::Refused);
     }
+    let readable = endpoints_readable_check(&usage, s.allow_unreadable_endpoints);
+    let unreadable = !readable.passed;
+    run.preflight.checks.push(readable.clone());
+    if unreadable {
+        mark_not_attempted(run, &plan);
+        run.summary.not_attempted = candidates;
+        return run.abort(
+            AbortReason::PreflightRefused,
+            readable.message,
+            Exit::Refused,
+        );
+    }
     if let Some(why) = blast_radius(candidates, run.summary.scanned, s) {
         mark_not_attempted(run, &plan);
         run.summary.not_attempted = candidates;
@@ -429,6 +498,7 @@ async fn execute(
         max_conflict_retries: s.max_conflict_retries,
         max_retries: s.max_retries,
         dry_run: s.mode == Mode::DryRunServer,
+        allow_unreadable_endpoints: s.allow_unreadable_endpoints,
         policy,
     };
     let Plan {
@@ -473,6 +543,15 @@ async fn execute(
             run.error(ErrorKind::Watcher, m.clone());
             return run.abort(AbortReason::ReadFailed, m, Exit::Unexpected);
         }
+        Some(StopReason::UnreadableEndpoint) => {
+            let c = endpoints_readable_check(&usage, false);
+            run.preflight.checks.push(c.clone());
+            let m = format!(
+                "{} (appeared during the deletes: no further writes were started)",
+                c.message
+            );
+            return run.abort(AbortReason::PreflightRefused, m, Exit::Refused);
+        }
         Some(_) => return Exit::Interrupted,
         None => {}
     }
@@ -480,6 +559,33 @@ async fn execute(
         Exit::PartialFailure
     } else {
         Exit::Success
+    }
+}
+
+/// Endpoints whose identity reference cannot be read block deletes: such
+/// an endpoint may protect any identity. Names the first few.
+fn endpoints_readable_check(usage: &UsageHandle, allow: bool) -> report::Check {
+    const SHOWN: usize = 5;
+    let bad = usage.unreadable();
+    let mut names: Vec<String> = bad
+        .iter()
+        .take(SHOWN)
+        .map(|(what, problem)| format!("{what} ({problem})"))
+        .collect();
+    if bad.len() > SHOWN {
+        names.push(format!("and {} more", bad.len() - SHOWN));
+    }
+    let list = names.join(", ");
+    report::Check {
+        name: CheckName::EndpointsReadable,
+        passed: bad.is_empty() || allow,
+        message: if bad.is_empty() {
+            "every endpoint's identity reference is readable".into()
+        } else if allow {
+            format!("{} endpoints have an unreadable identity reference: {list}; deleting anyway because of --allow-unreadable-endpoints", bad.len())
+        } else {
+            format!("{} endpoints have an unreadable identity reference, so the identities they use are unknown: {list}; refusing to delete. Fix them, or pass --allow-unreadable-endpoints", bad.len())
+        },
     }
 }
 

@@ -24,6 +24,7 @@ pub mod rbac;
 pub mod report;
 pub mod retry;
 pub mod scan;
+pub mod secrets;
 pub mod selector;
 pub mod settings;
 pub mod stats;

@@ -25,8 +25,22 @@ pub struct Crds {
     pub identities: bool,
     /// `ciliumendpoints.cilium.io/v2`.
     pub endpoints: bool,
-    /// `ciliumendpointslices.cilium.io/v2alpha1`.
+    /// `ciliumendpointslices.cilium.io`, at v2 or v2alpha1.
     pub slices: bool,
+    /// CiliumEndpointSlices are served at `v2` (Cilium 1.18+), which is
+    /// then preferred over the deprecated `v2alpha1`.
+    pub slices_v2: bool,
+}
+
+impl Crds {
+    /// The version to read CiliumEndpointSlices at.
+    pub fn slices_version(&self) -> &'static str {
+        if self.slices_v2 {
+            "v2"
+        } else {
+            "v2alpha1"
+        }
+    }
 }
 
 /// The Cilium settings a run depends on, with where each came from.
@@ -50,6 +64,37 @@ pub struct CiliumSettings {
     pub values: Vec<ConfigValue>,
     /// Problems met while reading (unparseable values, missing ConfigMap).
     pub warnings: Vec<String>,
+    /// Whether cilium-config was read.
+    pub config_read: bool,
+    /// Whether the allocation mode is known: read from cilium-config, or
+    /// stated with `--identity-allocation-mode`.
+    pub allocation_mode_known: bool,
+    /// `identity-heartbeat-timeout` as cilium-config sets it, if it does.
+    pub config_heartbeat_timeout: Option<Duration>,
+    /// `cluster-id` or `max-connected-clusters` was not a number.
+    pub cluster_values_unparseable: bool,
+}
+
+impl CiliumSettings {
+    /// Use the allocation mode the user stated, when cilium-config could not
+    /// be read (a readable cilium-config always wins). Recorded as a flag
+    /// value in the report.
+    pub fn state_allocation_mode(&mut self, mode: Option<&str>) {
+        let Some(mode) = mode else { return };
+        if self.config_read {
+            return;
+        }
+        self.allocation_mode = mode.to_owned();
+        self.allocation_mode_known = true;
+        if let Some(v) = self
+            .values
+            .iter_mut()
+            .find(|v| v.key == "identity-allocation-mode")
+        {
+            v.value = mode.to_owned();
+            v.source = ConfigSource::Flag;
+        }
+    }
 }
 
 /// Interpret `cilium-config` data (None when it could not be read).
@@ -96,6 +141,10 @@ pub fn settings_from_config(
     };
     let cluster_id = number("cluster-id", &cluster_id, 0);
     let max_connected_clusters = number("max-connected-clusters", &max_cc, 255);
+    let cluster_values_unparseable = !warnings.is_empty();
+    let config_heartbeat_timeout = data
+        .and_then(|d| d.get("identity-heartbeat-timeout"))
+        .and_then(|v| crate::settings::parse_duration(v.trim()).ok());
     let config_timeout = crate::settings::parse_duration(&timeout_raw).unwrap_or_else(|_| {
         warnings.push(format!(
             "cilium-config identity-heartbeat-timeout={timeout_raw:?} is not a duration; assuming 30m"
@@ -117,7 +166,7 @@ pub fn settings_from_config(
     };
     if data.is_none() {
         warnings.push(format!(
-            "cilium-config could not be read; assuming identity-allocation-mode=crd, identity-management-mode=agent, cluster-id=0, max-connected-clusters=255, identity-heartbeat-timeout={}",
+            "cilium-config could not be read; the allocation mode is unknown (see --identity-allocation-mode); using Cilium's defaults identity-management-mode=agent, cluster-id=0, max-connected-clusters=255, identity-heartbeat-timeout={}",
             humantime::format_duration(heartbeat_timeout)
         ));
     }
@@ -131,6 +180,74 @@ pub fn settings_from_config(
         heartbeat_timeout,
         values,
         warnings,
+        config_read: data.is_some(),
+        allocation_mode_known: data.is_some(),
+        config_heartbeat_timeout,
+        cluster_values_unparseable,
+    }
+}
+
+/// Cilium's own check of `cluster-id` against `max-connected-clusters`
+/// (pkg/clustermesh/types `ValidateClusterID` and the option's validation):
+/// `max-connected-clusters` is 255 or 511, and `cluster-id` at most that.
+/// An agent refuses to start otherwise, so the local identity range we
+/// would compute from such values means nothing.
+pub fn cluster_id_check(s: &CiliumSettings) -> Check {
+    let problem = if s.cluster_values_unparseable {
+        Some("cluster-id or max-connected-clusters in cilium-config is not a number".to_owned())
+    } else if !matches!(s.max_connected_clusters, 255 | 511) {
+        Some(format!(
+            "max-connected-clusters is {}: Cilium accepts only 255 or 511",
+            s.max_connected_clusters
+        ))
+    } else if s.cluster_id > s.max_connected_clusters {
+        Some(format!(
+            "cluster-id {} is out of range 0..={} for max-connected-clusters {}: Cilium would refuse it",
+            s.cluster_id, s.max_connected_clusters, s.max_connected_clusters
+        ))
+    } else {
+        None
+    };
+    Check {
+        name: CheckName::ClusterId,
+        passed: problem.is_none(),
+        message: problem.map_or_else(
+            || {
+                format!(
+                    "cluster-id {} of max-connected-clusters {}",
+                    s.cluster_id, s.max_connected_clusters
+                )
+            },
+            |p| format!("{p}; the local identity range cannot be known, refusing"),
+        ),
+    }
+}
+
+/// A `--heartbeat-timeout` shorter than cilium-config's
+/// `identity-heartbeat-timeout` deletes identities the operator would still
+/// keep; refused for writes unless `allow_short`, a warning for scans.
+pub fn heartbeat_check(
+    s: &CiliumSettings,
+    flag: Option<Duration>,
+    allow_short: bool,
+    writes: bool,
+) -> Check {
+    let fmt = |d: Duration| humantime::format_duration(d).to_string();
+    match (flag, s.config_heartbeat_timeout) {
+        (Some(f), Some(c)) if f < c => Check {
+            name: CheckName::HeartbeatTimeout,
+            passed: allow_short || !writes,
+            message: if allow_short {
+                format!("--heartbeat-timeout {} is shorter than cilium-config's identity-heartbeat-timeout {}; continuing because of --allow-short-heartbeat-timeout", fmt(f), fmt(c))
+            } else {
+                format!("--heartbeat-timeout {} is shorter than cilium-config's identity-heartbeat-timeout {}: identities the operator still keeps would be deleted. Pass --allow-short-heartbeat-timeout to do it anyway", fmt(f), fmt(c))
+            },
+        },
+        _ => Check {
+            name: CheckName::HeartbeatTimeout,
+            passed: true,
+            message: format!("heartbeat timeout {}", fmt(s.heartbeat_timeout)),
+        },
     }
 }
 
@@ -139,6 +256,7 @@ pub fn usage_sources(crds: Crds, s: &CiliumSettings) -> crate::usage::Sources {
     crate::usage::Sources {
         endpoints: crds.endpoints && !s.endpoint_crd_disabled,
         slices: crds.slices,
+        slices_version: crds.slices_version(),
     }
 }
 
@@ -166,11 +284,14 @@ pub fn evaluate(crds: Crds, s: &CiliumSettings, missing: &[Permission]) -> Vec<C
             (false, false) => "cannot tell which identities are in use: neither CiliumEndpoints (CRD missing or disable-endpoint-crd) nor CiliumEndpointSlices are available".into(),
         },
     });
-    let mode_ok = s.allocation_mode == "crd" && s.management_mode == "agent";
+    let mode_ok =
+        s.allocation_mode_known && s.allocation_mode == "crd" && s.management_mode == "agent";
     checks.push(Check {
         name: CheckName::AllocationMode,
         passed: mode_ok,
-        message: if s.allocation_mode != "crd" {
+        message: if !s.allocation_mode_known {
+            "cilium-config could not be read, so the identity allocation mode is unknown (in kvstore mode every CiliumIdentity looks unused); refusing. Check --cilium-namespace, or pass --identity-allocation-mode crd if you know it".into()
+        } else if s.allocation_mode != "crd" {
             format!("identity-allocation-mode is {:?}: identities live in the kvstore, not in CiliumIdentity objects; this tool only handles crd mode", s.allocation_mode)
         } else if s.management_mode != "agent" {
             format!("identity-management-mode is {:?}: cilium-operator manages identities and collects them itself; refusing to interfere", s.management_mode)
@@ -252,9 +373,9 @@ pub async fn fetch_crds(api: &Api, max_retries: u32) -> Result<Crds, String> {
         if version == "v2" {
             crds.identities = has(Kind::Identity.plural());
             crds.endpoints = has(Kind::Endpoint.plural());
-        } else {
-            crds.slices = has(Kind::EndpointSlice.plural());
+            crds.slices_v2 = has(Kind::EndpointSlice.plural());
         }
+        crds.slices |= has(Kind::EndpointSlice.plural());
     }
     Ok(crds)
 }
@@ -312,6 +433,7 @@ struct ReviewStatus {
 /// the real 403 and stops cleanly), with a warning.
 pub async fn fetch_missing_permissions(
     api: &Api,
+    crds: Crds,
     wanted: &[Permission],
     cilium_namespace: &str,
     max_retries: u32,
@@ -325,7 +447,7 @@ pub async fn fetch_missing_permissions(
         }
         if p.group == CILIUM_GROUP {
             let version = if p.resource == Kind::EndpointSlice.plural() {
-                "v2alpha1"
+                crds.slices_version()
             } else {
                 "v2"
             };
@@ -374,7 +496,7 @@ mod tests {
         assert_eq!(s.allocation_mode, "crd");
         assert_eq!(s.heartbeat_timeout, DEFAULT_HEARTBEAT_TIMEOUT);
         assert!(s.values.iter().all(|v| v.source == ConfigSource::Default));
-        assert!(s.warnings[0].contains("assuming identity-allocation-mode=crd"));
+        assert!(s.warnings[0].contains("the allocation mode is unknown"));
     }
 
     #[test]
@@ -409,6 +531,7 @@ mod tests {
             identities: true,
             endpoints: true,
             slices: false,
+            slices_v2: false,
         };
         let ok = settings_from_config(Some(&cfg(&[])), None);
         assert!(evaluate(all, &ok, &[]).iter().all(|c| c.passed));
@@ -424,6 +547,7 @@ mod tests {
             identities: true,
             endpoints: false,
             slices: false,
+            slices_v2: false,
         };
         assert!(!evaluate(no_usage, &ok, &[])[1].passed);
         let no_cep = settings_from_config(Some(&cfg(&[("disable-endpoint-crd", "true")])), None);
@@ -438,6 +562,52 @@ mod tests {
             "{}",
             c[3].message
         );
+    }
+
+    /// Issue 12: what cannot be read fails closed.
+    #[test]
+    fn unknown_mode_bad_cluster_id_and_short_timeouts_are_refused() {
+        let all = Crds {
+            identities: true,
+            endpoints: true,
+            slices: false,
+            slices_v2: false,
+        };
+        let mut unread = settings_from_config(None, None);
+        assert!(!evaluate(all, &unread, &[])[2].passed);
+        unread.state_allocation_mode(Some("crd"));
+        assert!(evaluate(all, &unread, &[])[2].passed);
+        let v = unread
+            .values
+            .iter()
+            .find(|v| v.key == "identity-allocation-mode")
+            .unwrap();
+        assert_eq!(v.source, ConfigSource::Flag);
+        // A readable cilium-config wins over the flag.
+        let mut kv =
+            settings_from_config(Some(&cfg(&[("identity-allocation-mode", "kvstore")])), None);
+        kv.state_allocation_mode(Some("crd"));
+        assert!(!evaluate(all, &kv, &[])[2].passed);
+
+        let ok = |pairs: &[(&str, &str)]| {
+            cluster_id_check(&settings_from_config(Some(&cfg(pairs)), None)).passed
+        };
+        assert!(ok(&[]));
+        assert!(ok(&[("cluster-id", "255")]));
+        assert!(ok(&[
+            ("cluster-id", "511"),
+            ("max-connected-clusters", "511")
+        ]));
+        assert!(!ok(&[("cluster-id", "256")]));
+        assert!(!ok(&[("max-connected-clusters", "300")]));
+        assert!(!ok(&[("cluster-id", "one")]));
+
+        let s = settings_from_config(Some(&cfg(&[("identity-heartbeat-timeout", "30m")])), None);
+        let ten = Some(Duration::from_secs(600));
+        assert!(!heartbeat_check(&s, ten, false, true).passed);
+        assert!(heartbeat_check(&s, ten, true, true).passed);
+        assert!(heartbeat_check(&s, ten, false, false).passed); // scan: a warning
+        assert!(heartbeat_check(&s, Some(Duration::from_secs(3600)), false, true).passed);
     }
 
     #[test]

@@ -191,9 +191,18 @@ pub struct Options {
     pub force: bool,
     /// Which identities get an item.
     pub items: ItemsMode,
-    /// Per-request timeout in seconds, when set.
+    /// Per-request timeout in seconds, when set (0: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_timeout_seconds: Option<f64>,
+    /// `--identity-allocation-mode`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_allocation_mode: Option<String>,
+    /// `--allow-short-heartbeat-timeout` was given.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_short_heartbeat_timeout: bool,
+    /// `--allow-unreadable-endpoints` was given.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_unreadable_endpoints: bool,
 }
 
 /// An inclusive range of identity ids.
@@ -272,6 +281,12 @@ pub enum CheckName {
     Permissions,
     /// The cluster has endpoints, so "unused" means something.
     EndpointsPresent,
+    /// `cluster-id` and `max-connected-clusters` are values Cilium accepts.
+    ClusterId,
+    /// `--heartbeat-timeout` is not shorter than cilium-config's.
+    HeartbeatTimeout,
+    /// Every endpoint's identity reference could be read.
+    EndpointsReadable,
 }
 
 /// Counts over the whole run.
@@ -470,6 +485,12 @@ pub enum ErrorKind {
     Connection,
     /// A list continue token expired (410).
     ListExpired,
+    /// A connection setting that weakens security (TLS verification off,
+    /// a bearer token over plain http).
+    Insecure,
+    /// A safety-relevant fact could not be established (e.g. the server
+    /// sent no `Date`, so mark ages were judged by the local clock).
+    Warning,
     /// An endpoint watcher failed and was restarted.
     Watcher,
     /// Anything else.

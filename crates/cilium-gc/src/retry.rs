@@ -64,7 +64,7 @@ pub fn classify(
     let retry_after = retry_after_header.and_then(parse_retry_after).or_else(|| {
         status_retry_after
             .filter(|s| *s > 0)
-            .map(|s| Duration::from_secs(s.into()))
+            .map(|s| Duration::from_secs(s.into()).min(MAX_RETRY_AFTER))
     });
     match code {
         200..=299 => Class::Success,
@@ -81,10 +81,27 @@ pub fn classify(
     }
 }
 
-/// `Retry-After` in delta-seconds (what kube-apiserver sends). An HTTP date
-/// is not used by the API server; we ignore it and fall back to backoff.
+/// The longest wait a `Retry-After` can impose: a server (or proxy) asking
+/// for more is wrong, and an unbounded wait would overflow the timer or
+/// hang a CronJob.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
+
+/// `Retry-After` in delta-seconds (what kube-apiserver sends), capped at
+/// [`MAX_RETRY_AFTER`]. An HTTP date is not used by the API server; we
+/// ignore it and fall back to backoff. A huge number (`9.2e18`, or more
+/// digits than a u64 holds) is the cap, not an error.
 pub fn parse_retry_after(v: &str) -> Option<Duration> {
-    v.trim().parse::<u64>().ok().map(Duration::from_secs)
+    let v = v.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
+    }
+    match v.parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 0.0 => Some(Duration::from_secs_f64(
+            f.min(MAX_RETRY_AFTER.as_secs_f64()),
+        )),
+        _ if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => Some(MAX_RETRY_AFTER),
+        _ => None,
+    }
 }
 
 /// Capped exponential backoff with full jitter: attempt `n` (0-based) waits a
@@ -202,5 +219,27 @@ mod tests {
         }
         let d = b.delay(0, Some(Duration::from_secs(4)), &mut rng);
         assert_eq!(d, Duration::from_secs(4));
+    }
+
+    /// Issue 12: a `Retry-After` of 9.2e18 seconds overflowed the timer.
+    #[test]
+    fn retry_after_is_capped_at_ten_minutes() {
+        for v in [
+            "9.2e18",
+            "9223372036854775807",
+            "99999999999999999999999",
+            "601",
+        ] {
+            assert_eq!(parse_retry_after(v), Some(MAX_RETRY_AFTER), "{v}");
+        }
+        assert_eq!(parse_retry_after("1.5"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_retry_after("-3"), None);
+        assert_eq!(parse_retry_after("NaN"), None);
+        assert_eq!(
+            classify(429, None, Some(u32::MAX), None),
+            Class::Throttled {
+                retry_after: Some(MAX_RETRY_AFTER)
+            }
+        );
     }
 }

@@ -138,6 +138,9 @@ pub async fn list_raw(
     // 410s since the last page read; restarts from the first page, in all.
     let (mut restarts, mut from_scratch) = (0, 0);
     let mut undecodable = 0;
+    // Continue tokens handed out since the list last (re)started: a server
+    // that hands one out twice would page forever.
+    let mut tokens: HashSet<String> = HashSet::new();
     loop {
         if stop.is_stopped() {
             return Err(ScanError::Interrupted);
@@ -168,6 +171,7 @@ pub async fn list_raw(
                     }
                 );
                 token = continue_token;
+                tokens.clear();
                 continue;
             }
             Class::Unauthorized | Class::Forbidden => {
@@ -196,6 +200,12 @@ pub async fn list_raw(
             on_raw(raw);
         }
         match page.metadata.continue_token.filter(|t| !t.is_empty()) {
+            Some(t) if !tokens.insert(t.clone()) => {
+                return Err(ScanError::Failed(format!(
+                    "the server returned a continue token it had already returned ({} pages into the list): it would page forever; stopping",
+                    tokens.len()
+                )))
+            }
             Some(t) => token = Some(t),
             None => return Ok(()),
         }

@@ -84,7 +84,23 @@ pub struct ScanSettings {
     pub page_size: u32,
     /// Which identities get an item in the report.
     pub items: ItemsMode,
+    /// `--identity-allocation-mode`: the mode, stated for when cilium-config
+    /// cannot be read (as cilium-config spells it: `crd`, `kvstore`, ...).
+    pub identity_allocation_mode: Option<String>,
+    /// `--allow-short-heartbeat-timeout`.
+    pub allow_short_heartbeat_timeout: bool,
 }
+
+/// Shortest `--heartbeat-timeout` accepted without
+/// `--allow-short-heartbeat-timeout`: agents refresh the identities they
+/// hold every 5 minutes, so a shorter timeout can outrun a live agent.
+pub const MIN_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// Slowest `--qps` other than 0: one delete per 1000 s. Below it the
+/// limiter's period overflows, and no run would finish anyway.
+pub const MIN_QPS: f64 = 0.001;
+/// Fastest `--qps`: far beyond any API server's write rate.
+pub const MAX_QPS: f64 = 1_000_000.0;
 
 impl Default for ScanSettings {
     fn default() -> Self {
@@ -96,6 +112,8 @@ impl Default for ScanSettings {
             heartbeat_timeout: None,
             page_size: 500,
             items: ItemsMode::default(),
+            identity_allocation_mode: None,
+            allow_short_heartbeat_timeout: false,
         }
     }
 }
@@ -125,6 +143,8 @@ pub struct WriteSettings {
     pub force: bool,
     /// Mark unmarked unused identities.
     pub mark: bool,
+    /// `--allow-unreadable-endpoints`.
+    pub allow_unreadable_endpoints: bool,
 }
 
 impl Default for WriteSettings {
@@ -141,6 +161,7 @@ impl Default for WriteSettings {
             yes: false,
             force: false,
             mark: false,
+            allow_unreadable_endpoints: false,
         }
     }
 }
@@ -175,6 +196,8 @@ pub struct GcSettings {
     pub force: bool,
     /// Mark unmarked unused identities.
     pub mark: bool,
+    /// Delete despite endpoints whose identity reference is unreadable.
+    pub allow_unreadable_endpoints: bool,
 }
 
 /// A setting, or a combination, that makes no sense (exit 2).
@@ -211,16 +234,34 @@ impl GcSettings {
             yes: false,
             force: false,
             mark: false,
+            allow_unreadable_endpoints: false,
         })
     }
 
     /// Settings of `delete`.
     pub fn for_delete(scan: ScanSettings, w: WriteSettings) -> Result<Self, SettingsError> {
-        if !w.qps.is_finite() || w.qps < 0.0 {
+        if !w.qps.is_finite()
+            || w.qps < 0.0
+            || (w.qps > 0.0 && !(MIN_QPS..=MAX_QPS).contains(&w.qps))
+        {
             return Err(SettingsError::OutOfRange {
                 flag: "--qps",
-                problem: format!("must be 0 (unlimited) or positive, not {}", w.qps),
+                problem: format!(
+                    "must be 0 (unlimited) or between {MIN_QPS} and {MAX_QPS}, not {:?}",
+                    w.qps
+                ),
             });
+        }
+        if let Some(t) = scan.heartbeat_timeout {
+            if t < MIN_HEARTBEAT_TIMEOUT && !scan.allow_short_heartbeat_timeout {
+                return Err(SettingsError::OutOfRange {
+                    flag: "--heartbeat-timeout",
+                    problem: format!(
+                        "{} is shorter than 5m, the interval at which agents refresh the identities they hold: identities in use could be deleted. Pass --allow-short-heartbeat-timeout to do it anyway",
+                        humantime::format_duration(t)
+                    ),
+                });
+            }
         }
         if let Some(p) = w.max_percent {
             if !(p > 0.0 && p <= 100.0) {
@@ -256,6 +297,7 @@ impl GcSettings {
             yes: w.yes,
             force: w.force,
             mark: w.mark,
+            allow_unreadable_endpoints: w.allow_unreadable_endpoints,
         })
     }
 
@@ -300,6 +342,19 @@ mod tests {
         };
         assert_eq!(delete(dry).unwrap().mode, Mode::DryRunServer);
         assert!(delete(w(-1.0)).is_err());
+        // Issue 12: these panicked, or deleted too early.
+        assert!(delete(w(1e-300)).is_err());
+        assert!(delete(w(1e300)).is_err());
+        let hb = |t: u64, allow: bool| {
+            let scan = ScanSettings {
+                heartbeat_timeout: Some(Duration::from_secs(t)),
+                allow_short_heartbeat_timeout: allow,
+                ..ScanSettings::default()
+            };
+            GcSettings::for_delete(scan, WriteSettings::default()).is_ok()
+        };
+        assert!(!hb(0, false) && !hb(240, false));
+        assert!(hb(240, true) && hb(300, false));
         assert!(delete(w(f64::NAN)).is_err());
         for p in [0.0, 101.0] {
             let bad = WriteSettings {

@@ -21,6 +21,9 @@ pub enum StopReason {
     /// The endpoint watchers could not re-list for too long: which
     /// identities are in use is unknown, so nothing more may be deleted.
     UsageLost,
+    /// An endpoint whose identity reference cannot be read appeared: which
+    /// identity it protects is unknown, so nothing more may be deleted.
+    UnreadableEndpoint,
 }
 
 /// A shared stop flag. Cheap to clone.
@@ -37,6 +40,7 @@ impl Stop {
             StopReason::Terminate => 2,
             StopReason::PermissionLost => 3,
             StopReason::UsageLost => 4,
+            StopReason::UnreadableEndpoint => 5,
         };
         let _ = self
             .inner
@@ -52,6 +56,7 @@ impl Stop {
             2 => Some(StopReason::Terminate),
             3 => Some(StopReason::PermissionLost),
             4 => Some(StopReason::UsageLost),
+            5 => Some(StopReason::UnreadableEndpoint),
             _ => None,
         }
     }

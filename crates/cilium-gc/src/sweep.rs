@@ -65,6 +65,9 @@ pub struct SweepConfig {
     pub max_retries: u32,
     /// Send `dryRun: [All]`.
     pub dry_run: bool,
+    /// `--allow-unreadable-endpoints`: an endpoint whose identity reference
+    /// cannot be read does not stop the deletes.
+    pub allow_unreadable_endpoints: bool,
     /// The decision rules, applied again before each write.
     pub policy: Policy,
 }
@@ -246,6 +249,11 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
             },
             _ = ctx.stop.wait() => return stopped(r),
         }
+        // An endpoint whose identity we cannot read may protect this one.
+        if !ctx.cfg.allow_unreadable_endpoints && ctx.usage.unreadable_count() > 0 {
+            ctx.stop.trigger(StopReason::UnreadableEndpoint);
+            return stopped(r);
+        }
         if ctx.stop.is_stopped() {
             return stopped(r);
         }
@@ -375,9 +383,14 @@ async fn write(ctx: &Ctx<'_>, ident: &Identity) -> crate::cluster::Answer {
                 "preconditions": {"uid": ident.uid, "resourceVersion": ident.resource_version},
                 "propagationPolicy": "Background",
             });
-            if ctx.cfg.dry_run {
+            // In the query string as well as the body: a proxy that drops
+            // DELETE bodies must not turn a dry run into a real delete.
+            let path = if ctx.cfg.dry_run {
                 body["dryRun"] = json!(["All"]);
-            }
+                format!("{path}?dryRun=All")
+            } else {
+                path
+            };
             ctx.api
                 .send_once(
                     Method::DELETE,

@@ -351,9 +351,9 @@ impl<'de> Deserialize<'de> for UsageObject {
         let m = w.metadata.0.unwrap_or_default();
         let status = w.status.0;
         let identity = status.as_ref().map(|s| &s.identity);
-        let problem = if m.name.0.is_none() {
-            Some("no readable metadata.name")
-        } else if w.status.1 {
+        // The name comes last: an unreadable identity reference matters more
+        // (it blocks deletes, see [`UsageHandle::unreadable`]).
+        let problem = if w.status.1 {
             Some("status is not an object")
         } else if identity.is_some_and(|i| i.1) {
             Some("status.identity is not an object")
@@ -368,6 +368,8 @@ impl<'de> Deserialize<'de> for UsageObject {
             .any(|e| e.1 || e.0.as_ref().is_some_and(|i| i.id.1))
         {
             Some("an endpoints[].id is not an identity id")
+        } else if m.name.0.is_none() {
+            Some(NO_NAME)
         } else {
             None
         };
@@ -510,6 +512,10 @@ struct Shared {
     malformed: Mutex<BTreeMap<(String, String, &'static str), ()>>,
 }
 
+/// The one malformed-endpoint problem that leaves its identity reference
+/// readable, so does not block deletes.
+pub const NO_NAME: &str = "no readable metadata.name";
+
 /// Malformed endpoint objects remembered for the report.
 pub const MAX_MALFORMED: usize = 1000;
 
@@ -535,13 +541,16 @@ pub struct Sources {
     pub endpoints: bool,
     /// Watch CiliumEndpointSlices.
     pub slices: bool,
+    /// The version CiliumEndpointSlices are read at (`v2` where served,
+    /// else `v2alpha1`).
+    pub slices_version: &'static str,
 }
 
-fn api_resource(kind: Kind) -> ApiResource {
+fn api_resource(kind: Kind, version: &str) -> ApiResource {
     ApiResource {
         group: CILIUM_GROUP.into(),
-        version: kind.version().into(),
-        api_version: format!("{CILIUM_GROUP}/{}", kind.version()),
+        version: version.into(),
+        api_version: format!("{CILIUM_GROUP}/{version}"),
         kind: kind.kind().into(),
         plural: kind.plural().into(),
     }
@@ -568,7 +577,11 @@ impl UsageHandle {
             let h = handle.clone();
             let client = client.clone();
             let stats = stats.clone();
-            let task = tokio::spawn(async move { h.run(kind, client, stats).await });
+            let version = match kind {
+                Kind::EndpointSlice => sources.slices_version,
+                _ => kind.version(),
+            };
+            let task = tokio::spawn(async move { h.run(kind, version, client, stats).await });
             handle.shared.tasks.lock().unwrap().push(task);
         }
         handle
@@ -587,8 +600,8 @@ impl UsageHandle {
         }
     }
 
-    async fn run(self, kind: Kind, client: kube::Client, stats: Arc<Stats>) {
-        let api: KubeApi<UsageObject> = KubeApi::all_with(client, &api_resource(kind));
+    async fn run(self, kind: Kind, version: &'static str, client: kube::Client, stats: Arc<Stats>) {
+        let api: KubeApi<UsageObject> = KubeApi::all_with(client, &api_resource(kind, version));
         let config = watcher::Config::default().page_size(PAGE_SIZE);
         let mut stream = watcher::watcher(api, config).default_backoff().boxed();
         while let Some(ev) = stream.next().await {
@@ -668,6 +681,24 @@ impl UsageHandle {
     pub fn malformed(&self) -> Vec<(String, &'static str)> {
         let g = self.shared.malformed.lock().unwrap();
         g.keys().map(|(what, _, p)| (what.clone(), *p)).collect()
+    }
+
+    /// Endpoints whose identity reference cannot be read (a malformed
+    /// `status.identity.id`, slice entry, ...), as (what, problem). We cannot
+    /// know which identity such an endpoint protects, so its presence blocks
+    /// deletes unless overridden. An endpoint with no identity yet is normal
+    /// and not listed.
+    pub fn unreadable(&self) -> Vec<(String, &'static str)> {
+        self.malformed()
+            .into_iter()
+            .filter(|(_, p)| *p != NO_NAME)
+            .collect()
+    }
+
+    /// How many endpoints [`UsageHandle::unreadable`] would list.
+    pub fn unreadable_count(&self) -> usize {
+        let g = self.shared.malformed.lock().unwrap();
+        g.keys().filter(|(_, _, p)| *p != NO_NAME).count()
     }
 
     /// Wait until every source has listed fully, is not re-listing, and has

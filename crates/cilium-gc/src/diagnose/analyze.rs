@@ -1252,6 +1252,7 @@ mod tests {
                 identities: true,
                 endpoints: true,
                 slices: false,
+                slices_v2: false,
             },
             endpoints: 1,
             config: Some(BTreeMap::new()),

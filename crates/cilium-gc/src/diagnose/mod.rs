@@ -131,12 +131,16 @@ pub async fn diagnose(
         )));
     }
     let stats = Arc::new(Stats::default());
-    let (api, endpoint) = Api::connect(kube, stats.clone()).await?;
+    let (mut api, endpoint) = Api::connect(kube, stats.clone()).await?;
+    api.stop = stop.clone();
+    for w in &endpoint.warnings {
+        tracing::warn!("{w}");
+    }
     let mut input = collect(&api, args, stop, stats).await?;
     input.server = Some(endpoint.server);
     input.context = endpoint.context;
     if args.redact {
-        redact::redact(&mut input);
+        redact::redact(&mut input, &[&args.cilium_namespace]);
     }
     let mut d = analyze(&input, api.clock.now());
     d.cluster.kubernetes_version = kubernetes_version(&api).await;

@@ -1,84 +1,186 @@
 //! `--redact`: pseudonymise an [`Input`] before it is analysed, so that the
 //! diagnosis can leave the company and still be read.
 //!
-//! Namespaces become `ns-` and six hex digits, label values `v-` and twelve,
-//! the server and context `server-`/`context-` and six. Label *keys* stay:
-//! they are the churn drivers a reader needs to see. The hash is FNV-1a,
-//! unkeyed and stable, so the same name always gives the same token across
-//! runs and reports can be compared; the flip side is that someone who can
-//! guess a name can confirm it. This is pseudonymisation, not anonymity.
+//! Namespaces become `ns-` and sixteen hex digits, label values `v-` and
+//! sixteen, the server and context `server-`/`context-` and sixteen. Label
+//! *keys* stay: they are the churn drivers a reader needs to see.
+//!
+//! The hash is HMAC-SHA256 under a random key drawn once per document
+//! ([`Redactor::new`]): within one diagnosis the same name always gives the
+//! same token, so counts and groupings survive, but nobody can confirm a
+//! guessed name by hashing a dictionary (an unkeyed hash allowed exactly
+//! that), and two runs cannot be joined. 64 bits make a collision that
+//! would merge two namespaces (or two of tens of thousands of values)
+//! negligible.
 //!
 //! Redacting the input (not the output) means every place a name could
 //! appear, findings' messages and evidence included, only ever sees the
-//! tokens. Values get longer tokens than namespaces because there can be
-//! tens of thousands of them (one per Job) and a collision would merge two
-//! values and understate a key's cardinality; 48 bits make that negligible.
+//! tokens. Free text (warnings, malformed-object messages) goes through
+//! [`Redactor::text`]: the server, the context, every namespace seen (and
+//! `--cilium-namespace`) become their tokens, and the user named in an
+//! authorization message (`User "alice@corp"`) is dropped.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+
+use ring::hmac;
 
 use super::analyze::Input;
 
-/// FNV-1a, 64 bit.
-fn fnv1a(s: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in s.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+/// Hex digits of every token: 64 bits.
+pub const TOKEN_DIGITS: usize = 16;
+
+/// Keyed pseudonyms for one document.
+pub struct Redactor {
+    key: hmac::Key,
+}
+
+impl Redactor {
+    /// A redactor with a fresh random key.
+    pub fn new() -> Self {
+        Redactor::with_key(&rand::random::<[u8; 32]>())
     }
-    h
+
+    /// A redactor with a given key (tests).
+    pub fn with_key(key: &[u8]) -> Self {
+        Redactor {
+            key: hmac::Key::new(hmac::HMAC_SHA256, key),
+        }
+    }
+
+    /// `prefix-` and [`TOKEN_DIGITS`] hex digits of the keyed hash of `s`.
+    pub fn token(&self, prefix: &str, s: &str) -> String {
+        let tag = hmac::sign(&self.key, s.as_bytes());
+        let hex: String = tag.as_ref()[..TOKEN_DIGITS / 2]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        format!("{prefix}-{hex}")
+    }
+
+    /// The token for a namespace.
+    pub fn namespace(&self, ns: &str) -> String {
+        self.token("ns", ns)
+    }
+
+    /// The token for a label value.
+    pub fn value(&self, v: &str) -> String {
+        self.token("v", v)
+    }
 }
 
-/// `prefix-` and the first `digits` hex digits of the hash of `s`.
-pub fn token(prefix: &str, s: &str, digits: usize) -> String {
-    let hex = format!("{:016x}", fnv1a(s));
-    format!("{prefix}-{}", &hex[..digits.min(16)])
-}
-
-/// The token for a namespace.
-pub fn namespace(ns: &str) -> String {
-    token("ns", ns, 6)
-}
-
-/// The token for a label value.
-pub fn value(v: &str) -> String {
-    token("v", v, 12)
+impl Default for Redactor {
+    fn default() -> Self {
+        Redactor::new()
+    }
 }
 
 /// Replace every namespace, label value, the server and the context in
-/// `input` with tokens, and say so in `input.redacted`. Identity names
-/// (numbers), label keys and field managers stay.
-pub fn redact(input: &mut Input) {
+/// `input` with tokens, scrub free text, and say so in `input.redacted`.
+/// `extra_namespaces` are namespaces named outside the data (the
+/// `--cilium-namespace` value). Identity names (numbers), label keys and
+/// field managers stay. Returns the redactor used, whose key dies with it.
+pub fn redact(input: &mut Input, extra_namespaces: &[&str]) -> Redactor {
+    let r = Redactor::new();
+    redact_with(&r, input, extra_namespaces);
+    r
+}
+
+/// As [`redact`], with a given redactor.
+pub fn redact_with(r: &Redactor, input: &mut Input, extra_namespaces: &[&str]) {
     let server = input.server.take();
     let context = input.context.take();
-    input.server = server.as_deref().map(|s| token("server", s, 6));
-    input.context = context.as_deref().map(|c| token("context", c, 6));
-    for r in &mut input.identities {
-        let ns = r.identity.namespace.take();
+    input.server = server.as_deref().map(|s| r.token("server", s));
+    input.context = context.as_deref().map(|c| r.token("context", c));
+    let mut namespaces: BTreeSet<String> = extra_namespaces
+        .iter()
+        .map(|s| s.to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    for rec in &mut input.identities {
+        let ns = rec.identity.namespace.take();
+        if let Some(n) = &ns {
+            namespaces.insert(n.clone());
+        }
         let hide = |v: &String| {
             if ns.as_ref() == Some(v) {
-                namespace(v)
+                r.namespace(v)
             } else {
-                value(v)
+                r.value(v)
             }
         };
-        r.identity.labels = hide_values(&r.identity.labels, hide);
-        r.security_labels = hide_values(&r.security_labels, hide);
-        r.identity.namespace = ns.as_deref().map(namespace);
+        rec.identity.labels = hide_values(&rec.identity.labels, hide);
+        rec.security_labels = hide_values(&rec.security_labels, hide);
+        rec.identity.namespace = ns.as_deref().map(|n| r.namespace(n));
     }
-    // Warnings and malformed-object messages are free text that may quote a
-    // server URL or a namespace: keep only what cannot leak.
-    let scrub = |s: &String| -> String {
-        let mut s = s.clone();
-        for secret in server.iter().chain(context.iter()) {
-            if !secret.is_empty() {
-                s = s.replace(secret.as_str(), "<redacted>");
+    let text = FreeText::new(r, server.as_deref(), context.as_deref(), &namespaces);
+    input.warnings = input.warnings.iter().map(|s| text.scrub(s)).collect();
+    input.malformed = input.malformed.iter().map(|s| text.scrub(s)).collect();
+    input.redacted = true;
+}
+
+/// Redaction of free text, with what the structured fields hide.
+struct FreeText<'a> {
+    r: &'a Redactor,
+    literals: Vec<(String, String)>,
+    namespaces: Option<regex::Regex>,
+    user: regex::Regex,
+}
+
+impl<'a> FreeText<'a> {
+    fn new(
+        r: &'a Redactor,
+        server: Option<&str>,
+        context: Option<&str>,
+        namespaces: &BTreeSet<String>,
+    ) -> Self {
+        let mut literals = Vec::new();
+        if let Some(s) = server.filter(|s| !s.is_empty()) {
+            literals.push((s.to_owned(), r.token("server", s)));
+            // The bare host:port too (transport errors quote it).
+            if let Some(host) = s.split("://").nth(1) {
+                let host = host.trim_end_matches('/');
+                literals.push((host.to_owned(), r.token("server", s)));
             }
         }
-        s
-    };
-    input.warnings = input.warnings.iter().map(scrub).collect();
-    input.malformed = input.malformed.iter().map(scrub).collect();
-    input.redacted = true;
+        if let Some(c) = context.filter(|c| !c.is_empty()) {
+            literals.push((c.to_owned(), r.token("context", c)));
+        }
+        let mut names: Vec<&String> = namespaces.iter().collect();
+        names.sort_by_key(|n| std::cmp::Reverse(n.len()));
+        let namespaces = (!names.is_empty()).then(|| {
+            let alt: Vec<String> = names.iter().map(|n| regex::escape(n)).collect();
+            regex::Regex::new(&format!("(^|[^a-z0-9-])({})($|[^a-z0-9-])", alt.join("|")))
+                .expect("escaped alternation is a valid regex")
+        });
+        FreeText {
+            r,
+            literals,
+            namespaces,
+            user: regex::Regex::new(
+                r#"(?i)\b(user|serviceaccount|group|groups)([ =:]+)("[^"]*"|\[[^\]]*\]|\S+)"#,
+            )
+            .expect("valid regex"),
+        }
+    }
+
+    fn scrub(&self, s: &str) -> String {
+        let mut out = crate::secrets::scrub(s);
+        for (from, to) in &self.literals {
+            out = out.replace(from.as_str(), to);
+        }
+        out = self.user.replace_all(&out, "$1$2<redacted>").into_owned();
+        if let Some(re) = &self.namespaces {
+            // Twice: adjacent names share the separator between them.
+            for _ in 0..2 {
+                out = re
+                    .replace_all(&out, |c: &regex::Captures| {
+                        format!("{}{}{}", &c[1], self.r.namespace(&c[2]), &c[3])
+                    })
+                    .into_owned();
+            }
+        }
+        out
+    }
 }
 
 fn hide_values(
@@ -114,15 +216,43 @@ mod tests {
     }
 
     #[test]
-    fn tokens_are_stable_and_shaped() {
-        assert_eq!(namespace("team-a"), namespace("team-a"));
-        assert_ne!(namespace("team-a"), namespace("team-b"));
-        let t = namespace("team-a");
-        assert!(t.starts_with("ns-") && t.len() == 9, "{t}");
+    fn tokens_are_keyed_stable_within_a_document_and_shaped() {
+        let r = Redactor::new();
+        assert_eq!(r.namespace("team-a"), r.namespace("team-a"));
+        assert_ne!(r.namespace("team-a"), r.namespace("team-b"));
+        let t = r.namespace("team-a");
+        assert!(t.starts_with("ns-") && t.len() == 3 + TOKEN_DIGITS, "{t}");
         assert!(t[3..].chars().all(|c| c.is_ascii_hexdigit()));
-        assert_eq!(value("x").len(), 2 + 12);
-        // FNV-1a test vector: "a" → af63dc4c8601ec8c.
-        assert_eq!(token("t", "a", 16), "t-af63dc4c8601ec8c");
+        assert_eq!(r.value("x").len(), 2 + TOKEN_DIGITS);
+        // Another run (another key) gives other tokens: no dictionary.
+        assert_ne!(Redactor::new().namespace("team-a"), t);
+        // HMAC-SHA256 (RFC 4231 test case 2): key "Jefe".
+        let k = Redactor::with_key(b"Jefe");
+        assert_eq!(
+            k.token("t", "what do ya want for nothing?"),
+            "t-5bdcc146bf60754e"
+        );
+    }
+
+    /// Issue 12: free text is redacted as structured fields are.
+    #[test]
+    fn free_text_loses_users_namespaces_and_the_cilium_namespace() {
+        let mut input = Input {
+            identities: vec![record(1000, "payments-prod", "job")],
+            warnings: vec![
+                r#"cannot read cilium-config in cilium-secret-ns: configmaps "cilium-config" is forbidden: User "alice@corp.example" cannot get resource "configmaps" in API group "" in the namespace "cilium-secret-ns""#.into(),
+                "endpoint payments-prod/web-1 odd".into(),
+            ],
+            ..Default::default()
+        };
+        let r = Redactor::new();
+        redact_with(&r, &mut input, &["cilium-secret-ns"]);
+        let all = input.warnings.join("\n");
+        for secret in ["alice", "corp.example", "cilium-secret-ns", "payments-prod"] {
+            assert!(!all.contains(secret), "{secret} leaked: {all}");
+        }
+        assert!(all.contains(&r.namespace("cilium-secret-ns")), "{all}");
+        assert!(all.contains(&r.namespace("payments-prod")), "{all}");
     }
 
     #[test]
@@ -137,7 +267,7 @@ mod tests {
             config: Some(BTreeMap::new()),
             ..Default::default()
         };
-        redact(&mut input);
+        let r = redact(&mut input, &[]);
         let d = analyze(&input, "2026-06-01T00:00:00Z".parse().unwrap());
         let json = serde_json::to_string(&d).unwrap();
         for secret in ["payments-prod", "nightly-report", "acme"] {
@@ -146,7 +276,7 @@ mod tests {
         assert!(d.redacted);
         // Keys stay, and the namespace label value matches the namespace token.
         assert!(json.contains("k8s:job-name"));
-        let ns = namespace("payments-prod");
+        let ns = r.namespace("payments-prod");
         assert_eq!(d.churn.namespaces_by_identities[0].namespace, ns);
         assert_eq!(
             input.identities[0].security_labels["k8s:io.kubernetes.pod.namespace"],
