@@ -188,6 +188,15 @@ pub struct ScanArgs {
     /// about to reuse).
     #[arg(long)]
     pub allow_short_heartbeat_timeout: bool,
+    /// Write Prometheus metrics of the run to this file (node-exporter textfile format, atomically).
+    #[arg(long, value_name = "PATH")]
+    pub metrics_file: Option<PathBuf>,
+    /// Push Prometheus metrics of the run to this Pushgateway (e.g. http://pushgateway:9091).
+    #[arg(long, value_name = "URL", value_parser = crate::metrics::parse_pushgateway_url)]
+    pub pushgateway: Option<http::Uri>,
+    /// The job label to push under.
+    #[arg(long, value_name = "NAME", default_value = crate::metrics::DEFAULT_JOB)]
+    pub pushgateway_job: String,
 }
 
 /// `--items`: which identities get an item in the report.
@@ -392,8 +401,8 @@ pub struct DeleteArgs {
 /// Flags of demo.
 #[derive(Debug, Clone, Args)]
 pub struct DemoArgs {
-    /// Simulated cluster to start (small, seed, hostile, no-endpoints, forbidden, kvstore, ...).
-    #[arg(long, default_value = "small")]
+    /// Simulated cluster to start (demo: agents reclaim during the run; small, seed, hostile, no-endpoints, forbidden, kvstore, ...).
+    #[arg(long, default_value = "demo")]
     pub scenario: String,
     /// Only scan; do not delete.
     #[arg(long)]

@@ -73,7 +73,7 @@ pub async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
     if let Err(e) = &settings {
         return crate::output::usage_error(&e.to_string());
     }
-    let started = match start(scenario).await {
+    let started = match start(scenario.clone()).await {
         Ok(s) => s,
         Err(e) => {
             eprintln!("error: {e}");
@@ -91,8 +91,67 @@ pub async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
             .unwrap_or(Path::new("?"))
             .display()
     );
-    let exit =
-        crate::gc_command::gc_and_emit(&started.kube, settings, &delete.scan, stop, color).await;
+    if args.scan_only {
+        let exit =
+            crate::gc_command::gc_and_emit(&started.kube, settings, &delete.scan, stop, color)
+                .await;
+        started.sim.shutdown().await;
+        return exit;
+    }
+    // The same cluster again, for cilium-operator 1.15 to collect at the
+    // same time and the same write rate, with the same agents at work.
+    let copy = match Simulator::start(scenario.clone()).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: cannot start the copy of the simulated cluster: {e}");
+            started.sim.shutdown().await;
+            return Exit::Unexpected;
+        }
+    };
+    let qps = if delete.qps > 0.0 { delete.qps } else { 1000.0 };
+    let (run, pass) = tokio::join!(
+        crate::gc_command::gc_report_and_emit(&started.kube, settings, &delete.scan, stop, color),
+        copy.run_operator_1_15_pass(heartbeat_timeout(&scenario), qps),
+    );
+    let in_use_touched = started.sim.ledger().unsafe_deletes().count() as u64;
     started.sim.shutdown().await;
+    copy.shutdown().await;
+    let (exit, report) = run;
+    if let Some(report) = report {
+        eprintln!("{}", comparison(&pass, &report.summary, in_use_touched));
+    }
     exit
+}
+
+/// `identity-heartbeat-timeout` of the scenario's cilium-config (30m when unset).
+fn heartbeat_timeout(s: &Scenario) -> std::time::Duration {
+    s.cilium_config
+        .as_ref()
+        .and_then(|c| c.get("identity-heartbeat-timeout"))
+        .and_then(|v| humantime::parse_duration(v).ok())
+        .unwrap_or(std::time::Duration::from_secs(30 * 60))
+}
+
+/// The two runs side by side, numbers from the runs themselves.
+pub fn comparison(
+    pass: &cilium_gc_sim::OperatorPass,
+    ours: &cilium_gc::report::Summary,
+    in_use_touched: u64,
+) -> String {
+    let operator = match &pass.stopped_at {
+        Some(id) => format!(
+            "cilium-operator 1.15: stopped after {} deletes at the first conflict (identity {id}); {} of {} stale identities left for the next pass",
+            pass.deleted,
+            pass.candidates.saturating_sub(pass.deleted),
+            pass.candidates
+        ),
+        None => format!(
+            "cilium-operator 1.15: finished its pass with {} deletes and no conflict",
+            pass.deleted
+        ),
+    };
+    format!(
+        "{operator}\nkubectl cilium-gc:    {} deleted, {} conflicts re-decided, {in_use_touched} in use touched",
+        ours.deleted, ours.conflicts
+    )
 }

@@ -27,7 +27,13 @@ pub fn render(
     style: Style,
     out: &mut impl Write,
 ) -> io::Result<()> {
-    crate::render::write_document(d, format, || text::text(d, style), out)
+    crate::render::write_document(
+        d,
+        format,
+        || text::text(d, style),
+        || crate::markdown::diagnosis(d),
+        out,
+    )
 }
 
 impl DiagnoseArgs {

@@ -3,6 +3,7 @@
 
 use cilium_gc::exit::Exit;
 use cilium_gc::gc::{self, Ui};
+use cilium_gc::report::Report;
 use cilium_gc::settings::{ConnectOptions, GcSettings, SettingsError};
 use cilium_gc::stop::Stop;
 
@@ -20,12 +21,57 @@ pub async fn gc_and_emit(
     stop: &Stop,
     color: ColorChoice,
 ) -> Exit {
+    gc_report_and_emit(kube, settings, args, stop, color)
+        .await
+        .0
+}
+
+/// As [`gc_and_emit`], and hands back the report (`None` when the settings
+/// were refused before any run).
+pub async fn gc_report_and_emit(
+    kube: &ConnectOptions,
+    settings: Result<GcSettings, SettingsError>,
+    args: &ScanArgs,
+    stop: &Stop,
+    color: ColorChoice,
+) -> (Exit, Option<Report>) {
     let settings = match settings {
         Ok(s) => s,
-        Err(e) => return usage_error(&e.to_string()),
+        Err(e) => return (usage_error(&e.to_string()), None),
     };
     crate::signals::listen(stop);
     let ui = Ui::new(Terminal::detect());
     let (report, exit) = gc::run(kube, &settings, stop, &ui).await;
-    emit(&report, args, exit, color)
+    let exit = emit(&report, args, exit, color);
+    export_metrics(&report, args).await;
+    (exit, Some(report))
+}
+
+/// `--metrics-file` and `--pushgateway`. A failure is one clear line on
+/// stderr and never changes the exit code: the run itself did what it did,
+/// and the alert on `last_success_timestamp_seconds` catches a push that
+/// keeps failing.
+pub async fn export_metrics(report: &Report, args: &ScanArgs) {
+    if let Some(path) = &args.metrics_file {
+        if let Err(e) = crate::metrics::write_textfile(path, report) {
+            eprintln!("error: cannot write metrics file {}: {e}", path.display());
+        }
+    }
+    if let Some(url) = &args.pushgateway {
+        if let Err(e) = crate::metrics::push(url, &args.pushgateway_job, report).await {
+            eprintln!("error: metrics not pushed: {}", error_chain(&e));
+        }
+    }
+}
+
+/// `error` and its sources, `: `-separated, on one line.
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut s = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        s.push_str(": ");
+        s.push_str(&e.to_string());
+        source = e.source();
+    }
+    s
 }

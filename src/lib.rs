@@ -12,6 +12,8 @@ pub mod cli;
 pub mod demo;
 pub mod diagnose;
 pub mod gc_command;
+pub mod markdown;
+pub mod metrics;
 pub mod output;
 pub mod progress;
 pub mod render;

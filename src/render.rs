@@ -32,6 +32,8 @@ pub enum OutputFormat {
     Json,
     /// The report as one YAML document, same fields as JSON.
     Yaml,
+    /// GitHub-flavoured Markdown to paste into a ticket: verdict, tables, details.
+    Markdown,
 }
 
 /// `--color`: when the text output may use colour.
@@ -85,16 +87,24 @@ pub fn render(
     style: Style,
     out: &mut impl Write,
 ) -> io::Result<()> {
-    write_document(report, format, || text(report, style), out)
+    write_document(
+        report,
+        format,
+        || text(report, style),
+        || crate::markdown::report(report),
+        out,
+    )
 }
 
 /// Writes any of our documents: JSON (one pretty document and a newline),
-/// YAML (one document), or the text view `text` draws. Shared by the GC
-/// report and the diagnosis so both follow the same output rules.
+/// YAML (one document), or the text or Markdown view `text`/`markdown`
+/// draw. Shared by the GC report and the diagnosis so both follow the same
+/// output rules.
 pub fn write_document<T: serde::Serialize>(
     doc: &T,
     format: OutputFormat,
     text: impl FnOnce() -> String,
+    markdown: impl FnOnce() -> String,
     out: &mut impl Write,
 ) -> io::Result<()> {
     match format {
@@ -107,6 +117,7 @@ pub fn write_document<T: serde::Serialize>(
             out.write_all(yaml.as_bytes())
         }
         OutputFormat::Text => out.write_all(text().as_bytes()),
+        OutputFormat::Markdown => out.write_all(markdown().as_bytes()),
     }
 }
 
@@ -134,7 +145,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     if path.file_name().is_none() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "report path has no file name",
+            "path has no file name",
         ));
     }
     let mut file = tempfile::Builder::new()
@@ -603,7 +614,7 @@ fn text(report: &Report, style: Style) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use cilium_gc::report::*;
 
@@ -626,7 +637,7 @@ mod tests {
         }
     }
 
-    fn sample() -> Report {
+    pub(crate) fn sample() -> Report {
         let mut failed = item("70001", Reason::Stale, Outcome::Failed);
         failed.attempts = 4;
         failed.last_error = Some("503 Service Unavailable after 3 retries".into());
@@ -894,7 +905,7 @@ mod tests {
         };
         assert_eq!(
             names(OutputFormat::value_variants()),
-            ["text", "json", "yaml"]
+            ["text", "json", "yaml", "markdown"]
         );
         let colors: Vec<_> = ColorChoice::value_variants()
             .iter()

@@ -157,7 +157,10 @@ fn cron_job_sweeps_every_15_minutes_without_overlap() {
     let c = &containers[0];
     assert_eq!(
         c["image"],
-        "ghcr.io/kubectl-cilium-gc/kubectl-cilium-gc:v0.1.0"
+        format!(
+            "ghcr.io/kubectl-cilium-gc/kubectl-cilium-gc:v{}",
+            env!("CARGO_PKG_VERSION")
+        )
     );
     let args = strings(&c["args"]);
     assert_eq!(
@@ -174,6 +177,18 @@ fn cron_job_sweeps_every_15_minutes_without_overlap() {
             .iter()
             .any(|a| a == "-ojson" || a == "--output=json" || a == "-o=json");
     assert!(json, "args {args:?} lack -o json");
+    let push = args
+        .windows(2)
+        .find(|w| w[0] == "--pushgateway")
+        .map(|w| w[1].clone())
+        .expect("the example pushes metrics");
+    kubectl_cilium_gc::metrics::parse_pushgateway_url(&push).expect("a valid Pushgateway URL");
+    // The flags the example passes are flags the binary accepts.
+    let mut argv = vec!["kubectl-cilium_gc".to_string()];
+    argv.extend(args.iter().cloned());
+    kubectl_cilium_gc::cli::command("kubectl-cilium_gc")
+        .try_get_matches_from(argv)
+        .expect("the example's args parse");
 
     let sc = &c["securityContext"];
     assert_eq!(sc["readOnlyRootFilesystem"], true);

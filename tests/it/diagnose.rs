@@ -117,8 +117,21 @@ fn full_example() -> diagnose::Diagnosis {
         server: Some("https://127.0.0.1:6443".into()),
         context: Some("sim".into()),
         redacted: false,
+        workloads: Some(diagnose::gc_health::Workloads {
+            operator_images: vec!["quay.io/cilium/operator-generic:v1.15.6".into()],
+            agent_images: vec!["quay.io/cilium/cilium:v1.15.6".into()],
+            operator_pods: vec![diagnose::types::OperatorPodStatus {
+                name: "cilium-operator-1".into(),
+                restarts: 2,
+                started_at: Some(ts("2026-05-01T00:00:00Z")),
+                running_since: Some(ts("2026-06-01T11:50:00Z")),
+            }],
+            problem: Some("cilium-operator pods in kube-system not found".into()),
+        }),
     };
-    analyze(&input, ts("2026-06-01T12:00:00Z"))
+    let mut d = analyze(&input, ts("2026-06-01T12:00:00Z"));
+    d.cluster.kubernetes_version = Some("v1.32.0".into());
+    d
 }
 
 #[test]
@@ -969,5 +982,403 @@ async fn demo_scenario_diagnoses_a_simulated_cluster() {
     assert!(
         err.contains("unknown scenario \"nope\"") && err.contains("small"),
         "{err}"
+    );
+}
+
+/// Every table in `md`: (header, its rows). Fails when a table's separator
+/// row is missing or a row's column count differs from its header's.
+pub fn markdown_tables(md: &str) -> Vec<(Vec<String>, usize)> {
+    let columns = |row: &str| -> Vec<String> {
+        let mut cells = vec![String::new()];
+        let mut prev = ' ';
+        for c in row.trim().chars() {
+            if c == '|' && prev != '\\' {
+                cells.push(String::new());
+            } else {
+                cells.last_mut().unwrap().push(c);
+            }
+            prev = c;
+        }
+        // Leading and trailing pipes leave empty ends.
+        assert!(
+            cells.len() >= 3 && cells[0].is_empty() && cells.last().unwrap().is_empty(),
+            "{row}"
+        );
+        cells[1..cells.len() - 1]
+            .iter()
+            .map(|c| c.trim().to_string())
+            .collect()
+    };
+    let mut tables = Vec::new();
+    let lines: Vec<&str> = md.lines().collect();
+    let mut i = 0;
+    while i < lines.len() {
+        if !lines[i].starts_with('|') {
+            i += 1;
+            continue;
+        }
+        assert!(
+            i == 0 || lines[i - 1].trim().is_empty(),
+            "a table needs a blank line before it: {}",
+            lines[i]
+        );
+        let header = columns(lines[i]);
+        let sep = columns(lines.get(i + 1).expect("separator row"));
+        assert!(
+            sep.iter().all(|c| c == "---"),
+            "bad separator under {header:?}"
+        );
+        assert_eq!(sep.len(), header.len(), "separator of {header:?}");
+        let mut rows = 0;
+        i += 2;
+        while i < lines.len() && lines[i].starts_with('|') {
+            assert_eq!(
+                columns(lines[i]).len(),
+                header.len(),
+                "row {:?} under {header:?}",
+                lines[i]
+            );
+            rows += 1;
+            i += 1;
+        }
+        tables.push((header, rows));
+    }
+    tables
+}
+
+/// `diagnose -o markdown` of the seed scenario (issue 15): the verdict, the
+/// headings, tables with the right column counts, `<details>` balanced, the
+/// Kubernetes version; under `--redact` no namespace, label value or server
+/// of the cluster appears, while the plain rendering shows them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn markdown_of_the_seed_diagnosis_is_a_well_formed_ticket_and_redacts() {
+    let w = World::start(Scenario::preset("seed").unwrap().calm()).await;
+    let run = |args: &'static [&'static str]| {
+        let w = &w;
+        async move {
+            let out = w.bin(args).await;
+            assert_ok(&out);
+            String::from_utf8(out.stdout).unwrap()
+        }
+    };
+    let plain = run(&["diagnose", "-o", "markdown"]).await;
+    let red = run(&["diagnose", "-o", "markdown", "--redact"]).await;
+    let json: Value = serde_json::from_str(&run(&["diagnose", "-o", "json"]).await).unwrap();
+    for md in [&plain, &red] {
+        assert!(
+            md.starts_with("# Cilium identity diagnosis\n\n**Verdict: "),
+            "{md}"
+        );
+        let headings: Vec<&str> = md.lines().filter(|l| l.starts_with("## ")).collect();
+        for h in [
+            "## Findings",
+            "## Identity space",
+            "## Age and rate",
+            "## Churn",
+            "## Configuration",
+        ] {
+            assert!(headings.contains(&h), "{h} missing from {headings:?}");
+        }
+        assert_eq!(
+            md.matches("<details>").count(),
+            md.matches("</details>").count()
+        );
+        let tables = markdown_tables(md);
+        let header = |first: &str| {
+            tables
+                .iter()
+                .find(|(h, _)| h[0] == first)
+                .unwrap_or_else(|| panic!("no table headed {first}: {tables:?}"))
+        };
+        let findings = header("Severity");
+        assert_eq!(
+            findings.0,
+            ["Severity", "Code", "Finding", "Evidence", "Next step"]
+        );
+        assert_eq!(findings.1, json["findings"].as_array().unwrap().len());
+        assert_eq!(header("State").0.len(), 2);
+        assert_eq!(header("State").1, 8, "seven states and the total");
+        assert_eq!(header("Label key").0.len(), 5);
+        assert_eq!(header("Namespace").0.len(), 4);
+        assert_eq!(header("Key").0.len(), 3);
+        let k8s = json["cluster"]["kubernetesVersion"]
+            .as_str()
+            .expect("the sim serves /version");
+        assert!(md.contains(&format!("| Kubernetes | {k8s} |")), "{md}");
+        assert!(md.contains(&json["tool"]["version"].as_str().unwrap().to_string()));
+        let generated = md
+            .lines()
+            .find_map(|l| l.strip_prefix("| Generated at | "))
+            .expect("the time is shown");
+        generated
+            .trim_end_matches(" |")
+            .parse::<jiff::Timestamp>()
+            .expect("an RFC 3339 time");
+    }
+    // The seed is critical: the verdict says so.
+    assert!(red.contains("**Verdict: 🔴 critical"), "{}", &red[..300]);
+
+    let namespaces: Vec<String> = json["churn"]["namespacesByIdentities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["namespace"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!namespaces.is_empty());
+    for ns in &namespaces {
+        assert!(
+            plain.contains(&format!("| {ns} |")),
+            "plain rendering shows {ns}"
+        );
+    }
+    for s in scenario_secrets(&w)
+        .iter()
+        .chain(namespaces.iter())
+        .chain([&w.sim.url()])
+    {
+        assert!(!red.contains(s.as_str()), "--redact markdown leaks {s:?}");
+    }
+    assert!(!red.contains("127.0.0.1"));
+    assert!(red.contains("| Redacted | yes"));
+    assert!(red.contains("| ns-"), "namespaces appear as tokens");
+}
+
+// ---- Why cilium-operator's GC is not keeping up (issue 15) ----
+
+/// Unused local identities on the server with their objects.
+fn unused_identities(w: &World) -> Vec<(String, Value)> {
+    let used = w.sim.referenced_ids();
+    w.sim
+        .identity_names()
+        .into_iter()
+        .filter(|n| {
+            n.parse::<u64>()
+                .is_ok_and(|id| (256..65_536).contains(&id) && !used.contains(&id))
+        })
+        .filter_map(|n| w.sim.identity(&n).map(|o| (n, o)))
+        .collect()
+}
+
+/// The seed's stale marks are days old with a 30m timeout and a 15m
+/// interval: GC is not completing passes. The finding names the oldest mark
+/// and its identity (read back from the server), says since when, and
+/// counts the overdue marks; with every mark fresh it is silent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gc_not_completing_names_the_oldest_mark_and_since_when() {
+    let w = World::start(small()).await;
+    let now = w.sim.now();
+    let expected = Duration::from_secs(45 * 60);
+    let marks: Vec<(String, jiff::Timestamp)> = unused_identities(&w)
+        .into_iter()
+        .filter_map(|(n, o)| mark_of(&o).map(|m| (n, m)))
+        .filter(|(_, m)| now.duration_since(*m).as_secs_f64() > 1800.0)
+        .collect();
+    let (oldest_name, oldest) = marks.iter().min_by_key(|(_, m)| *m).cloned().unwrap();
+    let overdue = marks
+        .iter()
+        .filter(|(_, m)| now.duration_since(*m).as_secs_f64() > 3.0 * expected.as_secs_f64())
+        .count() as u64;
+    assert!(overdue > 0, "the seed has old marks");
+
+    let d = diagnose_world(&w, &[]).await;
+    let h = d.gc_health.as_ref().expect("gc health");
+    assert_eq!(h.expected_collection_seconds, expected.as_secs_f64());
+    assert_eq!(h.oldest_mark, Some(oldest));
+    assert_eq!(
+        h.oldest_mark_identity.as_deref(),
+        Some(oldest_name.as_str())
+    );
+    assert_eq!(h.overdue_marks, overdue);
+    let total: u64 = h.overdue_distribution.iter().map(|b| b.count).sum();
+    assert_eq!(total as usize, marks.len());
+    let since = oldest + jiff::SignedDuration::from_mins(30);
+    assert_eq!(h.not_completed_since, Some(since));
+    let f = finding(&d, FindingCode::GcNotCompleting);
+    assert!(f.message.contains(&since.to_string()), "{}", f.message);
+    assert!(f.evidence[0].contains(&oldest_name), "{:?}", f.evidence);
+    assert!(f.suggestion.is_some());
+    assert_sorted(&d);
+
+    // Every stale mark made 40 minutes old: a working operator's view.
+    let fresh = (now - jiff::SignedDuration::from_mins(40)).to_string();
+    for (name, _) in &marks {
+        w.sim.set_heartbeat(name, Some(&fresh)).unwrap();
+    }
+    let d = diagnose_world(&w, &[]).await;
+    assert!(
+        !codes(&d).contains(&FindingCode::GcNotCompleting),
+        "{:#?}",
+        d.findings
+    );
+    assert_eq!(d.gc_health.unwrap().overdue_marks, 0);
+}
+
+/// The operator and agent images map to known defects with their upstream
+/// issue: 1.15 to #33142 (fix #33143, backport unconfirmed) and #47571, a
+/// 1.16 agent to #35946. Without permission to read the workloads the
+/// diagnosis says so and goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn known_defects_follow_the_images_and_a_missing_permission_is_said() {
+    use cilium_gc_sim::{CiliumInstall, Denial};
+    let w = World::start(small()).await;
+    let d = diagnose_world(&w, &[]).await;
+    let c = d
+        .gc_health
+        .as_ref()
+        .unwrap()
+        .cilium
+        .as_ref()
+        .expect("workloads read");
+    assert_eq!(c.operator_version.as_deref(), Some("1.15.6"));
+    assert_eq!(
+        c.operator_images,
+        ["quay.io/cilium/operator-generic:v1.15.6"]
+    );
+    assert_eq!(c.operator_pods.len(), 2);
+    let f = finding(&d, FindingCode::KnownGcDefect);
+    assert_eq!(f.severity, Severity::Warning);
+    let evidence = f.evidence.join("\n");
+    assert!(
+        evidence.contains("https://github.com/cilium/cilium/issues/33142"),
+        "{evidence}"
+    );
+    assert!(evidence.contains("#33143"), "{evidence}");
+    assert!(
+        evidence.contains("https://github.com/cilium/cilium/pull/47571"),
+        "{evidence}"
+    );
+    assert!(!evidence.contains("35946"), "{evidence}");
+
+    let mut s = small();
+    s.cilium_install = Some(CiliumInstall::version("v1.16.3"));
+    let w = World::start(s).await;
+    let d = diagnose_world(&w, &[]).await;
+    let evidence = finding(&d, FindingCode::KnownGcDefect).evidence.join("\n");
+    assert!(
+        evidence.contains("issues/35946") && !evidence.contains("33142"),
+        "{evidence}"
+    );
+
+    let mut s = small();
+    s.rbac_denials = vec![
+        Denial::new("get", "deployments"),
+        Denial::new("get", "daemonsets"),
+        Denial::new("list", "pods"),
+    ];
+    let w = World::start(s).await;
+    let d = diagnose_world(&w, &[]).await;
+    let h = d.gc_health.as_ref().unwrap();
+    assert!(h.cilium.is_none());
+    let problem = h.workloads_problem.as_deref().expect("the problem is said");
+    assert!(
+        problem.contains("no permission to read deployment kube-system/cilium-operator (optional)"),
+        "{problem}"
+    );
+    assert!(d.warnings.iter().any(|w| w == problem));
+    assert!(!codes(&d).contains(&FindingCode::KnownGcDefect));
+    assert!(
+        codes(&d).contains(&FindingCode::GcNotCompleting),
+        "the rest goes on"
+    );
+}
+
+/// An operator pod that restarted 4 times, last 5 minutes ago: the finding
+/// gives the pod, its restarts and times, and cites #28339.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operator_restarts_are_reported_with_counts_and_times() {
+    use cilium_gc_sim::CiliumInstall;
+    let mut s = small();
+    let mut install = CiliumInstall::default();
+    install.operator_pods[0].restarts = 4;
+    install.operator_pods[0].running_for = Duration::from_secs(300);
+    let pod = install.operator_pods[0].name.clone();
+    s.cilium_install = Some(install);
+    let w = World::start(s).await;
+    let d = diagnose_world(&w, &[]).await;
+    let f = finding(&d, FindingCode::OperatorRestarts);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(
+        f.message.contains("restarted 4 times") && f.message.contains("28339"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.starts_with(&format!("pod {pod}: 4 restarts"))),
+        "{:?}",
+        f.evidence
+    );
+    let p = &d
+        .gc_health
+        .as_ref()
+        .unwrap()
+        .cilium
+        .as_ref()
+        .unwrap()
+        .operator_pods;
+    let restarted = p.iter().find(|p| p.name == pod).unwrap();
+    assert_eq!(restarted.restarts, 4);
+    let since = restarted.running_since.unwrap();
+    let now = w.sim.now();
+    assert!(
+        now.duration_since(since).as_secs() >= 300 && now.duration_since(since).as_secs() < 3600
+    );
+
+    // The default install never restarted: no finding.
+    let d = diagnose_world(&World::start(small()).await, &[]).await;
+    assert!(!codes(&d).contains(&FindingCode::OperatorRestarts));
+}
+
+/// The #35946 pattern: unused identities whose mark an agent just removed,
+/// created long before: counted with their namespaces, and the finding
+/// states the uncertainty of one snapshot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identities_held_by_an_agent_but_unused_are_counted_by_namespace() {
+    let w = World::start(small()).await;
+    let before = diagnose_world(&w, &[]).await;
+    assert_eq!(before.gc_health.as_ref().unwrap().agent_held_unused, 0);
+    assert!(!codes(&before).contains(&FindingCode::AgentHeldUnused));
+    let now = w.sim.now();
+    let mut namespaces: BTreeMap<String, u64> = BTreeMap::new();
+    let held: Vec<String> = unused_identities(&w)
+        .into_iter()
+        .filter(|(_, o)| mark_of(o).is_some())
+        .filter(|(_, o)| {
+            o["metadata"]["creationTimestamp"]
+                .as_str()
+                .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+                .is_some_and(|c| now.duration_since(c).as_secs() > 3600)
+        })
+        .take(6)
+        .map(|(n, o)| {
+            let ns = o["metadata"]["labels"]["io.kubernetes.pod.namespace"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            *namespaces.entry(ns).or_default() += 1;
+            n
+        })
+        .collect();
+    assert_eq!(held.len(), 6);
+    for name in &held {
+        w.sim.set_heartbeat(name, None).unwrap(); // written by cilium-agent, now
+    }
+    let d = diagnose_world(&w, &[]).await;
+    let h = d.gc_health.as_ref().unwrap();
+    assert_eq!(h.agent_held_unused, 6);
+    let got: BTreeMap<String, u64> = h
+        .agent_held_namespaces
+        .iter()
+        .map(|n| (n.namespace.clone(), n.identities))
+        .collect();
+    assert_eq!(got, namespaces);
+    let f = finding(&d, FindingCode::AgentHeldUnused);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("35946"), "{}", f.message);
+    assert!(
+        f.evidence.iter().any(|e| e.contains("one snapshot")),
+        "{:?}",
+        f.evidence
     );
 }

@@ -12,15 +12,23 @@ mod diagnose;
 /// Packaging: the krew manifest and the release script.
 mod krew;
 
+/// The Dockerfile: the image the CronJob runs.
+mod image;
+
 /// `examples/cronjob.yaml`: least-privilege RBAC and the CronJob.
 mod cronjob;
 
 /// `scan` and `delete` over the simulator: ledger, counts, exit codes.
 mod sweep;
 
+/// `--metrics-file` and `--pushgateway`: Prometheus metrics of a run.
+mod metrics;
 /// Deletes follow what we know: a struggling server (429s, caps, watch
 /// faults) and endpoint usage gone dark. Issue 11.
 mod struggling;
+
+/// `demo`: the story, side by side with cilium-operator 1.15.
+mod demo;
 
 /// The binary: help, exit codes, stdout, jq, signals, kubectl discovery.
 mod cli;

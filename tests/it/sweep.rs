@@ -486,3 +486,49 @@ async fn lost_permission_mid_run_stops_writes_and_exits_3() {
     );
     assert_valid(&json(&report));
 }
+
+/// `delete -o markdown` (issue 15): the verdict and the numbers come from the
+/// run, every table is well formed, the items are folded in `<details>`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn delete_markdown_is_a_ticket_with_the_run_s_numbers() {
+    let mut s = Scenario::preset("small").unwrap();
+    s.actors = Default::default();
+    s.faults = Default::default();
+    let w = World::start(s).await;
+    let path = w.dir.path().join("report.json");
+    let out = w
+        .bin(&[
+            "delete",
+            "--yes",
+            "-o",
+            "markdown",
+            "--report-file",
+            path.to_str().unwrap(),
+        ])
+        .await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let md = String::from_utf8(out.stdout).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let deleted = report["summary"]["deleted"].as_u64().unwrap();
+    assert!(md.starts_with("# kubectl cilium-gc delete\n"), "{md}");
+    assert!(
+        md.contains(&format!("**Verdict: 🟢 {deleted} deleted, 0 conflicts")),
+        "{md}"
+    );
+    assert!(md.contains(&format!("| Deleted | {deleted} |")), "{md}");
+    let tables = crate::diagnose::markdown_tables(&md);
+    let items = tables
+        .iter()
+        .find(|(h, _)| h[0] == "Identity")
+        .expect("items table");
+    assert_eq!(items.0.len(), 7);
+    assert!(items.1 as u64 >= deleted);
+    assert!(md.contains("<details><summary>Identities ("));
+    assert_eq!(md.matches("| deleted |").count() as u64, deleted);
+}

@@ -37,6 +37,10 @@ pub struct ActorRates {
     pub shadow_reuse: f64,
     /// How long after the actors start `shadow_reuse` begins.
     pub shadow_reuse_after: Duration,
+    /// cilium-agent removes the heartbeat of a marked identity no endpoint
+    /// uses yet: a pod starting on it, or an agent still holding it
+    /// (cilium/cilium#35946). The identity stays unused.
+    pub agent_strip: f64,
 }
 
 const AGENT: &str = "cilium-agent";
@@ -143,13 +147,13 @@ struct World {
 }
 
 async fn run(mut w: World, paused: Arc<AtomicBool>, rates: Arc<Mutex<ActorRates>>) {
-    let mut credit = [0.0f64; 6];
+    let mut credit = [0.0f64; 7];
     let started = tokio::time::Instant::now();
     let mut tick = tokio::time::interval(TICK);
     loop {
         tick.tick().await;
         if paused.load(Ordering::SeqCst) {
-            credit = [0.0; 6];
+            credit = [0.0; 7];
             continue;
         }
         let r = *rates.lock().unwrap_or_else(|e| e.into_inner());
@@ -164,6 +168,7 @@ async fn run(mut w: World, paused: Arc<AtomicBool>, rates: Arc<Mutex<ActorRates>
             } else {
                 0.0
             },
+            r.agent_strip,
         ];
         for (i, rate) in rs.iter().enumerate() {
             credit[i] += rate.max(0.0) * TICK.as_secs_f64();
@@ -175,7 +180,8 @@ async fn run(mut w: World, paused: Arc<AtomicBool>, rates: Arc<Mutex<ActorRates>
                     2 => w.operator_mark(),
                     3 => w.identity_churn(),
                     4 => w.endpoint_churn(),
-                    _ => w.shadow_reuse(),
+                    5 => w.shadow_reuse(),
+                    _ => w.agent_strip(),
                 }
             }
         }
@@ -290,6 +296,13 @@ impl World {
             if let Some(id) = parse_id(&name) {
                 self.add_pod(id, &v);
             }
+        }
+    }
+
+    fn agent_strip(&mut self) {
+        if let Some((name, _)) = self.pick_identity(|w, id, v| mark_of(v).is_some() && w.unused(id))
+        {
+            self.set_mark(&name, AGENT, None);
         }
     }
 

@@ -23,6 +23,7 @@ mod kinds;
 mod labels;
 mod ledger;
 mod object;
+mod operator115;
 mod resource;
 mod routes;
 mod scenario;
@@ -32,6 +33,7 @@ mod status;
 mod store;
 mod tls;
 mod watch;
+mod workloads;
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -54,7 +56,9 @@ pub use kinds::{
     parse_id, referenced_ids, Kind, CILIUM_GROUP, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL,
 };
 pub use ledger::{IdentityDelete, Ledger, RequestRecord};
+pub use operator115::{OperatorPass, OPERATOR_1_15};
 pub use scenario::{default_cilium_config, CrdSet, Denial, Scenario, UnusedMix};
+pub use workloads::{CiliumInstall, OperatorPod};
 
 use object::{Clock, Writer};
 use state::App;
@@ -147,6 +151,7 @@ impl Simulator {
             store: Arc::new(store),
             crds: scenario.crds,
             cilium_config: scenario.cilium_config.clone(),
+            cilium_install: scenario.cilium_install.clone(),
             rbac: Mutex::new(scenario.rbac_denials.clone()),
             user: scenario.user.clone(),
             token: scenario.token.clone(),

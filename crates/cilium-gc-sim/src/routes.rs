@@ -45,6 +45,15 @@ pub enum Target {
     AccessReview,
     /// A ConfigMap in a namespace.
     ConfigMap(String, String),
+    /// Deployments, DaemonSets or Pods of a namespace (one, or the list).
+    Workload {
+        /// Namespace in the path.
+        namespace: String,
+        /// `deployments`, `daemonsets` or `pods`.
+        plural: &'static str,
+        /// Object name, for object paths.
+        name: Option<String>,
+    },
     /// A Cilium resource.
     Resource {
         /// Which.
@@ -73,6 +82,24 @@ pub fn parse_target(path: &str, crds: &CrdSet) -> Target {
         ["api", "v1"] => Target::ApiV1,
         ["api", "v1", "namespaces", ns, "configmaps", name] => {
             Target::ConfigMap((*ns).into(), (*name).into())
+        }
+        ["api", "v1", "namespaces", ns, "pods", rest @ ..] if rest.len() <= 1 => Target::Workload {
+            namespace: (*ns).into(),
+            plural: "pods",
+            name: rest.first().map(|n| (*n).into()),
+        },
+        ["apis", "apps", "v1", "namespaces", ns, kind @ ("deployments" | "daemonsets"), rest @ ..]
+            if rest.len() <= 1 =>
+        {
+            Target::Workload {
+                namespace: (*ns).into(),
+                plural: if *kind == "deployments" {
+                    "deployments"
+                } else {
+                    "daemonsets"
+                },
+                name: rest.first().map(|n| (*n).into()),
+            }
         }
         ["apis"] => Target::Apis,
         ["apis", g] => Target::Group((*g).into()),
@@ -150,6 +177,7 @@ pub fn verb_of(method: &Method, target: &Target, q: &Query) -> &'static str {
         Target::Resource { name, .. } => name.is_some(),
         Target::Crd(n) => n.is_some(),
         Target::ConfigMap(..) => true,
+        Target::Workload { name, .. } => name.is_some(),
         _ => {
             return if *method == Method::POST {
                 "create"
@@ -340,6 +368,11 @@ fn serve_other(app: &App, r: &Req, target: &Target, verb: &str) -> Response<Body
                 status::not_found(res, name)
             }
         }
+        Target::Workload {
+            namespace,
+            plural,
+            name,
+        } if is_get => super::workloads::serve(app, r, namespace, plural, name.as_deref(), verb),
         Target::NotFound => status::page_not_found(),
         _ => status::method_not_allowed(),
     }

@@ -139,6 +139,9 @@ pub struct Scenario {
     pub ceps_with_slices: bool,
     /// `data` of `kube-system/cilium-config`; `None` = no such ConfigMap (404).
     pub cilium_config: Option<BTreeMap<String, String>>,
+    /// The cilium-operator Deployment, cilium DaemonSet and operator pods
+    /// in `kube-system`; `None` = not there (404).
+    pub cilium_install: Option<super::workloads::CiliumInstall>,
     /// Which CRDs are installed.
     pub crds: CrdSet,
     /// RBAC denials for the scenario's user.
@@ -179,6 +182,7 @@ impl Default for Scenario {
             endpoints_per_slice: 100,
             ceps_with_slices: false,
             cilium_config: Some(default_cilium_config("crd")),
+            cilium_install: Some(super::workloads::CiliumInstall::default()),
             crds: CrdSet::ALL,
             rbac_denials: Vec::new(),
             user: "sim-admin".into(),
@@ -238,6 +242,7 @@ impl Scenario {
 
     /// Names [`Scenario::preset`] knows.
     pub const PRESETS: &'static [&'static str] = &[
+        "demo",
         "small",
         "seed",
         "hostile",
@@ -263,6 +268,17 @@ impl Scenario {
         };
         let s = match name {
             "small" => small,
+            // `demo`'s default: the small cluster with agents reclaiming
+            // marked identities while GC runs, so deletes meet 409s.
+            "demo" => Scenario {
+                actors: ActorRates {
+                    agent_reclaim: 5.0,
+                    agent_strip: 20.0,
+                    reuse: 2.0,
+                    ..ActorRates::default()
+                },
+                ..small
+            },
             "seed" => Scenario {
                 identities: 65_000,
                 stale_ratio: 0.6,

@@ -26,6 +26,8 @@ pub struct App {
     pub crds: CrdSet,
     /// `cilium-config` data.
     pub cilium_config: Option<std::collections::BTreeMap<String, String>>,
+    /// The cilium-operator Deployment, cilium DaemonSet and operator pods.
+    pub cilium_install: Option<super::workloads::CiliumInstall>,
     /// RBAC denials (changeable at runtime).
     pub rbac: Mutex<Vec<Denial>>,
     /// User name for RBAC messages.

@@ -89,25 +89,29 @@ impl World {
     /// Identities that are stale right now by the operator's rules (unused,
     /// marked longer ago than `timeout`, in the local range).
     pub fn stale_now(&self, timeout: Duration) -> BTreeSet<String> {
-        let used = self.sim.referenced_ids();
-        let now = self.sim.now();
-        self.sim
-            .identity_names()
-            .into_iter()
-            .filter(|name| {
-                let Ok(id) = name.parse::<u64>() else {
-                    return false;
-                };
-                if used.contains(&id) || !(256..=65535).contains(&id) {
-                    return false;
-                }
-                let Some(obj) = self.sim.identity(name) else {
-                    return false;
-                };
-                mark_of(&obj).is_some_and(|m| older_than(m, now, timeout))
-            })
-            .collect()
+        stale_names(&self.sim, timeout)
     }
+}
+
+/// [`World::stale_now`] for any simulator.
+pub fn stale_names(sim: &Simulator, timeout: Duration) -> BTreeSet<String> {
+    let used = sim.referenced_ids();
+    let now = sim.now();
+    sim.identity_names()
+        .into_iter()
+        .filter(|name| {
+            let Ok(id) = name.parse::<u64>() else {
+                return false;
+            };
+            if used.contains(&id) || !(256..=65535).contains(&id) {
+                return false;
+            }
+            let Some(obj) = sim.identity(name) else {
+                return false;
+            };
+            mark_of(&obj).is_some_and(|m| older_than(m, now, timeout))
+        })
+        .collect()
 }
 
 /// Run `scan ...` or `delete ...` through the library against `kube`.

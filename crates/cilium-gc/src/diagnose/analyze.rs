@@ -68,6 +68,8 @@ pub struct Input {
     pub context: Option<String>,
     /// Whether `--redact` was applied to this input.
     pub redacted: bool,
+    /// The Cilium workloads (images, operator pods); `None` when not collected.
+    pub workloads: Option<super::gc_health::Workloads>,
 }
 
 /// The state of one identity, as the diagnosis counts it.
@@ -151,6 +153,7 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
         cluster: DiagnosedCluster {
             server: input.server.clone(),
             context: input.context.clone(),
+            kubernetes_version: None,
             endpoint_crd: input.crds.endpoints,
             endpoint_slice_crd: input.crds.slices,
             endpoints: input.endpoints,
@@ -166,8 +169,45 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
         modifiers,
         configuration,
         warnings,
+        gc_health: None,
     };
+    let stale_marks: Vec<(usize, Timestamp)> = states
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s == State::Stale)
+        .filter_map(|(i, _)| {
+            let mark = input.identities[i].identity.mark.as_deref()?;
+            Some((i, policy::parse_mark(mark)?))
+        })
+        .collect();
+    let unused_unmarked: Vec<usize> = states
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| matches!(s, State::Unmarked | State::TooYoung))
+        .map(|(i, _)| i)
+        .collect();
+    let health = super::gc_health::gc_health(
+        &input.identities,
+        &stale_marks,
+        &unused_unmarked,
+        input.workloads.as_ref(),
+        settings.heartbeat_timeout,
+        gc_interval.filter(|d| !d.is_zero()),
+        now,
+    );
     d.findings = findings(input, &d, &settings, gc_interval);
+    let gc_enabled = gc_interval.is_some_and(|d| !d.is_zero());
+    d.findings.extend(
+        super::gc_health::findings(&health, settings.heartbeat_timeout, now)
+            .into_iter()
+            // GC disabled (gc-disabled says so): marks cannot be "overdue".
+            .filter(|f| gc_enabled || f.code != FindingCode::GcNotCompleting),
+    );
+    d.findings.sort_by_key(|f| f.severity);
+    if let Some(p) = &health.workloads_problem {
+        d.warnings.push(p.clone());
+    }
+    d.gc_health = Some(health);
     d
 }
 

@@ -13,6 +13,7 @@
 //! CiliumIdentity CRD is not installed; 130/143 on SIGINT/SIGTERM.
 
 pub mod analyze;
+pub mod gc_health;
 pub mod redact;
 pub mod types;
 
@@ -141,7 +142,24 @@ pub async fn diagnose(
     if args.redact {
         redact::redact(&mut input, &[&args.cilium_namespace]);
     }
-    Ok(analyze(&input, api.clock.now()))
+    let mut d = analyze(&input, api.clock.now());
+    d.cluster.kubernetes_version = kubernetes_version(&api).await;
+    Ok(d)
+}
+
+/// The server's `gitVersion` from `/version`; `None` when it cannot be read
+/// (some servers forbid it): the diagnosis goes on without it.
+async fn kubernetes_version(api: &Api) -> Option<String> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Version {
+        git_version: Option<String>,
+    }
+    let a = api.get("/version", 1).await;
+    if a.class != crate::retry::Class::Success {
+        return None;
+    }
+    a.json::<Version>().ok().and_then(|v| v.git_version)
 }
 
 /// Everything the analysis needs, read from the cluster. Usage is synced
@@ -166,6 +184,7 @@ pub async fn collect(
     warnings.extend(problem);
     let settings = crate::preflight::settings_from_config(config.as_ref(), None);
     let sources = crate::preflight::usage_sources(crds, &settings);
+    let workloads = fetch_workloads(api, &args.cilium_namespace).await;
 
     let usage = UsageHandle::start(api.client(), api.watch_tap.clone(), sources, stats);
     let _watchers = usage.stop_on_drop();
@@ -220,7 +239,109 @@ pub async fn collect(
         server: None,
         context: None,
         redacted: false,
+        workloads: Some(workloads),
     })
+}
+
+/// The images of the cilium-operator Deployment and the cilium DaemonSet,
+/// and the operator's pods, from the Cilium namespace. Reading them is an
+/// optional permission, like `cilium-config`: what cannot be read is said
+/// in `problem` and the diagnosis goes on without it.
+#[tracing::instrument(skip(api))]
+pub async fn fetch_workloads(api: &Api, namespace: &str) -> gc_health::Workloads {
+    use crate::retry::Class;
+    let mut w = gc_health::Workloads::default();
+    let mut problems = Vec::new();
+    let mut read = |what: &str, a: &crate::cluster::Answer| -> bool {
+        match a.class {
+            Class::Success => true,
+            Class::Forbidden => {
+                problems.push(format!("no permission to read {what} (optional)"));
+                false
+            }
+            Class::NotFound => {
+                problems.push(format!("{what} not found"));
+                false
+            }
+            _ => {
+                problems.push(format!("cannot read {what}: {}", a.message));
+                false
+            }
+        }
+    };
+    let images = |v: &serde_json::Value| -> Vec<String> {
+        let spec = &v["spec"]["template"]["spec"];
+        spec["containers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["image"].as_str().map(str::to_string))
+            .collect()
+    };
+    let deploy = format!("/apis/apps/v1/namespaces/{namespace}/deployments/cilium-operator");
+    let a = api.get(&deploy, 1).await;
+    if read(&format!("deployment {namespace}/cilium-operator"), &a) {
+        w.operator_images = a
+            .json::<serde_json::Value>()
+            .map(|v| images(&v))
+            .unwrap_or_default();
+    }
+    let ds = format!("/apis/apps/v1/namespaces/{namespace}/daemonsets/cilium");
+    let a = api.get(&ds, 1).await;
+    if read(&format!("daemonset {namespace}/cilium"), &a) {
+        w.agent_images = a
+            .json::<serde_json::Value>()
+            .map(|v| images(&v))
+            .unwrap_or_default();
+    }
+    let pods =
+        format!("/api/v1/namespaces/{namespace}/pods?labelSelector=io.cilium%2Fapp%3Doperator");
+    let a = api.get(&pods, 1).await;
+    if read(&format!("cilium-operator pods in {namespace}"), &a) {
+        w.operator_pods = a
+            .json::<serde_json::Value>()
+            .map(|v| operator_pods(&v))
+            .unwrap_or_default();
+    }
+    if !problems.is_empty() {
+        w.problem = Some(format!(
+            "{}: the operator version, known-defect and restart findings are skipped",
+            problems.join("; ")
+        ));
+    }
+    w
+}
+
+/// Name, restarts and start times of each pod in a PodList.
+fn operator_pods(list: &serde_json::Value) -> Vec<types::OperatorPodStatus> {
+    let time = |v: &serde_json::Value| v.as_str().and_then(|s| s.parse().ok());
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let statuses = p["status"]["containerStatuses"].as_array();
+            let restarts = statuses
+                .into_iter()
+                .flatten()
+                .filter_map(|c| c["restartCount"].as_u64())
+                .sum();
+            let running_since = statuses
+                .into_iter()
+                .flatten()
+                .filter_map(|c| time(&c["state"]["running"]["startedAt"]))
+                .max();
+            types::OperatorPodStatus {
+                name: p["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                restarts,
+                started_at: time(&p["status"]["startTime"]),
+                running_since,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

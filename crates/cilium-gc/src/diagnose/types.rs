@@ -55,6 +55,115 @@ pub struct Diagnosis {
     pub configuration: Configuration,
     /// Problems met while collecting (the diagnosis may be incomplete).
     pub warnings: Vec<String>,
+    /// Why cilium-operator's GC is or is not keeping up: mark ages, the Cilium version and its known defects, operator restarts, agent-held identities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_health: Option<GcHealth>,
+}
+
+/// Evidence on whether cilium-operator's identity GC keeps up, and why not.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GcHealth {
+    /// identity-heartbeat-timeout + identity-gc-interval, in seconds: how long a working operator lets a mark get.
+    pub expected_collection_seconds: f64,
+    /// Stale candidates whose mark is older than 3 times that: passes are being abandoned or not run.
+    pub overdue_marks: u64,
+    /// Stale candidates by mark age, in multiples of the expected collection time.
+    pub overdue_distribution: Vec<AgeBucket>,
+    /// The oldest heartbeat mark on an unused identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oldest_mark: Option<Timestamp>,
+    /// The identity carrying it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oldest_mark_identity: Option<String>,
+    /// No GC pass can have completed since this time: one would have deleted the oldest marked identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_completed_since: Option<Timestamp>,
+    /// The Cilium workloads read from the Cilium namespace; absent when they could not be read (see `workloadsProblem`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cilium: Option<CiliumWorkloads>,
+    /// Why the Cilium workloads could not be read (an optional permission), when they could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workloads_problem: Option<String>,
+    /// Unused, unmarked identities last written by an agent recently and older than a pod start: held by an agent, used by no endpoint.
+    pub agent_held_unused: u64,
+    /// Their namespaces, most identities first (top 10; hashes with `--redact`).
+    pub agent_held_namespaces: Vec<NamespaceCount>,
+}
+
+/// Identities of one namespace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespaceCount {
+    /// The namespace (a hash with `--redact`).
+    pub namespace: String,
+    /// Identities.
+    pub identities: u64,
+}
+
+/// cilium-operator and cilium-agent as deployed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CiliumWorkloads {
+    /// Images of the cilium-operator Deployment's containers.
+    pub operator_images: Vec<String>,
+    /// The operator's version from its image tag (`1.15.6`), when the tag is a version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_version: Option<String>,
+    /// Images of the cilium DaemonSet's containers.
+    pub agent_images: Vec<String>,
+    /// The agent's version from its image tag, when the tag is a version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_version: Option<String>,
+    /// The operator's pods.
+    pub operator_pods: Vec<OperatorPodStatus>,
+    /// Known identity-GC defects of these versions, with the upstream issue.
+    pub known_defects: Vec<KnownDefect>,
+}
+
+/// One cilium-operator pod.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorPodStatus {
+    /// Pod name.
+    pub name: String,
+    /// Container restarts.
+    pub restarts: u64,
+    /// When the pod started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Timestamp>,
+    /// When its container last (re)started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_since: Option<Timestamp>,
+}
+
+/// Whether a known defect is confirmed to affect the running version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum DefectStatus {
+    /// Upstream sources confirm this version has the defect.
+    Affected,
+    /// This version may have it: the fixed version could not be confirmed; `check` says what to look at.
+    Unconfirmed,
+}
+
+/// A known upstream identity-GC defect that may apply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KnownDefect {
+    /// The upstream issue, e.g. `https://github.com/cilium/cilium/issues/33142`.
+    pub issue: String,
+    /// The upstream fix, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed_by: Option<String>,
+    /// What goes wrong.
+    pub summary: String,
+    /// Which component (`cilium-operator` or `cilium-agent`) and version.
+    pub component: String,
+    /// Confirmed, or to check.
+    pub status: DefectStatus,
+    /// What the affected and fixed versions are, as far as upstream sources confirm, and what to check.
+    pub check: String,
 }
 
 /// The cluster looked at. Never carries a credential.
@@ -67,6 +176,9 @@ pub struct DiagnosedCluster {
     /// kubeconfig context used, if any (a hash with `--redact`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// Kubernetes `gitVersion` reported by `/version`, when readable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kubernetes_version: Option<String>,
     /// Whether the CiliumEndpoint CRD is served.
     pub endpoint_crd: bool,
     /// Whether the CiliumEndpointSlice CRD is served.
@@ -140,6 +252,14 @@ pub enum FindingCode {
     MalformedMarks,
     /// Objects that could not be decoded.
     MalformedObjects,
+    /// Stale marks far older than a working operator would let them get: GC passes are not completing.
+    GcNotCompleting,
+    /// The running cilium-operator or cilium-agent version has a known identity-GC defect.
+    KnownGcDefect,
+    /// cilium-operator restarted recently or often: each restart delays GC by a heartbeat timeout.
+    OperatorRestarts,
+    /// Unused identities recently refreshed by an agent: held by an agent, used by no endpoint.
+    AgentHeldUnused,
 }
 
 impl FindingCode {
@@ -162,6 +282,10 @@ impl FindingCode {
             FindingCode::UsageUnknown => "usage-unknown",
             FindingCode::MalformedMarks => "malformed-marks",
             FindingCode::MalformedObjects => "malformed-objects",
+            FindingCode::GcNotCompleting => "gc-not-completing",
+            FindingCode::KnownGcDefect => "known-gc-defect",
+            FindingCode::OperatorRestarts => "operator-restarts",
+            FindingCode::AgentHeldUnused => "agent-held-unused",
         }
     }
 }

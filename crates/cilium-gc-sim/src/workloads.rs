@@ -1,0 +1,208 @@
+//! The Cilium workloads in `kube-system`: the cilium-operator Deployment,
+//! the cilium DaemonSet and the operator's pods, read-only. `diagnose`
+//! reads their images (which version, which known GC defects) and the
+//! pods' restart counts and start times; nothing writes them.
+//!
+//! Served as a real API server would: `GET .../deployments/cilium-operator`,
+//! `GET .../daemonsets/cilium`, and `GET /api/v1/namespaces/<ns>/pods`
+//! with an equality `labelSelector`; other names are 404, and RBAC denials
+//! of the scenario apply (`get deployments`, `list pods`, ...).
+
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::Response;
+use jiff::{SignedDuration, Timestamp};
+use serde_json::{json, Value};
+
+use super::state::{App, Req};
+use super::status::{self, Res};
+
+/// Cilium as installed in the simulated cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CiliumInstall {
+    /// Namespace of the workloads.
+    pub namespace: String,
+    /// Image of the cilium-operator Deployment's container.
+    pub operator_image: String,
+    /// Image of the cilium DaemonSet's `cilium-agent` container.
+    pub agent_image: String,
+    /// The operator's pods (label `io.cilium/app=operator`).
+    pub operator_pods: Vec<OperatorPod>,
+}
+
+/// One cilium-operator pod.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OperatorPod {
+    /// Pod name.
+    pub name: String,
+    /// `restartCount` of its container.
+    pub restarts: u32,
+    /// How long the container has been running (since its last restart).
+    pub running_for: Duration,
+    /// How long ago the pod was created.
+    pub age: Duration,
+}
+
+impl Default for CiliumInstall {
+    /// Cilium 1.15.6, two operator replicas that never restarted.
+    fn default() -> Self {
+        CiliumInstall::version("v1.15.6")
+    }
+}
+
+impl CiliumInstall {
+    /// Operator and agent at the same `tag`, two healthy operator replicas.
+    pub fn version(tag: &str) -> Self {
+        let day = Duration::from_secs(86_400);
+        CiliumInstall {
+            namespace: "kube-system".into(),
+            operator_image: format!("quay.io/cilium/operator-generic:{tag}"),
+            agent_image: format!("quay.io/cilium/cilium:{tag}"),
+            operator_pods: [
+                "cilium-operator-6d9f7c8b5-2xkqp",
+                "cilium-operator-6d9f7c8b5-h7wz4",
+            ]
+            .into_iter()
+            .map(|name| OperatorPod {
+                name: name.into(),
+                restarts: 0,
+                running_for: 12 * day,
+                age: 12 * day,
+            })
+            .collect(),
+        }
+    }
+}
+
+const LABELS: [(&str, &str); 2] = [("io.cilium/app", "operator"), ("name", "cilium-operator")];
+
+fn ago(now: Timestamp, d: Duration) -> String {
+    let d = SignedDuration::try_from(d).unwrap_or(SignedDuration::ZERO);
+    now.checked_sub(d).unwrap_or(now).to_string()
+}
+
+fn meta(name: &str, ns: &str, created: &str) -> Value {
+    json!({"name": name, "namespace": ns, "uid": format!("5e1f0000-0000-4000-8000-{:012x}", name.len()),
+           "resourceVersion": "1", "generation": 1, "creationTimestamp": created})
+}
+
+fn deployment(i: &CiliumInstall, now: Timestamp) -> Value {
+    let labels: serde_json::Map<String, Value> = LABELS
+        .iter()
+        .map(|(k, v)| ((*k).into(), (*v).into()))
+        .collect();
+    let created = ago(now, Duration::from_secs(90 * 86_400));
+    json!({"kind": "Deployment", "apiVersion": "apps/v1",
+        "metadata": meta("cilium-operator", &i.namespace, &created),
+        "spec": {"replicas": i.operator_pods.len(), "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "cilium-operator", "image": i.operator_image,
+                    "command": ["cilium-operator-generic"]}]}}},
+        "status": {"replicas": i.operator_pods.len(), "readyReplicas": i.operator_pods.len()}})
+}
+
+fn daemonset(i: &CiliumInstall, now: Timestamp) -> Value {
+    let created = ago(now, Duration::from_secs(90 * 86_400));
+    json!({"kind": "DaemonSet", "apiVersion": "apps/v1",
+        "metadata": meta("cilium", &i.namespace, &created),
+        "spec": {"selector": {"matchLabels": {"k8s-app": "cilium"}},
+            "template": {"metadata": {"labels": {"k8s-app": "cilium"}},
+                "spec": {"initContainers": [{"name": "config", "image": i.agent_image}],
+                    "containers": [{"name": "cilium-agent", "image": i.agent_image}]}}}})
+}
+
+fn pod(i: &CiliumInstall, p: &OperatorPod, now: Timestamp) -> Value {
+    let labels: serde_json::Map<String, Value> = LABELS
+        .iter()
+        .map(|(k, v)| ((*k).into(), (*v).into()))
+        .collect();
+    let started = ago(now, p.running_for);
+    let mut status = json!({"name": "cilium-operator", "image": i.operator_image, "ready": true,
+        "restartCount": p.restarts, "state": {"running": {"startedAt": started}}});
+    if p.restarts > 0 {
+        status["lastState"] = json!({"terminated": {"exitCode": 1, "reason": "Error",
+            "startedAt": ago(now, p.running_for + Duration::from_secs(3600)), "finishedAt": started}});
+    }
+    let mut m = meta(&p.name, &i.namespace, &ago(now, p.age));
+    m["labels"] = Value::Object(labels);
+    json!({"kind": "Pod", "apiVersion": "v1", "metadata": m,
+        "spec": {"containers": [{"name": "cilium-operator", "image": i.operator_image}]},
+        "status": {"phase": "Running", "startTime": ago(now, p.age), "containerStatuses": [status]}})
+}
+
+/// Whether `obj`'s labels satisfy an equality selector (`a=b,c=d`); other
+/// operators are not needed by any client of the simulator.
+fn selected(obj: &Value, selector: Option<&String>) -> bool {
+    let Some(sel) = selector.filter(|s| !s.is_empty()) else {
+        return true;
+    };
+    sel.split(',').all(|term| {
+        let (k, v) = term.split_once('=').unwrap_or((term, ""));
+        let v = v.trim_start_matches('=');
+        obj["metadata"]["labels"][k.trim()].as_str() == Some(v.trim())
+    })
+}
+
+/// `GET` of a Deployment, DaemonSet or Pod (one, or the list of pods).
+pub fn serve(
+    app: &App,
+    r: &Req,
+    namespace: &str,
+    plural: &'static str,
+    name: Option<&str>,
+    verb: &str,
+) -> Response<Body> {
+    let (group, kind) = match plural {
+        "pods" => ("", "Pod"),
+        "deployments" => ("apps", "Deployment"),
+        _ => ("apps", "DaemonSet"),
+    };
+    let res = Res {
+        group,
+        plural,
+        kind,
+    };
+    if !app.allowed(verb, plural) {
+        return status::forbidden(res, name.unwrap_or(""), Some(namespace), &app.user, verb);
+    }
+    let now = app.clock.now();
+    let install = app
+        .cilium_install
+        .as_ref()
+        .filter(|i| i.namespace == namespace);
+    let Some(name) = name else {
+        let items: Vec<Value> = match (plural, install) {
+            ("pods", Some(i)) => i
+                .operator_pods
+                .iter()
+                .map(|p| pod(i, p, now))
+                .filter(|p| selected(p, r.query.get("labelSelector")))
+                .collect(),
+            ("deployments", Some(i)) => vec![deployment(i, now)],
+            ("daemonsets", Some(i)) => vec![daemonset(i, now)],
+            _ => vec![],
+        };
+        let list_kind = format!("{kind}List");
+        let api_version = if group.is_empty() { "v1" } else { "apps/v1" };
+        return status::json_response(
+            200,
+            &json!({"kind": list_kind, "apiVersion": api_version,
+                    "metadata": {"resourceVersion": "1"}, "items": items}),
+        );
+    };
+    let found = install.and_then(|i| match (plural, name) {
+        ("deployments", "cilium-operator") => Some(deployment(i, now)),
+        ("daemonsets", "cilium") => Some(daemonset(i, now)),
+        ("pods", n) => i
+            .operator_pods
+            .iter()
+            .find(|p| p.name == n)
+            .map(|p| pod(i, p, now)),
+        _ => None,
+    });
+    match found {
+        Some(v) => status::json_response(200, &v),
+        None => status::not_found(res, name),
+    }
+}

@@ -1,0 +1,473 @@
+//! Why cilium-operator's identity GC is not keeping up (issue 15): the
+//! evidence the cluster shows, and the four findings built on it.
+//!
+//! Pure: plain data in, [`GcHealth`] and [`Finding`]s out.
+//!
+//! - **GC not completing passes.** A working operator deletes an unused
+//!   identity about `identity-heartbeat-timeout + identity-gc-interval`
+//!   after marking it. A mark far older than that means no pass has
+//!   completed since (every completed pass deletes every mark older than the
+//!   timeout): passes are abandoned (a conflict aborts them in old
+//!   versions) or the operator is not running.
+//! - **Known defects**, mapped from the operator's and the agents' image
+//!   tags. Only what upstream sources confirm is stated as fact; where the
+//!   fixed release could not be confirmed the defect is `unconfirmed` and
+//!   says what to check. Sources, read for this mapping:
+//!   * cilium/cilium#33142 "Cilium abandons identity garbage collection if
+//!     a CiliumIdentity deletion is conflicted"; fixed by #33143 "operator:
+//!     ignore identity delete conflicts", merged 2024-06-13 into main, which
+//!     was then the 1.16 development branch (v1.15 was already a stable
+//!     branch with its own backport PRs): so 1.16.0 and later carry it.
+//!     Whether a 1.14/1.15 patch release got a backport was not confirmed.
+//!   * #28339 "Delayed identity cleanup on operator restart": on start the
+//!     operator marks every identity alive, delaying GC by a heartbeat
+//!     timeout per restart; reported on 1.12, closed without a fix we could
+//!     confirm. Used by the restarts finding, for every version.
+//!   * #35946 "newly allocated ciliumidentity may become dirty data and the
+//!     amount of ciliumidentity increase forever": an agent's allocator
+//!     keeps a dead key and strips the operator's mark every 5 minutes; the
+//!     report gives the affected versions as ">= v1.16.0 and < v1.17.0". No
+//!     fix version confirmed.
+//!   * #47571 "operator: continue identity GC after update races": a
+//!     conflict on the *mark* update still aborts a pass; the pull request
+//!     was open (2026-07-28) when last read, so no released version is
+//!     known to carry it.
+//! - **Operator restarts**: restart counts and start times of its pods.
+//! - **Held by an agent, used by no endpoint** (the #35946 pattern): unused,
+//!   unmarked, last written by an agent within [`AGENT_RECENT`], and older
+//!   than [`POD_START`]. One snapshot cannot tell such an identity from one
+//!   a pod is just starting to use; the finding says so.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::analyze::{agent_like, IdentityRecord};
+use super::types::{
+    AgeBucket, CiliumWorkloads, DefectStatus, Finding, FindingCode, GcHealth, KnownDefect,
+    NamespaceCount, OperatorPodStatus, Severity,
+};
+
+/// A mark older than this many expected collection times is overdue.
+pub const OVERDUE_FACTOR: f64 = 3.0;
+/// An agent write within this long counts as recent: agents resync the
+/// identities they hold every 5 minutes (#35946), so a held identity is
+/// rewritten at least that often.
+pub const AGENT_RECENT: Duration = Duration::from_secs(15 * 60);
+/// Longer than any pod takes to start: an identity this old that no
+/// endpoint uses is not one a starting pod is about to use.
+pub const POD_START: Duration = Duration::from_secs(10 * 60);
+
+/// What `diagnose` read of the Cilium workloads; `problem` says why not,
+/// when it could not (the permission is optional).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Workloads {
+    /// Images of the cilium-operator Deployment.
+    pub operator_images: Vec<String>,
+    /// Images of the cilium DaemonSet.
+    pub agent_images: Vec<String>,
+    /// The operator's pods.
+    pub operator_pods: Vec<OperatorPodStatus>,
+    /// Why some of it could not be read.
+    pub problem: Option<String>,
+}
+
+/// `major.minor.patch` of an image tag like `quay.io/cilium/cilium:v1.15.6@sha256:..`.
+pub fn image_version(image: &str) -> Option<(u64, u64, u64)> {
+    let no_digest = image.split('@').next()?;
+    let (_, tag) = no_digest.rsplit_once(':')?;
+    if tag.contains('/') {
+        return None; // a registry port, not a tag
+    }
+    let tag = tag.strip_prefix('v').unwrap_or(tag);
+    let core = tag.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u64>().ok());
+    let (major, minor) = (parts.next()??, parts.next()??);
+    let patch = parts.next().flatten().unwrap_or(0);
+    Some((major, minor, patch))
+}
+
+fn version_string(v: (u64, u64, u64)) -> String {
+    format!("{}.{}.{}", v.0, v.1, v.2)
+}
+
+/// The first image whose tag is a version.
+fn version_of(images: &[String]) -> Option<(u64, u64, u64)> {
+    images.iter().find_map(|i| image_version(i))
+}
+
+const ISSUE: &str = "https://github.com/cilium/cilium/issues/";
+const PULL: &str = "https://github.com/cilium/cilium/pull/";
+
+/// Known identity-GC defects of these versions. `None` versions (a tag that
+/// is not a version) match nothing: the caller says to check by hand.
+pub fn known_defects(
+    operator: Option<(u64, u64, u64)>,
+    agent: Option<(u64, u64, u64)>,
+) -> Vec<KnownDefect> {
+    let mut out = Vec::new();
+    if let Some(v) = operator {
+        let at = format!("cilium-operator {}", version_string(v));
+        if v < (1, 16, 0) {
+            out.push(KnownDefect {
+                issue: format!("{ISSUE}33142"),
+                fixed_by: Some(format!("{PULL}33143")),
+                summary: "a GC pass is abandoned at the first 409 Conflict on a delete, so in a busy cluster stale identities pile up".into(),
+                component: at.clone(),
+                status: if v.0 == 1 && v.1 >= 14 {
+                    DefectStatus::Unconfirmed
+                } else {
+                    DefectStatus::Affected
+                },
+                check: if v.0 == 1 && v.1 >= 14 {
+                    format!(
+                        "fixed in 1.16.0 (#33143 merged 2024-06-13 during 1.16 development); whether {} carries a backport could not be confirmed: search its release notes for #33143 (\"ignore identity delete conflicts\")",
+                        version_string(v)
+                    )
+                } else {
+                    "fixed in 1.16.0 (#33143); upgrade".into()
+                },
+            });
+        }
+        out.push(KnownDefect {
+            issue: format!("{PULL}47571"),
+            fixed_by: None,
+            summary: "a 409 Conflict on the heartbeat-mark update still aborts the GC pass".into(),
+            component: at,
+            status: DefectStatus::Unconfirmed,
+            check: "the upstream fix (#47571) was an open pull request when last read: check whether it is merged and in a release newer than yours".into(),
+        });
+    }
+    if let Some(v) = agent {
+        if ((1, 16, 0)..(1, 17, 0)).contains(&v) {
+            out.push(KnownDefect {
+                issue: format!("{ISSUE}35946"),
+                fixed_by: None,
+                summary: "an agent keeps a dead allocator key and strips the operator's mark every 5 minutes, so the identity is never collected".into(),
+                component: format!("cilium-agent {}", version_string(v)),
+                status: DefectStatus::Affected,
+                check: "reported against >= 1.16.0 and < 1.17.0; the fixed release could not be confirmed: see the issue, and the agent-held-unused finding for whether it happens here".into(),
+            });
+        }
+    }
+    out
+}
+
+/// The evidence, before findings.
+pub fn gc_health(
+    identities: &[IdentityRecord],
+    stale_marks: &[(usize, Timestamp)],
+    unused_unmarked: &[usize],
+    workloads: Option<&Workloads>,
+    heartbeat_timeout: Duration,
+    gc_interval: Option<Duration>,
+    now: Timestamp,
+) -> GcHealth {
+    let expected = heartbeat_timeout + gc_interval.unwrap_or_default();
+    let exp = expected.as_secs_f64().max(1.0);
+    let age = |t: Timestamp| now.duration_since(t).as_secs_f64();
+    let mut buckets = [0u64; 4];
+    for (_, m) in stale_marks {
+        let k = age(*m) / exp;
+        buckets[match k {
+            k if k <= 1.0 => 0,
+            k if k <= OVERDUE_FACTOR => 1,
+            k if k <= 24.0 => 2,
+            _ => 3,
+        }] += 1;
+    }
+    let labels = ["<= 1x", "1x-3x", "3x-24x", "> 24x"];
+    let bounds = [
+        (0.0, Some(1.0)),
+        (1.0, Some(3.0)),
+        (3.0, Some(24.0)),
+        (24.0, None),
+    ];
+    let overdue_distribution = labels
+        .iter()
+        .zip(bounds)
+        .zip(buckets)
+        .map(|((label, (from, to)), count)| AgeBucket {
+            label: (*label).into(),
+            from_seconds: from * exp,
+            to_seconds: to.map(|t| t * exp),
+            count,
+        })
+        .collect();
+    let oldest = stale_marks.iter().min_by_key(|(_, m)| *m);
+    let not_completed_since = oldest
+        .filter(|(_, m)| age(*m) > OVERDUE_FACTOR * exp)
+        .and_then(|(_, m)| m.checked_add(heartbeat_timeout).ok());
+
+    // Held by an agent, used by no endpoint.
+    let mut by_ns: BTreeMap<String, u64> = BTreeMap::new();
+    let mut held = 0;
+    for &i in unused_unmarked {
+        let r = &identities[i].identity;
+        let (Some(change), Some(created)) = (r.last_change.as_ref(), r.created_at) else {
+            continue;
+        };
+        let Some(t) = change.time else { continue };
+        let recent = now.duration_since(t).as_secs_f64() <= AGENT_RECENT.as_secs_f64();
+        let old = age(created) >= POD_START.as_secs_f64();
+        if agent_like(&change.manager) && recent && old && t > created {
+            held += 1;
+            *by_ns
+                .entry(r.namespace.clone().unwrap_or_else(|| "(none)".into()))
+                .or_default() += 1;
+        }
+    }
+    let mut agent_held_namespaces: Vec<NamespaceCount> = by_ns
+        .into_iter()
+        .map(|(namespace, identities)| NamespaceCount {
+            namespace,
+            identities,
+        })
+        .collect();
+    agent_held_namespaces.sort_by_key(|n| std::cmp::Reverse(n.identities));
+    agent_held_namespaces.truncate(10);
+
+    let cilium = workloads
+        .filter(|w| {
+            !w.operator_images.is_empty()
+                || !w.agent_images.is_empty()
+                || !w.operator_pods.is_empty()
+        })
+        .map(|w| {
+            let (op, ag) = (version_of(&w.operator_images), version_of(&w.agent_images));
+            CiliumWorkloads {
+                operator_images: w.operator_images.clone(),
+                operator_version: op.map(version_string),
+                agent_images: w.agent_images.clone(),
+                agent_version: ag.map(version_string),
+                operator_pods: w.operator_pods.clone(),
+                known_defects: known_defects(op, ag),
+            }
+        });
+    GcHealth {
+        expected_collection_seconds: expected.as_secs_f64(),
+        overdue_marks: buckets[2] + buckets[3],
+        overdue_distribution,
+        oldest_mark: oldest.map(|(_, m)| *m),
+        oldest_mark_identity: oldest.map(|(i, _)| identities[*i].identity.name.clone()),
+        not_completed_since,
+        cilium,
+        workloads_problem: workloads.and_then(|w| w.problem.clone()),
+        agent_held_unused: held,
+        agent_held_namespaces,
+    }
+}
+
+fn dur(seconds: f64) -> String {
+    crate::humanize::human_duration(seconds)
+}
+
+/// The findings `h` supports, for [`super::analyze`]'s list.
+pub fn findings(h: &GcHealth, heartbeat_timeout: Duration, now: Timestamp) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let exp = h.expected_collection_seconds;
+    if let (Some(since), Some(oldest), Some(id)) = (
+        h.not_completed_since,
+        h.oldest_mark,
+        &h.oldest_mark_identity,
+    ) {
+        let oldest_age = now.duration_since(oldest).as_secs_f64();
+        let dist = h
+            .overdue_distribution
+            .iter()
+            .map(|b| format!("{}: {}", b.label, b.count))
+            .collect::<Vec<_>>()
+            .join(", ");
+        out.push(Finding {
+            severity: Severity::Warning,
+            code: FindingCode::GcNotCompleting,
+            message: format!(
+                "cilium-operator's GC has not completed a pass since {since}: {} stale marks are more than {}x older than the {} a working operator needs",
+                h.overdue_marks,
+                OVERDUE_FACTOR,
+                dur(exp)
+            ),
+            evidence: vec![
+                format!(
+                    "oldest mark: identity {id}, marked {} ago at {oldest} ({:.0}x {})",
+                    dur(oldest_age),
+                    oldest_age / exp.max(1.0),
+                    dur(exp)
+                ),
+                format!("stale marks by age, in multiples of identity-heartbeat-timeout + identity-gc-interval ({}): {dist}", dur(exp)),
+                format!("a completed pass deletes every mark older than the heartbeat timeout, so none completed after {since}"),
+            ],
+            suggestion: Some("check that cilium-operator runs and holds the leader lease, and grep its logs for identity GC errors (conflicts abort passes in affected versions, see known-gc-defect); meanwhile `kubectl cilium-gc delete` collects them without abandoning the run".into()),
+        });
+    }
+    if let Some(c) = &h.cilium {
+        if !c.known_defects.is_empty() {
+            let major = c
+                .known_defects
+                .iter()
+                .any(|d| d.issue.ends_with("/33142") || d.issue.ends_with("/35946"));
+            out.push(Finding {
+                severity: if major { Severity::Warning } else { Severity::Info },
+                code: FindingCode::KnownGcDefect,
+                message: format!(
+                    "{} known identity-GC {} may affect this cluster's Cilium ({})",
+                    c.known_defects.len(),
+                    if c.known_defects.len() == 1 { "defect" } else { "defects" },
+                    [c.operator_version.as_ref().map(|v| format!("operator {v}")), c.agent_version.as_ref().map(|v| format!("agent {v}"))]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                evidence: c
+                    .known_defects
+                    .iter()
+                    .map(|d| {
+                        let status = match d.status {
+                            DefectStatus::Affected => "affected",
+                            DefectStatus::Unconfirmed => "unconfirmed",
+                        };
+                        format!("{} ({}, {status}): {}; {}", d.issue, d.component, d.summary, d.check)
+                    })
+                    .collect(),
+                suggestion: Some("upgrade Cilium past the fixes; until then schedule `kubectl cilium-gc delete` (examples/cronjob.yaml), which re-decides each conflict instead of abandoning the pass".into()),
+            });
+        }
+        if c.operator_version.is_none() && !c.operator_images.is_empty() {
+            out.push(Finding {
+                severity: Severity::Info,
+                code: FindingCode::KnownGcDefect,
+                message: "the cilium-operator image tag is not a version: known GC defects could not be matched".into(),
+                evidence: c.operator_images.iter().map(|i| format!("image {i}")).collect(),
+                suggestion: Some(format!("run `kubectl -n <cilium namespace> exec deploy/cilium-operator -- cilium-operator-generic --version` and compare with {ISSUE}33142 (fixed in 1.16.0 by #33143), {ISSUE}35946 (1.16.x agents) and {PULL}47571")),
+            });
+        }
+        let restarted: Vec<&OperatorPodStatus> = c
+            .operator_pods
+            .iter()
+            .filter(|p| {
+                p.restarts > 0
+                    || p.running_since.is_some_and(|t| {
+                        now.duration_since(t).as_secs_f64() < heartbeat_timeout.as_secs_f64()
+                    })
+            })
+            .collect();
+        if !restarted.is_empty() {
+            let total: u64 = restarted.iter().map(|p| p.restarts).sum();
+            let latest = restarted.iter().filter_map(|p| p.running_since).max();
+            let recent = latest.is_some_and(|t| {
+                now.duration_since(t).as_secs_f64() < 2.0 * heartbeat_timeout.as_secs_f64()
+            });
+            out.push(Finding {
+                severity: if recent || total >= 3 { Severity::Warning } else { Severity::Info },
+                code: FindingCode::OperatorRestarts,
+                message: format!(
+                    "cilium-operator restarted {total} times{}: after each restart it treats every identity as alive again, delaying GC by a heartbeat timeout ({ISSUE}28339)",
+                    latest.map(|t| format!(", last at {t}")).unwrap_or_default()
+                ),
+                evidence: restarted
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "pod {}: {} restarts, running since {}, pod started {}",
+                            p.name,
+                            p.restarts,
+                            p.running_since.map(|t| t.to_string()).unwrap_or_else(|| "?".into()),
+                            p.started_at.map(|t| t.to_string()).unwrap_or_else(|| "?".into()),
+                        )
+                    })
+                    .chain(std::iter::once(format!(
+                        "GC of an unused identity takes at least one heartbeat timeout ({}) after the operator's last start",
+                        dur(heartbeat_timeout.as_secs_f64())
+                    )))
+                    .collect(),
+                suggestion: Some("find why it restarts (`kubectl -n <cilium namespace> logs deploy/cilium-operator --previous`: OOM, lost leader election, API timeouts) and fix that; frequent restarts stall GC entirely".into()),
+            });
+        }
+    }
+    if h.agent_held_unused > 0 {
+        let many = h.agent_held_unused >= 5;
+        out.push(Finding {
+            severity: if many { Severity::Warning } else { Severity::Info },
+            code: FindingCode::AgentHeldUnused,
+            message: format!(
+                "{} unused identities were refreshed by an agent in the last {} and are older than a pod start: agents hold them though no endpoint uses them ({ISSUE}35946 pattern)",
+                h.agent_held_unused,
+                dur(AGENT_RECENT.as_secs_f64())
+            ),
+            evidence: std::iter::once(format!(
+                "namespaces: {}",
+                h.agent_held_namespaces
+                    .iter()
+                    .map(|n| format!("{} ({})", n.namespace, n.identities))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+            .chain(std::iter::once(format!(
+                "one snapshot: an identity a pod is starting to use looks the same for a moment; those still listed by a second `diagnose` {} later are held",
+                dur(POD_START.as_secs_f64())
+            )))
+            .collect(),
+            suggestion: Some("on the nodes whose agents wrote them (`cilium-dbg identity list` shows local references), restart cilium-agent to drop the dead keys; `kubectl cilium-gc delete --mark` cannot help while an agent strips the marks".into()),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_tags_become_versions() {
+        for (image, v) in [
+            ("quay.io/cilium/operator-generic:v1.15.6", Some((1, 15, 6))),
+            (
+                "quay.io/cilium/cilium:v1.16.3@sha256:abcd",
+                Some((1, 16, 3)),
+            ),
+            ("registry:5000/cilium/cilium:1.17.0-rc.1", Some((1, 17, 0))),
+            ("registry:5000/cilium/cilium", None),
+            ("quay.io/cilium/cilium:latest", None),
+            ("quay.io/cilium/cilium@sha256:abcd", None),
+        ] {
+            assert_eq!(image_version(image), v, "{image}");
+        }
+    }
+
+    fn issues(d: &[KnownDefect]) -> Vec<(&str, DefectStatus)> {
+        d.iter()
+            .map(|d| (d.issue.rsplit('/').next().unwrap(), d.status))
+            .collect()
+    }
+
+    #[test]
+    fn versions_map_to_the_defects_upstream_confirms() {
+        use DefectStatus::*;
+        // 1.15: #33142 unless a backport (unconfirmed), #47571 open.
+        assert_eq!(
+            issues(&known_defects(Some((1, 15, 6)), Some((1, 15, 6)))),
+            [("33142", Unconfirmed), ("47571", Unconfirmed)]
+        );
+        // Before 1.14 no backport is expected: affected.
+        assert_eq!(
+            issues(&known_defects(Some((1, 12, 0)), None))[0],
+            ("33142", Affected)
+        );
+        // 1.16 carries #33143; its agents have #35946.
+        assert_eq!(
+            issues(&known_defects(Some((1, 16, 3)), Some((1, 16, 3)))),
+            [("47571", Unconfirmed), ("35946", Affected)]
+        );
+        assert_eq!(
+            issues(&known_defects(Some((1, 17, 0)), Some((1, 17, 0)))),
+            [("47571", Unconfirmed)]
+        );
+        assert!(known_defects(None, None).is_empty());
+        for d in known_defects(Some((1, 15, 6)), Some((1, 16, 0))) {
+            assert!(d.issue.starts_with("https://github.com/cilium/cilium/"));
+            assert!(!d.check.is_empty());
+        }
+    }
+}
