@@ -22,6 +22,7 @@ pub async fn run(cli: Cli) -> Exit {
             return usage_error(&e);
         }
     }
+    crate::crash::stop_on_panic(&stop);
     let kube = cli.kube.options();
     match cli.command {
         Command::Scan(args) => {

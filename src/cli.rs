@@ -44,15 +44,15 @@ pub fn parse_namespace(s: &str) -> Result<String, String> {
     max_term_width = 100
 )]
 pub struct Cli {
-    /// Connection flags, as kubectl's.
-    #[command(flatten)]
-    pub kube: KubeArgs,
     /// Increase log detail on stderr (-v: info, -vv: debug, -vvv: trace).
-    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    #[arg(short, long, action = clap::ArgAction::Count, global = true, help_heading = heading::OUTPUT)]
     pub verbose: u8,
     /// When to colour the text output.
-    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true, help_heading = heading::OUTPUT)]
     pub color: ColorChoice,
+    /// Connection flags, as kubectl's.
+    #[command(flatten, next_help_heading = heading::CONNECTION)]
+    pub kube: KubeArgs,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -134,7 +134,7 @@ pub struct KubeArgs {
     /// Group to impersonate (repeatable).
     #[arg(long = "as-group", global = true, value_name = "GROUP")]
     pub as_group: Vec<String>,
-    /// Time to wait for a single request (e.g. 30s, 1m; 0 = no limit).
+    /// Time to wait for a single request, never for a watch (e.g. 30s, 1m; 0 = no limit) [default: 30s].
     #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
     pub request_timeout: Option<Duration>,
 }
@@ -149,54 +149,71 @@ pub enum DryRun {
     Server,
 }
 
-/// Flags shared by scan and delete.
+/// Help headings, in the order `--help` shows them: what to consider, how
+/// fast, how safe, what to print, and how to reach the cluster last (kubectl
+/// keeps its own connection flags in `kubectl options`).
+pub mod heading {
+    /// `-l`, `-n`, `--min-age`.
+    pub const SELECTION: &str = "Selection (which identities to consider)";
+    /// Rate and concurrency.
+    pub const RATE: &str = "Rate";
+    /// Limits, confirmation, dry run.
+    pub const SAFETY: &str = "Safety";
+    /// The report.
+    pub const OUTPUT: &str = "Output";
+    /// kubectl's connection flags and where Cilium's config lives.
+    pub const CONNECTION: &str = "Connection";
+}
+
+/// Flags shared by scan and delete. Field order is help order: see
+/// [`heading`].
 #[derive(Debug, Clone, Args)]
 pub struct ScanArgs {
-    /// Namespace of the cilium-config ConfigMap.
-    #[arg(long, default_value = "kube-system", value_parser = parse_namespace)]
-    pub cilium_namespace: String,
     /// Only identities whose labels match this selector (e.g. app=web,tier!=db).
-    #[arg(short = 'l', long)]
+    #[arg(short = 'l', long, help_heading = heading::SELECTION)]
     pub selector: Option<String>,
     /// Only identities of pods in these namespaces (repeatable or comma-separated).
-    #[arg(short = 'n', long = "namespace", value_delimiter = ',', value_parser = parse_namespace)]
+    #[arg(short = 'n', long = "namespace", value_delimiter = ',', value_parser = parse_namespace, help_heading = heading::SELECTION)]
     pub namespaces: Vec<String>,
     /// Only identities created at least this long ago (e.g. 24h).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION", help_heading = heading::SELECTION)]
     pub min_age: Option<Duration>,
-    /// How old a heartbeat mark must be [default: cilium-config's identity-heartbeat-timeout, else 30m].
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
-    pub heartbeat_timeout: Option<Duration>,
     /// Identities per list request.
-    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10000), help_heading = heading::RATE)]
     pub page_size: u32,
+    /// How old a heartbeat mark must be [default: cilium-config's identity-heartbeat-timeout, else 30m].
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION", help_heading = heading::SAFETY)]
+    pub heartbeat_timeout: Option<Duration>,
     /// Output format of the report on stdout.
-    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text)]
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, help_heading = heading::OUTPUT)]
     pub output: OutputFormat,
     /// Also write the JSON report to this file (atomically), whatever -o says.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", help_heading = heading::OUTPUT)]
     pub report_file: Option<PathBuf>,
     /// Which identities get an item in the report.
-    #[arg(long, value_enum, default_value_t = Items::Unused)]
+    #[arg(long, value_enum, default_value_t = Items::Unused, help_heading = heading::OUTPUT)]
     pub items: Items,
     /// The identity allocation mode, stated when cilium-config cannot be
     /// read (delete refuses without it then). Recorded in the report.
-    #[arg(long, value_enum, value_name = "MODE")]
+    #[arg(long, value_enum, value_name = "MODE", help_heading = heading::SAFETY)]
     pub identity_allocation_mode: Option<AllocationMode>,
     /// Allow a --heartbeat-timeout shorter than 5m or than cilium-config's
     /// identity-heartbeat-timeout (deletes identities agents may still be
     /// about to reuse).
-    #[arg(long)]
+    #[arg(long, help_heading = heading::SAFETY)]
     pub allow_short_heartbeat_timeout: bool,
     /// Write Prometheus metrics of the run to this file (node-exporter textfile format, atomically).
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", help_heading = heading::OUTPUT)]
     pub metrics_file: Option<PathBuf>,
     /// Push Prometheus metrics of the run to this Pushgateway (e.g. http://pushgateway:9091).
-    #[arg(long, value_name = "URL", value_parser = crate::metrics::parse_pushgateway_url)]
+    #[arg(long, value_name = "URL", value_parser = crate::metrics::parse_pushgateway_url, help_heading = heading::OUTPUT)]
     pub pushgateway: Option<http::Uri>,
     /// The job label to push under.
-    #[arg(long, value_name = "NAME", default_value = crate::metrics::DEFAULT_JOB)]
+    #[arg(long, value_name = "NAME", default_value = crate::metrics::DEFAULT_JOB, help_heading = heading::OUTPUT)]
     pub pushgateway_job: String,
+    /// Namespace of the cilium-config ConfigMap.
+    #[arg(long, default_value = "kube-system", value_parser = parse_namespace, help_heading = heading::CONNECTION)]
+    pub cilium_namespace: String,
 }
 
 /// `--items`: which identities get an item in the report.
@@ -360,41 +377,41 @@ pub struct DeleteArgs {
     #[command(flatten)]
     pub scan: ScanArgs,
     /// Parallel delete workers.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = heading::RATE)]
     pub concurrency: u32,
     /// Deletes per second, client-side (0 = unlimited; 40 is cilium-operator's 2500/min).
-    #[arg(long, default_value_t = 40.0)]
+    #[arg(long, default_value_t = 40.0, help_heading = heading::RATE)]
     pub qps: f64,
     /// Burst of the rate limiter [default: qps].
-    #[arg(long)]
+    #[arg(long, help_heading = heading::RATE)]
     pub burst: Option<u32>,
     /// Retries of one identity after 409 Conflict, re-deciding each time.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, help_heading = heading::RATE)]
     pub max_conflict_retries: u32,
     /// Retries of one request after 5xx, timeouts and resets.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, help_heading = heading::RATE)]
     pub max_retries: u32,
     /// `server` sends the same deletes with dryRun=All: nothing is deleted.
-    #[arg(long, value_enum, default_value_t = DryRun::None, num_args = 0..=1, default_missing_value = "server")]
+    #[arg(long, value_enum, default_value_t = DryRun::None, num_args = 0..=1, default_missing_value = "server", help_heading = heading::SAFETY)]
     pub dry_run: DryRun,
     /// Refuse (exit 5, nothing deleted) when there are more candidates than this.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = heading::SAFETY)]
     pub max_deletions: Option<u64>,
     /// Refuse (exit 5, nothing deleted) when candidates exceed this percent of scanned identities.
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", help_heading = heading::SAFETY)]
     pub max_percent: Option<f64>,
     /// Do not ask for confirmation (required without a terminal).
-    #[arg(short = 'y', long)]
+    #[arg(short = 'y', long, help_heading = heading::SAFETY)]
     pub yes: bool,
     /// Delete even when the cluster has zero endpoints (recorded in the report).
-    #[arg(long)]
+    #[arg(long, help_heading = heading::SAFETY)]
     pub force: bool,
     /// Annotate unused unmarked identities with a heartbeat mark, so a later run can collect them.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::SAFETY)]
     pub mark: bool,
     /// Delete even while some endpoints' identity references cannot be read
     /// (they may protect an identity this run deletes). Recorded in the report.
-    #[arg(long)]
+    #[arg(long, help_heading = heading::SAFETY)]
     pub allow_unreadable_endpoints: bool,
 }
 

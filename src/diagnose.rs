@@ -68,6 +68,7 @@ pub async fn run(
     let result = match (result, stop.reason()) {
         (_, Some(StopReason::Interrupt)) => return Exit::Interrupted,
         (_, Some(StopReason::Terminate)) => return Exit::Terminated,
+        (_, Some(StopReason::InternalError)) => return Exit::Unexpected,
         (r, _) => r,
     };
     let d = match result {

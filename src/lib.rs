@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod crash;
 #[cfg(feature = "sim")]
 pub mod demo;
 pub mod diagnose;

@@ -1,14 +1,15 @@
 //! `kubectl-cilium_gc`: parse, run, map to an exit code. Nothing else.
 
 use std::io::IsTerminal;
+use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
 
 use cilium_gc::exit::Exit;
 use clap::FromArgMatches;
-use kubectl_cilium_gc::{app, cli};
+use kubectl_cilium_gc::{app, cli, crash};
 
 fn main() -> ExitCode {
-    one_line_panics();
+    crash::install_panic_hook();
     let argv0 = std::env::args().next().unwrap_or_default();
     let matches = match cli::command(&argv0).try_get_matches() {
         Ok(m) => m,
@@ -35,7 +36,14 @@ fn main() -> ExitCode {
             return Exit::Unexpected.into();
         }
     };
-    runtime.block_on(app::run(cli)).into()
+    // A panic the run did not catch (outside scan and delete) has printed
+    // its line in the hook: exit 1.
+    let exit = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(app::run(cli))))
+        .unwrap_or(Exit::Unexpected);
+    // Do not wait for what a stop left behind (a prompt's reader blocked on
+    // stdin, a task the stop abandoned): the report is written.
+    runtime.shutdown_background();
+    exit.into()
 }
 
 /// Logs go to stderr; stdout is the report's alone.
@@ -62,26 +70,4 @@ fn init_logging(verbose: u8) {
         .with_env_filter(filter)
         .with_target(false)
         .init();
-}
-
-/// A bug must still end in one line on stderr and exit 1, not a stack trace
-/// (set `RUST_BACKTRACE=1` to get one when reporting it).
-fn one_line_panics() {
-    if std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0") {
-        return;
-    }
-    std::panic::set_hook(Box::new(|info| {
-        let what = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        let at = info
-            .location()
-            .map(|l| format!(" at {}:{}", l.file(), l.line()))
-            .unwrap_or_default();
-        eprintln!("error: internal error: {what}{at} (a bug: please report it)");
-        std::process::exit(Exit::Unexpected.code().into());
-    }));
 }

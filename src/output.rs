@@ -4,7 +4,7 @@
 use std::io::{IsTerminal, Write};
 
 use cilium_gc::exit::Exit;
-use cilium_gc::report::Report;
+use cilium_gc::report::{AbortReason, Report};
 
 use crate::cli::ScanArgs;
 use crate::render::{color_allowed, no_color_env, render, write_report_file, ColorChoice, Style};
@@ -18,7 +18,18 @@ pub fn emit(report: &Report, args: &ScanArgs, exit: Exit, color: ColorChoice) ->
             exit = exit.max(Exit::Unexpected);
         }
     }
-    if let Some(a) = &report.aborted {
+    if args.output == crate::render::OutputFormat::Text {
+        if let Some(lines) = crate::render::early_abort_text(report) {
+            eprint!("{lines}");
+            return exit;
+        }
+    }
+    // An internal error printed its line in the panic hook already.
+    if let Some(a) = report
+        .aborted
+        .as_ref()
+        .filter(|a| a.reason != AbortReason::InternalError)
+    {
         eprintln!("error: {}", a.message);
     }
     let mut buf = Vec::new();

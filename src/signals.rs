@@ -1,5 +1,7 @@
 //! SIGINT and SIGTERM become a [`Stop`] of the run: no new write starts after
-//! one, in-flight ones finish, and the report is still written.
+//! one, in-flight ones get a short grace, and the report is still written. A
+//! second signal exits the process at once (130 for SIGINT, 143 for
+//! SIGTERM), without a report, as people expect of command-line tools.
 
 use cilium_gc::stop::{Stop, StopReason};
 
@@ -16,19 +18,39 @@ pub fn listen(stop: &Stop) {
             ) else {
                 return;
             };
+            let mut first = true;
             loop {
-                tokio::select! {
-                    _ = int.recv() => stop.trigger(StopReason::Interrupt),
-                    _ = term.recv() => stop.trigger(StopReason::Terminate),
-                }
-                tracing::warn!("stopping: no new deletes; finishing those in flight");
+                let why = tokio::select! {
+                    _ = int.recv() => StopReason::Interrupt,
+                    _ = term.recv() => StopReason::Terminate,
+                };
+                on_signal(&stop, why, std::mem::take(&mut first));
             }
         }
         #[cfg(not(unix))]
         {
+            let mut first = true;
             while tokio::signal::ctrl_c().await.is_ok() {
-                stop.trigger(StopReason::Interrupt);
+                on_signal(&stop, StopReason::Interrupt, std::mem::take(&mut first));
             }
         }
     });
+}
+
+/// The first signal stops the run; a second one exits at once.
+fn on_signal(stop: &Stop, why: StopReason, first: bool) {
+    if first {
+        stop.trigger(why);
+        tracing::warn!(
+            "stopping: no new deletes, finishing those in flight and writing the report (again to exit at once)"
+        );
+        return;
+    }
+    let code = if why == StopReason::Terminate {
+        143
+    } else {
+        130
+    };
+    eprintln!("error: second signal: exiting at once, without a report");
+    std::process::exit(code);
 }

@@ -1,4 +1,4 @@
-//! `policy::decide` on arbitrary identities, reference counts, policies and
+//! `policy::plan` on arbitrary identities, reference counts, policies and
 //! clocks: never panics, and says stale only when nothing references the
 //! identity, its mark parses, and the mark is older than the timeout.
 #![no_main]
@@ -9,7 +9,7 @@ use std::time::Duration;
 use arbitrary::Arbitrary;
 use jiff::{SignedDuration, Timestamp};
 use cilium_gc::model::Identity;
-use cilium_gc::policy::{decide, local_range, parse_mark, Policy, Reason};
+use cilium_gc::policy::{local_range, parse_mark, plan, Narrowing, Policy, Reason, Rules};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, Arbitrary)]
@@ -44,20 +44,24 @@ fuzz_target!(|inp: Input| {
         last_change: None,
     };
     let policy = Policy {
-        local_range: local_range(inp.cluster_id.into(), if inp.wide { 511 } else { 255 }),
-        heartbeat_timeout: Duration::from_secs(inp.timeout_secs.into()),
-        selector: None,
-        namespaces: vec![],
-        min_age: inp.min_age_secs.map(|s| Duration::from_secs(s.into())),
+        rules: Rules {
+            local_range: local_range(inp.cluster_id.into(), if inp.wide { 511 } else { 255 }),
+            heartbeat_timeout: Duration::from_secs(inp.timeout_secs.into()),
+        },
+        narrowing: Narrowing {
+            selector: None,
+            namespaces: vec![],
+            min_age: inp.min_age_secs.map(|s| Duration::from_secs(s.into())),
+        },
     };
-    let d = decide(&identity, inp.refs, &policy, now);
+    let d = plan(&identity, inp.refs, &policy, now);
     if d.reason == Reason::Stale {
         assert_eq!(inp.refs, 0);
         let id = identity.numeric_id().expect("stale only when numeric");
-        assert!(policy.local_range.contains(&id));
+        assert!(policy.rules.local_range.contains(&id));
         let m = parse_mark(identity.mark.as_deref().unwrap()).expect("stale only with a parsed mark");
         let age: Duration = now.duration_since(m).try_into().expect("mark in the past");
-        assert!(age > policy.heartbeat_timeout);
+        assert!(age > policy.rules.heartbeat_timeout);
     }
     if inp.refs > 0 && identity.numeric_id().is_some() {
         assert_eq!(d.reason, Reason::InUse);

@@ -1071,7 +1071,7 @@ proptest! {
         cluster_id in 0u64..4,
         wide in any::<bool>(),
     ) {
-        use cilium_gc::policy::{decide, local_range, parse_mark, Policy, Reason};
+        use cilium_gc::policy::{decide, local_range, parse_mark, Reason, Rules};
         let now: Timestamp = "2026-06-01T12:00:00Z".parse().unwrap();
         let identity = cilium_gc::model::Identity {
             name,
@@ -1083,12 +1083,9 @@ proptest! {
             mark: mark.map(|s| ago(now, s)).or(raw_mark),
             last_change: None,
         };
-        let policy = Policy {
+        let policy = Rules {
             local_range: local_range(cluster_id, if wide { 511 } else { 255 }),
             heartbeat_timeout: Duration::from_secs(timeout_secs),
-            selector: None,
-            namespaces: vec![],
-            min_age: None,
         };
         let d = decide(&identity, refs, &policy, now);
         if d.reason == Reason::Stale {
@@ -1116,10 +1113,16 @@ proptest! {
         labels in prop::collection::btree_map("[a-z]{1,3}", "[a-z]{0,3}", 0..5),
     ) {
         use cilium_gc::selector::Selector;
+        // parse -> render -> parse gives the same structure (Display renders
+        // from the parsed requirements, and equality compares them).
         if let Ok(sel) = Selector::parse(&text) {
-            let again = Selector::parse(&sel.to_string());
-            prop_assert!(again.is_ok(), "{} printed as {}", text, sel);
-            prop_assert_eq!(again.unwrap().matches(&labels), sel.matches(&labels));
+            let rendered = sel.to_string();
+            let again = Selector::parse(&rendered);
+            prop_assert!(again.is_ok(), "{} rendered as {}", text, rendered);
+            let again = again.unwrap();
+            prop_assert_eq!(&again, &sel, "{} rendered as {}", text, rendered);
+            prop_assert_eq!(again.to_string(), rendered);
+            prop_assert_eq!(again.matches(&labels), sel.matches(&labels));
         }
     }
 }

@@ -5,17 +5,11 @@ use std::time::Duration;
 
 use cilium_gc_sim::Scenario;
 
+use crate::support::tool_or_skip;
 use crate::support::world::{assert_ok, assert_valid, binary, deletes_after, World};
 
 fn calm(name: &str) -> Scenario {
     Scenario::preset(name).unwrap().calm()
-}
-
-fn has(cmd: &str) -> bool {
-    std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {cmd}")])
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 #[tokio::test]
@@ -42,6 +36,152 @@ async fn delete_help_documents_every_flag_and_the_exit_codes() {
     assert!(help.contains("Usage: kubectl cilium-gc delete"), "{help}");
 }
 
+/// An early abort in text mode: on stderr the error and what to try next,
+/// on stdout nothing (no table of zeros).
+fn assert_error_and_hint_only(out: &std::process::Output, error_mentions: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "the error and a hint: {err}");
+    assert!(
+        lines[0].starts_with("error: ") && lines[0].contains(error_mentions),
+        "{err}"
+    );
+    assert!(lines[1].starts_with("hint: "), "{err}");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing on stdout: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// Issue 13: with no kubeconfig, or a server refusing connections, the text
+/// output was a table of zeros under the error.
+#[tokio::test]
+async fn early_aborts_in_text_print_the_error_and_what_to_try_next_only() {
+    let home = tempfile::tempdir().unwrap();
+    let out = binary()
+        .arg("scan")
+        .env("HOME", home.path())
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_error_and_hint_only(&out, "no kubeconfig");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--kubeconfig"));
+    for cmd in [&["scan"][..], &["delete", "--yes"]] {
+        let out = binary()
+            .args(cmd)
+            .args(["-s", "https://127.0.0.1:1", "--token", "t"])
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}");
+        assert_error_and_hint_only(&out, "cannot reach");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("kubectl cluster-info"));
+    }
+    // JSON and YAML still carry the whole report.
+    for fmt in ["json", "yaml"] {
+        let out = binary()
+            .arg("scan")
+            .args(["-o", fmt])
+            .env("HOME", home.path())
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let r: serde_json::Value = serde_saphyr::from_slice(&out.stdout).expect("a report");
+        assert_eq!(r["aborted"]["reason"], "read-failed", "{fmt}");
+        assert_eq!(r["summary"]["scanned"], 0, "{fmt}");
+        if fmt == "json" {
+            let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_valid(&j);
+        }
+    }
+}
+
+#[tokio::test]
+async fn delete_help_groups_flags_under_headings_connection_last() {
+    let out = binary().args(["delete", "--help"]).output().await.unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    let at = |needle: &str| {
+        help.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} missing from delete --help:\n{help}"))
+    };
+    let headings = [
+        "\nSelection (which identities to consider):\n",
+        "\nRate:\n",
+        "\nSafety:\n",
+        "\nOutput:\n",
+        "\nConnection:\n",
+        "\nExit codes:\n",
+    ];
+    let pos: Vec<usize> = headings.iter().map(|h| at(h)).collect();
+    assert!(pos.windows(2).all(|w| w[0] < w[1]), "heading order: {help}");
+    // Where the flag's own entry starts (`      --qps <QPS>`, `  -y, --yes`),
+    // not a mention of it in some description.
+    let entry = |flag: &str| {
+        let mut offset = 0;
+        for line in help.split_inclusive('\n') {
+            let t = line.trim_start();
+            let t = t
+                .split_once(", ")
+                .filter(|(s, _)| s.len() == 2)
+                .map_or(t, |x| x.1);
+            if t.split([' ', '\n', '[', '.']).next() == Some(flag) {
+                return offset;
+            }
+            offset += line.len();
+        }
+        panic!("no entry for {flag} in delete --help:\n{help}")
+    };
+    let under = |flag: &str, section: usize| {
+        let p = entry(flag);
+        assert!(
+            pos[section] < p && p < pos[section + 1],
+            "{flag} not under {}",
+            headings[section].trim()
+        );
+    };
+    for f in ["--selector", "--namespace", "--min-age"] {
+        under(f, 0);
+    }
+    for f in ["--qps", "--burst", "--concurrency", "--max-retries"] {
+        under(f, 1);
+    }
+    for f in [
+        "--dry-run",
+        "--max-deletions",
+        "--max-percent",
+        "--yes",
+        "--force",
+    ] {
+        under(f, 2);
+    }
+    for f in [
+        "--output",
+        "--report-file",
+        "--items",
+        "--verbose",
+        "--color",
+    ] {
+        under(f, 3);
+    }
+    for f in [
+        "--kubeconfig",
+        "--context",
+        "--server",
+        "--token",
+        "--as-group",
+        "--request-timeout",
+    ] {
+        under(f, 4);
+    }
+    assert!(help.contains("second Ctrl-C"), "{help}");
+}
+
 #[tokio::test]
 async fn bad_flags_are_one_line_errors_with_exit_2() {
     for args in [
@@ -62,8 +202,7 @@ async fn bad_flags_are_one_line_errors_with_exit_2() {
         .await
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert_error_and_hint_only(&out, "kubeconfig");
     let out = binary()
         .args([
             "scan",
@@ -89,8 +228,7 @@ async fn bad_flags_are_one_line_errors_with_exit_2() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn json_output_is_one_document_and_jq_reads_it() {
-    if !has("jq") {
-        eprintln!("jq not found: SKIPPING json_output_is_one_document_and_jq_reads_it (.ci/run installs it)");
+    if !tool_or_skip("jq", "json_output_is_one_document_and_jq_reads_it") {
         return;
     }
     let w = World::start(calm("small")).await;
@@ -224,8 +362,7 @@ async fn sigterm_during_deletes_writes_the_report_and_exits_143() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn kubectl_discovers_and_runs_the_plugin() {
-    if !has("kubectl") {
-        eprintln!("kubectl not found: SKIPPING kubectl_discovers_and_runs_the_plugin (.ci/run installs it)");
+    if !tool_or_skip("kubectl", "kubectl_discovers_and_runs_the_plugin") {
         return;
     }
     let w = World::start(calm("small")).await;

@@ -29,6 +29,11 @@ mod struggling;
 
 /// `demo`: the story, side by side with cilium-operator 1.15.
 mod demo;
+/// Narrowing flags (`-l`, `-n`, `--min-age`) through scan and delete.
+mod narrowing;
+
+/// Ctrl-C at every phase, a second Ctrl-C, panics, request timeouts.
+mod stopping;
 
 /// The binary: help, exit codes, stdout, jq, signals, kubectl discovery.
 mod cli;

@@ -935,6 +935,10 @@ fn kubectl(home: &Path, kubeconfig: &Path, args: &[&str]) -> Option<std::process
     match out {
         Ok(o) => Some(o),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            assert!(
+                !crate::support::in_ci(),
+                "kubectl not found and CI=true: the kubectl tests cannot run (.ci/run installs it)"
+            );
             eprintln!("kubectl not found: SKIPPING kubectl test");
             None
         }

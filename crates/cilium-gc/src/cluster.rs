@@ -64,10 +64,22 @@ pub struct Endpoint {
     pub timeout: Option<Duration>,
 }
 
-/// Default per-request timeout when `--request-timeout` is not given: long
-/// enough for a 500-item page from a loaded server, short enough that a hung
-/// connection is retried.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Per-request timeout when `--request-timeout` is not given: long enough
+/// for a 500-item page from a loaded server, short enough that a request
+/// nobody answers is retried (and the run ends) instead of hanging it.
+/// Single requests only: watch streams are long-lived by design and are
+/// guarded by kube-runtime's idle timeout (server timeout + 5 s) instead.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The limit on one request: `--request-timeout` (`0` = none, as kubectl's),
+/// else [`DEFAULT_REQUEST_TIMEOUT`].
+pub fn request_timeout(flag: Option<Duration>) -> Option<Duration> {
+    match flag {
+        Some(t) if t.is_zero() => None,
+        Some(t) => Some(t),
+        None => Some(DEFAULT_REQUEST_TIMEOUT),
+    }
+}
 
 /// Build the client config from kubectl-style flags.
 pub async fn load_config(args: &ConnectOptions) -> Result<(Config, Endpoint), ConnectError> {
@@ -136,11 +148,7 @@ pub async fn load_config(args: &ConnectOptions) -> Result<(Config, Endpoint), Co
             "a bearer token is sent over plain http:// to {server}: anyone on the path can read it"
         ));
     }
-    let timeout = match args.request_timeout {
-        Some(t) if t.is_zero() => None,
-        Some(t) => Some(t),
-        None => Some(DEFAULT_REQUEST_TIMEOUT),
-    };
+    let timeout = request_timeout(args.request_timeout);
     let endpoint = Endpoint {
         server,
         context,
@@ -404,18 +412,9 @@ fn apply_overrides(config: &mut Config, args: &ConnectOptions) -> Result<(), Con
         }
         config.auth_info.impersonate_groups = Some(args.as_group.clone());
     }
-    match args.request_timeout {
-        // 0 means no limit, as in kubectl.
-        Some(t) if t.is_zero() => {
-            config.read_timeout = None;
-            config.write_timeout = None;
-        }
-        Some(t) => {
-            config.read_timeout = Some(t);
-            config.write_timeout = Some(t);
-        }
-        None => {}
-    }
+    // `--request-timeout` is applied by `Api` around single requests, never
+    // as the client's read timeout: that would cut every watch quiet for
+    // longer (no event, no bookmark) and make the usage watchers re-list.
     // We own retries: every 429/503/504 is counted and honours Retry-After.
     config.default_retry = false;
     Ok(())
@@ -566,6 +565,17 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// No answer came (a timeout, or the run stopped waiting): transient,
+    /// and the request may or may not have been applied.
+    pub fn lost(message: impl Into<String>) -> Self {
+        Answer {
+            code: 0,
+            class: Class::Transient { retry_after: None },
+            body: Bytes::new(),
+            message: message.into(),
+        }
+    }
+
     /// The body as JSON of type `T`.
     pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         serde_json::from_slice(&self.body)
@@ -660,16 +670,15 @@ impl Api {
                 body.map(|b| b.1).unwrap_or_default(),
             ))
             .expect("request parts are valid");
+        let exchange = self.exchange(req);
         let answer = match self.timeout {
-            None => self.exchange(req).await,
-            Some(limit) => match tokio::time::timeout(limit, self.exchange(req)).await {
+            None => exchange.await,
+            Some(limit) => match tokio::time::timeout(limit, exchange).await {
                 Ok(a) => a,
-                Err(_) => Answer {
-                    code: 0,
-                    class: Class::Transient { retry_after: None },
-                    body: Bytes::new(),
-                    message: format!("no answer within {limit:?}"),
-                },
+                Err(_) => Answer::lost(format!(
+                    "no answer within {} (--request-timeout)",
+                    humantime::format_duration(limit)
+                )),
             },
         };
         match &answer.class {

@@ -45,13 +45,16 @@ impl Exit {
     pub const HELP: &'static str = "\
 Exit codes:
   0    success
-  1    unexpected error
+  1    unexpected error (a bug ends with `aborted: internal-error` in the report)
   2    usage or configuration error (flags, kubeconfig, unreachable server)
   3    preflight refused (safety check, CRD missing, allocation mode, permission)
   4    finished, but some items failed (see the report)
   5    blast-radius limit hit (--max-deletions / --max-percent): nothing deleted
   130  interrupted by SIGINT (report written)
-  143  terminated by SIGTERM (report written)";
+  143  terminated by SIGTERM (report written)
+
+Ctrl-C (SIGINT) or SIGTERM stops the run within a second or two, at any phase,
+and still writes the report; a second Ctrl-C exits at once, without a report.";
 }
 
 impl From<Exit> for std::process::ExitCode {

@@ -7,15 +7,18 @@
 //! marks and deletes. Any stop (signal, lost permission, refusal) still
 //! produces a complete report with the exit code it explains.
 
+use std::ops::ControlFlow;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use jiff::Timestamp;
 
 use crate::cluster::{Api, Endpoint};
 use crate::exit::Exit;
 use crate::model::{Identity, Kind, Malformed};
-use crate::policy::{self, decide, Policy, Reason};
+use crate::policy::{self, Narrowing, Policy, Reason, Rules};
 use crate::preflight::{self, CiliumSettings};
 use crate::report::{
     self, Abort, AbortReason, CheckName, ClusterInfo, ErrorKind, IdRange, Item, ItemsMode, Mode,
@@ -114,6 +117,9 @@ struct Run {
     /// The live usage view, once started: its malformed endpoints are
     /// reported when the run ends, however it ends.
     usage: Option<UsageHandle>,
+    /// The server's clock, once connected: whether mark ages were judged
+    /// by the local clock instead is said when the run ends.
+    server_clock: Option<Arc<crate::cluster::ServerClock>>,
 }
 
 impl Run {
@@ -121,6 +127,7 @@ impl Run {
         Run {
             started: Timestamp::now(),
             clock: Instant::now(),
+            server_clock: None,
             mode: s.mode,
             options: options(s, kube, None),
             cluster: ClusterInfo::default(),
@@ -245,13 +252,24 @@ fn options(s: &GcSettings, kube: &ConnectOptions, cilium: Option<&CiliumSettings
 }
 
 /// Run scan or delete against the cluster the flags name.
+///
+/// Always returns a report, however the run ends: a signal stops it within
+/// a second or two at any phase, and a panic anywhere (caught here for this
+/// task, reported through [`Stop::fail`] by the panic hook for others) ends
+/// it with `aborted: internal-error` and what was known so far.
 pub async fn run(kube: &ConnectOptions, s: &GcSettings, stop: &Stop, ui: &Ui) -> (Report, Exit) {
     let stats = Arc::new(Stats::default());
     let mut run = Run::new(s, kube);
-    let mut clock = None;
-    let exit = execute(kube, s, stop, ui, &mut run, &stats, &mut clock).await;
+    let executed = AssertUnwindSafe(execute(kube, s, stop, ui, &mut run, &stats))
+        .catch_unwind()
+        .await;
+    let exit = executed.unwrap_or_else(|payload| {
+        stop.fail(panic_text(payload.as_ref()));
+        Exit::Unexpected
+    });
     ui.progress.finish();
     if let Some(usage) = run.usage.take() {
+        usage.stop();
         for (what, problem) in usage.malformed() {
             run.summary.malformed += 1;
             let effect = if problem == crate::usage::NO_NAME {
@@ -267,7 +285,7 @@ pub async fn run(kube: &ConnectOptions, s: &GcSettings, stop: &Stop, ui: &Ui) ->
             );
         }
     }
-    if let Some(clock) = clock {
+    if let Some(clock) = run.server_clock.take() {
         if clock.local_clock_used() && run.summary.scanned > 0 {
             let m = "the API server sent no usable Date header: heartbeat mark ages were judged by this machine's clock, which may be skewed from the cluster's";
             tracing::warn!("{m}");
@@ -277,6 +295,7 @@ pub async fn run(kube: &ConnectOptions, s: &GcSettings, stop: &Stop, ui: &Ui) ->
     let exit = match stop.reason() {
         Some(StopReason::Interrupt) => Exit::Interrupted,
         Some(StopReason::Terminate) => Exit::Terminated,
+        Some(StopReason::InternalError) => Exit::Unexpected,
         _ => exit,
     };
     if matches!(exit, Exit::Interrupted | Exit::Terminated) {
@@ -288,7 +307,42 @@ pub async fn run(kube: &ConnectOptions, s: &GcSettings, stop: &Stop, ui: &Ui) ->
             });
         }
     }
+    if stop.reason() == Some(StopReason::InternalError) {
+        let what = stop.panic_message().unwrap_or_default();
+        let m = format!(
+            "internal error: {what} (a bug: please report it; run with RUST_BACKTRACE=1 for a backtrace)"
+        );
+        run.error(ErrorKind::Other, m.clone());
+        run.abort(AbortReason::InternalError, m, exit);
+    }
     (run.finish(exit, &stats), exit)
+}
+
+/// The text of a panic payload (`panic!` with a literal or a format).
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// Test-only: `KUBECTL_CILIUM_GC_TEST_PANIC=<place>` makes the run panic at
+/// `place` (`plan`: in the run's own task, after the scan; `background`: in
+/// another task, as a watcher bug would), so tests can prove that a bug
+/// still ends in a report. Honoured here and nowhere else.
+pub const TEST_PANIC_ENV: &str = "KUBECTL_CILIUM_GC_TEST_PANIC";
+
+fn test_panic_at(place: &str) -> bool {
+    std::env::var(TEST_PANIC_ENV).is_ok_and(|p| p == place)
+}
+
+/// What the read-only phases hand to the write phase.
+struct Prepared {
+    api: Api,
+    usage: UsageHandle,
+    plan: Plan,
+    rules: Rules,
 }
 
 async fn execute(
@@ -298,18 +352,41 @@ async fn execute(
     ui: &Ui,
     run: &mut Run,
     stats: &Arc<Stats>,
-    clock: &mut Option<Arc<crate::cluster::ServerClock>>,
 ) -> Exit {
+    // Everything before the first write only reads (and asks): a stop
+    // cancels it where it is, a hung request included.
+    let prepared = tokio::select! {
+        p = prepare(kube, s, ui, run, stats, stop) => p,
+        _ = stop.wait() => return Exit::Interrupted,
+    };
+    match prepared {
+        ControlFlow::Continue(p) => write_phase(s, stop, ui, run, p).await,
+        ControlFlow::Break(exit) => exit,
+    }
+}
+
+/// Connect, preflight, sync usage, scan and decide, the checks on the plan
+/// and the confirmation: reads only. Breaks with the exit code when the run
+/// ends here (a scan, a refusal, an error).
+async fn prepare(
+    kube: &ConnectOptions,
+    s: &GcSettings,
+    ui: &Ui,
+    run: &mut Run,
+    stats: &Arc<Stats>,
+    stop: &Stop,
+) -> ControlFlow<Exit, Box<Prepared>> {
+    use ControlFlow::{Break, Continue};
     // Connect.
     let (mut api, endpoint) = match Api::connect(kube, stats.clone()).await {
         Ok(x) => x,
         Err(e) => {
             run.error(ErrorKind::Connection, e.to_string());
-            return run.abort(AbortReason::ReadFailed, e.to_string(), Exit::Usage);
+            return Break(run.abort(AbortReason::ReadFailed, e.to_string(), Exit::Usage));
         }
     };
     api.stop = stop.clone();
-    *clock = Some(api.clock.clone());
+    run.server_clock = Some(api.clock.clone());
     for w in &endpoint.warnings {
         tracing::warn!("{w}");
         run.error(ErrorKind::Insecure, w.clone());
@@ -317,13 +394,13 @@ async fn execute(
     run.cluster.server = Some(endpoint.server.clone());
     run.cluster.context = endpoint.context.clone();
     if let Err(exit) = reach(&api, &endpoint, s, run).await {
-        return exit;
+        return Break(exit);
     }
 
     // Preflight, before anything is written.
     let crds = match preflight::fetch_crds(&api, s.max_retries).await {
         Ok(c) => c,
-        Err(e) => return run.abort(AbortReason::ReadFailed, e, Exit::Unexpected),
+        Err(e) => return Break(run.abort(AbortReason::ReadFailed, e, Exit::Unexpected)),
     };
     let (data, config_problem) =
         preflight::fetch_cilium_config(&api, &s.scan.cilium_namespace, s.max_retries).await;
@@ -381,40 +458,42 @@ async fn execute(
     run.preflight.checks.push(hb);
     if let Some(failed) = run.preflight.checks.iter().find(|c| !c.passed).cloned() {
         run.error(ErrorKind::Preflight, failed.message.clone());
-        return run.abort(AbortReason::PreflightRefused, failed.message, Exit::Refused);
-    }
-    if stop.is_stopped() {
-        return Exit::Interrupted;
+        return Break(run.abort(AbortReason::PreflightRefused, failed.message, Exit::Refused));
     }
 
-    // Usage, live for the rest of the run.
+    // Usage, live for the rest of the run (stopped in `run`).
     let usage = UsageHandle::start(
         api.client(),
         api.watch_tap.clone(),
         preflight::usage_sources(crds, &cilium),
         stats.clone(),
     );
-    let _watchers = usage.stop_on_drop();
     run.usage = Some(usage.clone());
     ui.progress.listing("syncing endpoints");
-    tokio::select! {
-        r = tokio::time::timeout(SYNC_TIMEOUT, usage.wait_ready()) => if r.is_err() {
-            let m = format!("the endpoint watchers did not complete their first list within {}s", SYNC_TIMEOUT.as_secs());
-            return run.abort(AbortReason::ReadFailed, m, Exit::Unexpected);
-        },
-        _ = stop.wait() => return Exit::Interrupted,
+    if tokio::time::timeout(SYNC_TIMEOUT, usage.wait_ready())
+        .await
+        .is_err()
+    {
+        let m = format!(
+            "the endpoint watchers did not complete their first list within {}s",
+            SYNC_TIMEOUT.as_secs()
+        );
+        return Break(run.abort(AbortReason::ReadFailed, m, Exit::Unexpected));
     }
-
     run.summary.endpoints = usage.object_count(Kind::Endpoint);
     run.summary.endpoint_slices = usage.object_count(Kind::EndpointSlice);
 
     // Scan and decide.
     let policy = Policy {
-        local_range: policy::local_range(cilium.cluster_id, cilium.max_connected_clusters),
-        heartbeat_timeout: cilium.heartbeat_timeout,
-        selector: s.selector.clone(),
-        namespaces: s.scan.namespaces.clone(),
-        min_age: s.scan.min_age,
+        rules: Rules {
+            local_range: policy::local_range(cilium.cluster_id, cilium.max_connected_clusters),
+            heartbeat_timeout: cilium.heartbeat_timeout,
+        },
+        narrowing: Narrowing {
+            selector: s.selector.clone(),
+            namespaces: s.scan.namespaces.clone(),
+            min_age: s.scan.min_age,
+        },
     };
     ui.progress.listing("listing identities");
     let mut plan = Plan::default();
@@ -431,7 +510,7 @@ async fn execute(
     )
     .await;
     if let Err(e) = scanned {
-        return match e {
+        return Break(match e {
             ScanError::Interrupted => Exit::Interrupted,
             ScanError::Denied(_) => {
                 run.abort(AbortReason::PermissionLost, e.to_string(), Exit::Refused)
@@ -440,7 +519,10 @@ async fn execute(
                 run.abort(AbortReason::PreflightRefused, e.to_string(), Exit::Refused)
             }
             _ => run.abort(AbortReason::ReadFailed, e.to_string(), Exit::Unexpected),
-        };
+        });
+    }
+    if test_panic_at("plan") {
+        panic!("injected by {TEST_PANIC_ENV}=plan");
     }
     let candidates = plan.candidates.len() as u64;
     run.summary.candidates = candidates;
@@ -466,11 +548,11 @@ async fn execute(
                 run.items[i].outcome = Outcome::WouldDelete;
             }
         }
-        return Exit::Success;
+        return Break(Exit::Success);
     }
     if ep_failed {
         mark_not_attempted(run, &plan);
-        return run.abort(AbortReason::PreflightRefused, ep.message, Exit::Refused);
+        return Break(run.abort(AbortReason::PreflightRefused, ep.message, Exit::Refused));
     }
     let readable = endpoints_readable_check(&usage, s.allow_unreadable_endpoints);
     let unreadable = !readable.passed;
@@ -478,28 +560,49 @@ async fn execute(
     if unreadable {
         mark_not_attempted(run, &plan);
         run.summary.not_attempted = candidates;
-        return run.abort(
+        return Break(run.abort(
             AbortReason::PreflightRefused,
             readable.message,
             Exit::Refused,
-        );
+        ));
     }
     if let Some(why) = blast_radius(candidates, run.summary.scanned, s) {
         mark_not_attempted(run, &plan);
         run.summary.not_attempted = candidates;
-        return run.abort(AbortReason::BlastRadius, why, Exit::BlastRadius);
+        return Break(run.abort(AbortReason::BlastRadius, why, Exit::BlastRadius));
     }
-    if !confirm(s, &plan, &endpoint, ui) {
+    if !confirm(s, &plan, &endpoint, ui).await {
         mark_not_attempted(run, &plan);
         run.summary.not_attempted = candidates;
-        return run.abort(
+        return Break(run.abort(
             AbortReason::NotConfirmed,
             "not confirmed: nothing was changed",
             Exit::Usage,
-        );
+        ));
     }
+    Continue(Box::new(Prepared {
+        api,
+        usage,
+        plan,
+        rules: policy.rules,
+    }))
+}
 
-    // Write.
+/// The marks and the deletes. Stop-aware item by item (see `sweep`), so a
+/// signal lets the writes in flight be answered and reported.
+async fn write_phase(
+    s: &GcSettings,
+    stop: &Stop,
+    ui: &Ui,
+    run: &mut Run,
+    p: Box<Prepared>,
+) -> Exit {
+    let Prepared {
+        api,
+        usage,
+        plan,
+        rules,
+    } = *p;
     let cfg = SweepConfig {
         concurrency: s.concurrency,
         qps: s.qps,
@@ -508,8 +611,11 @@ async fn execute(
         max_retries: s.max_retries,
         dry_run: s.mode == Mode::DryRunServer,
         allow_unreadable_endpoints: s.allow_unreadable_endpoints,
-        policy,
+        rules,
     };
+    if test_panic_at("background") {
+        tokio::spawn(async { panic!("injected by {TEST_PANIC_ENV}=background") });
+    }
     let Plan {
         candidates: targets,
         candidate_items,
@@ -666,9 +772,11 @@ impl Plan {
         };
         run.summary.scanned += 1;
         let refs = identity.numeric_id().map_or(0, |id| usage.refs(id));
-        let d = decide(&identity, refs, policy, now);
+        // Narrowing is judged here, once; the sweep re-judges only usage
+        // and the mark (`policy::decide`), so the labels can go.
+        let d = policy::plan(&identity, refs, policy, now);
         run.summary.reasons.add(d.reason);
-        identity.labels = Default::default(); // not needed after the decision
+        identity.labels = Default::default();
         let candidate = d.is_candidate();
         let markable = s.mark && d.reason == Reason::Unmarked;
         let keep = match s.scan.items {
@@ -738,8 +846,10 @@ pub fn blast_radius(candidates: u64, scanned: u64, s: &GcSettings) -> Option<Str
 }
 
 /// Ask the person watching unless `--yes` (or a dry run, which changes
-/// nothing); without anyone to ask, the answer is no.
-fn confirm(s: &GcSettings, plan: &Plan, endpoint: &Endpoint, ui: &Ui) -> bool {
+/// nothing); without anyone to ask, the answer is no. The observer is asked
+/// on a thread of its own, so a signal at the prompt stops the run at once
+/// (that thread is left blocked on its input and ends with the process).
+async fn confirm(s: &GcSettings, plan: &Plan, endpoint: &Endpoint, ui: &Ui) -> bool {
     if s.yes
         || s.mode == Mode::DryRunServer
         || (plan.candidates.is_empty() && plan.to_mark.is_empty())
@@ -761,7 +871,17 @@ fn confirm(s: &GcSettings, plan: &Plan, endpoint: &Endpoint, ui: &Ui) -> bool {
             .map(|c| format!(" (context {c})"))
             .unwrap_or_default(),
     );
-    ui.progress.confirm(&question).unwrap_or(false)
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let observer = ui.progress.clone();
+    let asked = std::thread::Builder::new()
+        .name("confirm".into())
+        .spawn(move || {
+            let _ = tx.send(observer.confirm(&question));
+        });
+    if asked.is_err() {
+        return false;
+    }
+    matches!(rx.await, Ok(Some(true)))
 }
 
 fn apply(run: &mut Run, indices: &[Option<usize>], results: Vec<ItemResult>) {

@@ -81,19 +81,39 @@ impl Decision {
     }
 }
 
-/// The user's and the cluster's settings that shape a decision.
+/// The cluster's rules, judged at plan time and again right before each
+/// write: they judge what can change under us (usage, the mark, and through
+/// the write's preconditions, the uid and resourceVersion).
 #[derive(Debug, Clone)]
-pub struct Policy {
+pub struct Rules {
     /// Identities this cluster allocates (from cluster-id and max-connected-clusters).
     pub local_range: RangeInclusive<u64>,
     /// How old a heartbeat mark must be before the identity may go.
     pub heartbeat_timeout: Duration,
+}
+
+/// The user's choice of *which* identities to consider (`-l`, `-n`,
+/// `--min-age`, and any narrowing flag added later). Applied once, at plan
+/// time, by [`select`]; never again before a write, because the write path
+/// does not keep what it needs (labels) and because nothing that a filter
+/// reads is what an agent or the operator changes under us.
+#[derive(Debug, Clone, Default)]
+pub struct Narrowing {
     /// `-l`: only identities whose labels match.
     pub selector: Option<Selector>,
     /// `-n`: only identities of these pod namespaces (empty = all).
     pub namespaces: Vec<String>,
     /// `--min-age`: only identities created at least this long ago.
     pub min_age: Option<Duration>,
+}
+
+/// Everything that shapes the plan-time decision.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Re-judged before every write.
+    pub rules: Rules,
+    /// Judged once, at plan time.
+    pub narrowing: Narrowing,
 }
 
 /// Smallest identity a cluster allocates; below are reserved identities.
@@ -108,9 +128,29 @@ pub fn local_range(cluster_id: u64, max_connected_clusters: u64) -> RangeInclusi
     (base + MIN_LOCAL_IDENTITY)..=(base + (1u64 << shift) - 1)
 }
 
-/// Decide one identity. `refs` is how many endpoints reference its id right
-/// now; `now` is the clock marks are judged by (the server's, see `clock`).
-pub fn decide(identity: &Identity, refs: u32, policy: &Policy, now: Timestamp) -> Decision {
+/// The plan-time verdict: [`decide`] on the cluster's rules, then the
+/// user's narrowing ([`select`]). An identity in use or outside the local
+/// range says so even when it is also filtered out, so the reason counts of
+/// a narrowed run still show what is in use.
+pub fn plan(identity: &Identity, refs: u32, policy: &Policy, now: Timestamp) -> Decision {
+    let d = decide(identity, refs, &policy.rules, now);
+    match d.reason {
+        Reason::InUse | Reason::NotLocal => d,
+        _ if !select(identity, &policy.narrowing, now) => Decision {
+            reason: Reason::Filtered,
+            ..d
+        },
+        _ => d,
+    }
+}
+
+/// Judge one identity by what can change under us. `refs` is how many
+/// endpoints reference its id right now; `now` is the clock marks are judged
+/// by (the server's, see `clock`). Used at plan time (through [`plan`]) and
+/// right before each write, where a verdict other than the one planned means
+/// an agent or the operator changed the identity (it is then `reclaimed`).
+/// Never returns [`Reason::Filtered`].
+pub fn decide(identity: &Identity, refs: u32, rules: &Rules, now: Timestamp) -> Decision {
     let marked_at = identity.mark.as_deref().and_then(parse_mark);
     let verdict = |reason| Decision { reason, marked_at };
     let Some(id) = identity.numeric_id() else {
@@ -119,11 +159,8 @@ pub fn decide(identity: &Identity, refs: u32, policy: &Policy, now: Timestamp) -
     if refs > 0 {
         return verdict(Reason::InUse);
     }
-    if !policy.local_range.contains(&id) {
+    if !rules.local_range.contains(&id) {
         return verdict(Reason::NotLocal);
-    }
-    if is_filtered(identity, policy, now) {
-        return verdict(Reason::Filtered);
     }
     if identity.mark.is_none() {
         return verdict(Reason::Unmarked);
@@ -135,7 +172,7 @@ pub fn decide(identity: &Identity, refs: u32, policy: &Policy, now: Timestamp) -
     let old_enough = now
         .duration_since(mark)
         .try_into()
-        .is_ok_and(|age: Duration| age > policy.heartbeat_timeout);
+        .is_ok_and(|age: Duration| age > rules.heartbeat_timeout);
     if old_enough {
         verdict(Reason::Stale)
     } else {
@@ -143,21 +180,23 @@ pub fn decide(identity: &Identity, refs: u32, policy: &Policy, now: Timestamp) -
     }
 }
 
-fn is_filtered(identity: &Identity, policy: &Policy, now: Timestamp) -> bool {
-    if let Some(sel) = &policy.selector {
+/// Whether the user's narrowing lets this identity be considered at all.
+/// Plan time only: see [`Narrowing`].
+pub fn select(identity: &Identity, narrowing: &Narrowing, now: Timestamp) -> bool {
+    if let Some(sel) = &narrowing.selector {
         if !sel.matches(&identity.labels) {
-            return true;
+            return false;
         }
     }
-    if !policy.namespaces.is_empty()
+    if !narrowing.namespaces.is_empty()
         && !identity
             .namespace
             .as_ref()
-            .is_some_and(|ns| policy.namespaces.contains(ns))
+            .is_some_and(|ns| narrowing.namespaces.contains(ns))
     {
-        return true;
+        return false;
     }
-    if let Some(min_age) = policy.min_age {
+    if let Some(min_age) = narrowing.min_age {
         // Unknown creation time: we cannot prove the age, so it is filtered.
         let old_enough = identity.created_at.is_some_and(|c| {
             now.duration_since(c)
@@ -165,10 +204,10 @@ fn is_filtered(identity: &Identity, policy: &Policy, now: Timestamp) -> bool {
                 .is_ok_and(|age: Duration| age >= min_age)
         });
         if !old_enough {
-            return true;
+            return false;
         }
     }
-    false
+    true
 }
 
 /// Parse an `io.cilium.heartbeat` value. The operator writes RFC 3339 with
@@ -209,11 +248,11 @@ mod tests {
 
     fn policy() -> Policy {
         Policy {
-            local_range: local_range(0, 255),
-            heartbeat_timeout: Duration::from_secs(30 * 60),
-            selector: None,
-            namespaces: vec![],
-            min_age: None,
+            rules: Rules {
+                local_range: local_range(0, 255),
+                heartbeat_timeout: Duration::from_secs(30 * 60),
+            },
+            narrowing: Narrowing::default(),
         }
     }
 
@@ -338,75 +377,75 @@ mod tests {
                 "selector miss",
                 ident("1000", Some(OLD)),
                 0,
-                with(&|p| p.selector = Some(Selector::parse("app=db").unwrap())),
+                with(&|p| p.narrowing.selector = Some(Selector::parse("app=db").unwrap())),
                 Reason::Filtered,
             ),
             (
                 "selector hit",
                 ident("1000", Some(OLD)),
                 0,
-                with(&|p| p.selector = Some(Selector::parse("app=web").unwrap())),
+                with(&|p| p.narrowing.selector = Some(Selector::parse("app=web").unwrap())),
                 Reason::Stale,
             ),
             (
                 "namespace miss",
                 ident("1000", Some(OLD)),
                 0,
-                with(&|p| p.namespaces = vec!["dev".into()]),
+                with(&|p| p.narrowing.namespaces = vec!["dev".into()]),
                 Reason::Filtered,
             ),
             (
                 "namespace hit",
                 ident("1000", Some(OLD)),
                 0,
-                with(&|p| p.namespaces = vec!["dev".into(), "prod".into()]),
+                with(&|p| p.narrowing.namespaces = vec!["dev".into(), "prod".into()]),
                 Reason::Stale,
             ),
             (
                 "too young to touch",
                 ident("1000", Some(OLD)),
                 0,
-                with(&|p| p.min_age = Some(Duration::from_secs(90 * 86400))),
+                with(&|p| p.narrowing.min_age = Some(Duration::from_secs(90 * 86400))),
                 Reason::Filtered,
             ),
             (
                 "old enough",
                 ident("1000", Some(OLD)),
                 0,
-                with(&|p| p.min_age = Some(Duration::from_secs(86400))),
+                with(&|p| p.narrowing.min_age = Some(Duration::from_secs(86400))),
                 Reason::Stale,
             ),
             (
                 "filter before mark",
                 ident("1000", None),
                 0,
-                with(&|p| p.namespaces = vec!["dev".into()]),
+                with(&|p| p.narrowing.namespaces = vec!["dev".into()]),
                 Reason::Filtered,
             ),
             (
                 "cluster 3 range",
                 ident("1000", Some(OLD)),
                 0,
-                with(&|p| p.local_range = local_range(3, 255)),
+                with(&|p| p.rules.local_range = local_range(3, 255)),
                 Reason::NotLocal,
             ),
             (
                 "cluster 3 id",
                 ident(&((3u64 << 16) + 1000).to_string(), Some(OLD)),
                 0,
-                with(&|p| p.local_range = local_range(3, 255)),
+                with(&|p| p.rules.local_range = local_range(3, 255)),
                 Reason::Stale,
             ),
             (
                 "short timeout",
                 ident("1000", Some(YOUNG)),
                 0,
-                with(&|p| p.heartbeat_timeout = Duration::from_secs(60)),
+                with(&|p| p.rules.heartbeat_timeout = Duration::from_secs(60)),
                 Reason::Stale,
             ),
         ];
         for (what, id, refs, pol, want) in cases {
-            assert_eq!(decide(&id, refs, &pol, now()).reason, want, "{what}");
+            assert_eq!(plan(&id, refs, &pol, now()).reason, want, "{what}");
         }
     }
 
@@ -415,10 +454,10 @@ mod tests {
         let mut id = ident("1000", Some(OLD));
         id.created_at = None;
         let mut p = policy();
-        p.min_age = Some(Duration::from_secs(1));
-        assert_eq!(decide(&id, 0, &p, now()).reason, Reason::Filtered);
-        p.min_age = None;
-        assert_eq!(decide(&id, 0, &p, now()).reason, Reason::Stale);
+        p.narrowing.min_age = Some(Duration::from_secs(1));
+        assert_eq!(plan(&id, 0, &p, now()).reason, Reason::Filtered);
+        p.narrowing.min_age = None;
+        assert_eq!(plan(&id, 0, &p, now()).reason, Reason::Stale);
     }
 
     #[test]
@@ -426,8 +465,32 @@ mod tests {
         let mut id = ident("1000", Some(OLD));
         id.namespace = None;
         let mut p = policy();
-        p.namespaces = vec!["prod".into()];
-        assert_eq!(decide(&id, 0, &p, now()).reason, Reason::Filtered);
+        p.narrowing.namespaces = vec!["prod".into()];
+        assert_eq!(plan(&id, 0, &p, now()).reason, Reason::Filtered);
+    }
+
+    /// Issue 13: `delete -l` deleted nothing because the write-time check
+    /// re-applied the selector to an identity whose labels the plan had
+    /// dropped. Narrowing is judged once, at plan time; `decide` never
+    /// filters.
+    #[test]
+    fn write_time_decision_ignores_narrowing() {
+        let mut p = policy();
+        p.narrowing.selector = Some(Selector::parse("app=web").unwrap());
+        p.narrowing.namespaces = vec!["prod".into()];
+        p.narrowing.min_age = Some(Duration::from_secs(86400));
+        let planned = ident("1000", Some(OLD));
+        assert_eq!(plan(&planned, 0, &p, now()).reason, Reason::Stale);
+        // What the sweep holds: labels, namespace and creation time gone.
+        let mut bare = planned.clone();
+        bare.labels.clear();
+        bare.namespace = None;
+        bare.created_at = None;
+        assert_eq!(plan(&bare, 0, &p, now()).reason, Reason::Filtered);
+        assert_eq!(decide(&bare, 0, &p.rules, now()).reason, Reason::Stale);
+        for (id, refs) in [(ident("1000", None), 0), (ident("1000", Some(OLD)), 2)] {
+            assert_ne!(decide(&id, refs, &p.rules, now()).reason, Reason::Filtered);
+        }
     }
 
     #[test]
@@ -441,7 +504,7 @@ mod tests {
 
     #[test]
     fn only_stale_is_a_candidate_and_mark_is_returned() {
-        let d = decide(&ident("1000", Some(OLD)), 0, &policy(), now());
+        let d = plan(&ident("1000", Some(OLD)), 0, &policy(), now());
         assert!(d.is_candidate());
         assert_eq!(d.marked_at, Some(OLD.parse().unwrap()));
         for r in Reason::ALL {

@@ -247,6 +247,9 @@ pub enum AbortReason {
     UsageLost,
     /// An unexpected error.
     Unexpected,
+    /// A bug in this tool (a panic): the report holds what was known when
+    /// it happened. Run again with `RUST_BACKTRACE=1` to see where.
+    InternalError,
 }
 
 /// Checks made before any write.

@@ -18,10 +18,10 @@ enum Requirement {
     DoesNotExist(String),
 }
 
-/// A parsed label selector: every requirement must hold.
+/// A parsed label selector: every requirement must hold. Two selectors are
+/// equal when their requirements are, however they were spelled.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Selector {
-    source: String,
     requirements: Vec<Requirement>,
 }
 
@@ -33,9 +33,25 @@ pub struct SelectorError {
     problem: String,
 }
 
+/// The canonical form, rendered from the parsed requirements (as kubectl's
+/// `labels.Selector.String()`): `a==b` prints as `a=b`, spaces go. Parsing
+/// it again gives an equal selector.
 impl fmt::Display for Selector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.source)
+        for (i, r) in self.requirements.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            match r {
+                Requirement::Equals(k, v) => write!(f, "{k}={v}")?,
+                Requirement::NotEquals(k, v) => write!(f, "{k}!={v}")?,
+                Requirement::In(k, vs) => write!(f, "{k} in ({})", vs.join(","))?,
+                Requirement::NotIn(k, vs) => write!(f, "{k} notin ({})", vs.join(","))?,
+                Requirement::Exists(k) => write!(f, "{k}")?,
+                Requirement::DoesNotExist(k) => write!(f, "!{k}")?,
+            }
+        }
+        Ok(())
     }
 }
 
@@ -118,10 +134,7 @@ impl Selector {
             }
             requirements.push(req);
         }
-        Ok(Selector {
-            source: s.to_owned(),
-            requirements,
-        })
+        Ok(Selector { requirements })
     }
 
     /// Whether the labels satisfy every requirement.
@@ -179,6 +192,17 @@ mod tests {
         for (sel, want) in cases {
             assert_eq!(Selector::parse(sel).unwrap().matches(&l), want, "{sel}");
         }
+    }
+
+    #[test]
+    fn renders_canonically_and_parses_back_equal() {
+        let sel = Selector::parse(" a==b , c notin ( x, y ),!d,e in (z),f!=g,h").unwrap();
+        assert_eq!(sel.to_string(), "a=b,c notin (x,y),!d,e in (z),f!=g,h");
+        assert_eq!(Selector::parse(&sel.to_string()).unwrap(), sel);
+        assert_ne!(
+            Selector::parse("a=b").unwrap(),
+            Selector::parse("a!=b").unwrap()
+        );
     }
 
     #[test]

@@ -1,11 +1,15 @@
-//! Why a run stops starting new work: a signal, or lost permission.
+//! Why a run stops starting new work: a signal, lost permission, or a bug.
 //!
-//! Workers check [`Stop`] before every write and wait on it while they wait
-//! for the rate limiter, so no delete starts after SIGINT/SIGTERM; requests
-//! already in flight finish and are reported.
+//! Everything before the first write is reads, and a stop cancels it at
+//! once. Workers check [`Stop`] before every write and wait on it while they
+//! wait for the rate limiter, so no delete starts after SIGINT/SIGTERM;
+//! writes already in flight get [`IN_FLIGHT_GRACE`] to be answered, and are
+//! reported either way. A second SIGINT/SIGTERM exits the process at once,
+//! as people expect of command-line tools: no report then.
 
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 
@@ -24,12 +28,27 @@ pub enum StopReason {
     /// An endpoint whose identity reference cannot be read appeared: which
     /// identity it protects is unknown, so nothing more may be deleted.
     UnreadableEndpoint,
+    /// A bug (a panic) anywhere in the process: nothing more is started and
+    /// the report says `internal-error`.
+    InternalError,
 }
+
+/// How long a write already sent when the run stops may take to be
+/// answered before it is given up (and reported as possibly applied).
+pub const IN_FLIGHT_GRACE: Duration = Duration::from_millis(1500);
 
 /// A shared stop flag. Cheap to clone.
 #[derive(Debug, Clone, Default)]
 pub struct Stop {
-    inner: Arc<(AtomicU8, Notify)>,
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    reason: AtomicU8,
+    notify: Notify,
+    /// What the panic said, for [`StopReason::InternalError`].
+    panic: Mutex<Option<String>>,
 }
 
 impl Stop {
@@ -41,22 +60,41 @@ impl Stop {
             StopReason::PermissionLost => 3,
             StopReason::UsageLost => 4,
             StopReason::UnreadableEndpoint => 5,
+            StopReason::InternalError => 6,
         };
         let _ = self
             .inner
-            .0
+            .reason
             .compare_exchange(0, code, Ordering::SeqCst, Ordering::SeqCst);
-        self.inner.1.notify_waiters();
+        self.inner.notify.notify_waiters();
+    }
+
+    /// Stop because of a bug; `message` says what panicked, and where.
+    pub fn fail(&self, message: String) {
+        let mut m = self.inner.panic.lock().unwrap_or_else(|e| e.into_inner());
+        m.get_or_insert(message);
+        drop(m);
+        self.trigger(StopReason::InternalError);
+    }
+
+    /// What the first panic said, if there was one.
+    pub fn panic_message(&self) -> Option<String> {
+        self.inner
+            .panic
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Why we stopped, if we did.
     pub fn reason(&self) -> Option<StopReason> {
-        match self.inner.0.load(Ordering::SeqCst) {
+        match self.inner.reason.load(Ordering::SeqCst) {
             1 => Some(StopReason::Interrupt),
             2 => Some(StopReason::Terminate),
             3 => Some(StopReason::PermissionLost),
             4 => Some(StopReason::UsageLost),
             5 => Some(StopReason::UnreadableEndpoint),
+            6 => Some(StopReason::InternalError),
             _ => None,
         }
     }
@@ -69,12 +107,19 @@ impl Stop {
     /// Resolves once a stop is requested.
     pub async fn wait(&self) {
         loop {
-            let notified = self.inner.1.notified();
+            let notified = self.inner.notify.notified();
             if self.is_stopped() {
                 return;
             }
             notified.await;
         }
+    }
+
+    /// Resolves [`IN_FLIGHT_GRACE`] after a stop is requested: how long a
+    /// write already sent may still take.
+    pub async fn grace_elapsed(&self) {
+        self.wait().await;
+        tokio::time::sleep(IN_FLIGHT_GRACE).await;
     }
 }
 
@@ -91,5 +136,18 @@ mod tests {
         s.trigger(StopReason::Interrupt);
         waiter.await.unwrap();
         assert_eq!(s.reason(), Some(StopReason::Terminate));
+    }
+
+    #[test]
+    fn a_panic_message_is_kept_and_the_first_reason_still_wins() {
+        let s = Stop::default();
+        s.fail("boom at x.rs:1".into());
+        s.fail("second".into());
+        assert_eq!(s.reason(), Some(StopReason::InternalError));
+        assert_eq!(s.panic_message().as_deref(), Some("boom at x.rs:1"));
+        let t = Stop::default();
+        t.trigger(StopReason::Interrupt);
+        t.fail("late".into());
+        assert_eq!(t.reason(), Some(StopReason::Interrupt));
     }
 }

@@ -19,7 +19,7 @@ use serde_json::json;
 use crate::cluster::{Api, FIELD_MANAGER, JSON, MERGE_PATCH};
 use crate::model::{decode_identity, Identity, Kind, HEARTBEAT_ANNOTATION};
 use crate::pace::Pace;
-use crate::policy::{decide, Policy, Reason};
+use crate::policy::{decide, Reason, Rules};
 use crate::report::{Conflict, Outcome};
 use crate::retry::Class;
 use crate::stats::Stats;
@@ -67,8 +67,10 @@ pub struct SweepConfig {
     /// `--allow-unreadable-endpoints`: an endpoint whose identity reference
     /// cannot be read does not stop the deletes.
     pub allow_unreadable_endpoints: bool,
-    /// The decision rules, applied again before each write.
-    pub policy: Policy,
+    /// The cluster's rules, judged again before each write. Deliberately not
+    /// the whole [`crate::policy::Policy`]: the user's narrowing was applied
+    /// once, at plan time, and must not be applied again here.
+    pub rules: Rules,
 }
 
 /// The result for one identity.
@@ -177,16 +179,24 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
         if !ctx.usage.is_fresh() {
             continue;
         }
-        // Decide again, right now, on live usage: never write to an identity
-        // that stopped being a candidate.
+        // Decide again, right now, on live usage and the freshest object:
+        // only what can change under us (usage, the mark) is judged; the
+        // user's narrowing was applied once, at plan time.
         let refs = ident.numeric_id().map_or(0, |id| ctx.usage.refs(id));
-        let decision = decide(&ident, refs, &ctx.cfg.policy, ctx.api.clock.now());
+        let decision = decide(&ident, refs, &ctx.cfg.rules, ctx.api.clock.now());
         r.reason = decision.reason;
         if decision.reason != ctx.action.wanted() {
             return finish(r, Outcome::Reclaimed, None);
         }
         r.attempts += 1;
-        let answer = write(ctx, &ident).await;
+        // A stop gives a write already sent a short grace to be answered;
+        // then it is given up as a lost answer (it may have been applied).
+        let answer = tokio::select! {
+            a = write(ctx, &ident) => a,
+            _ = ctx.stop.grace_elapsed() => crate::cluster::Answer::lost(
+                "the run stopped before the server answered: it may have been applied",
+            ),
+        };
         match answer.class {
             Class::Success => {
                 ctx.pace.record(false);
@@ -209,7 +219,11 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
             Class::Conflict => {
                 Stats::bump(&ctx.api.stats.conflicts);
                 let expected = ident.resource_version.clone();
-                match reread(ctx, &ident.name).await {
+                let fresh = tokio::select! {
+                    f = reread(ctx, &ident.name) => f,
+                    _ = ctx.stop.wait() => return stopped(r),
+                };
+                match fresh {
                     Reread::Gone => return finish(r, Outcome::AlreadyGone, None),
                     Reread::Failed(e) => return finish(r, Outcome::Failed, Some(e)),
                     Reread::Fresh(fresh) => {
@@ -227,7 +241,7 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
                 if r.conflicts.len() as u32 > ctx.cfg.max_conflict_retries {
                     // Decide once more: a final conflict that removed the mark is a reclaim.
                     let refs = ident.numeric_id().map_or(0, |id| ctx.usage.refs(id));
-                    let d = decide(&ident, refs, &ctx.cfg.policy, ctx.api.clock.now());
+                    let d = decide(&ident, refs, &ctx.cfg.rules, ctx.api.clock.now());
                     r.reason = d.reason;
                     if d.reason != ctx.action.wanted() {
                         return finish(r, Outcome::Reclaimed, None);
@@ -305,7 +319,8 @@ fn stopped(r: ItemResult) -> ItemResult {
 }
 
 /// The DELETE (with preconditions) or the mark PATCH (with resourceVersion,
-/// so a concurrent change wins), sent once.
+/// so a concurrent change wins), sent once, at once: the caller has waited
+/// for the Retry-After gate where a stop could cancel the wait.
 async fn write(ctx: &Ctx<'_>, ident: &Identity) -> crate::cluster::Answer {
     let path = Kind::Identity.object_path(&ident.name);
     match ctx.action {

@@ -11,7 +11,7 @@ use jiff::Timestamp;
 
 use super::types::*;
 use crate::model::{Change, Identity};
-use crate::policy::{self, decide, Policy, Reason};
+use crate::policy::{self, decide, Reason, Rules};
 use crate::preflight::{self, Crds};
 use crate::report::{ConfigSource, ConfigValue, IdRange};
 
@@ -118,12 +118,9 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
         }
     };
     let range = policy::local_range(settings.cluster_id, settings.max_connected_clusters);
-    let policy = Policy {
+    let policy = Rules {
         local_range: range.clone(),
         heartbeat_timeout: settings.heartbeat_timeout,
-        selector: None,
-        namespaces: vec![],
-        min_age: None,
     };
     // An unmarked unused identity is only overdue once the operator has had
     // a GC pass since it was created.
@@ -223,7 +220,7 @@ fn config_value<'a>(input: &'a Input, key: &str) -> Option<&'a str> {
 fn state_of(
     r: &IdentityRecord,
     input: &Input,
-    policy: &Policy,
+    policy: &Rules,
     young_window: Duration,
     now: Timestamp,
 ) -> State {
