@@ -566,4 +566,24 @@ async fn report_warns_when_the_server_sends_no_date() {
         !r.errors.iter().any(|e| e.kind == ErrorKind::Warning),
         "the simulator sends Date"
     );
+
+    // Behind a proxy that strips `Date`, the run goes on by the local clock
+    // and the report says so, for scan and for delete alike.
+    let mut s = calm("small");
+    s.faults.omit_date_header = true;
+    let w = World::start(s).await;
+    for args in [&["scan"][..], &["delete", "--yes"][..]] {
+        let (r, exit) = w.gc(args).await;
+        assert_eq!(exit, Exit::Success, "{args:?}: {:?}", r.aborted);
+        let warned = r
+            .errors
+            .iter()
+            .filter(|e| e.kind == ErrorKind::Warning && e.message.contains("Date header"))
+            .count();
+        assert_eq!(warned, 1, "{args:?}: one Date warning: {:?}", r.errors);
+    }
+    assert!(
+        w.sim.ledger().count("delete", 200) > 0,
+        "delete still deletes by the local clock"
+    );
 }

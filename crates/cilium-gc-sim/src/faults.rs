@@ -79,6 +79,9 @@ pub struct Faults {
     /// CiliumEndpoints and CiliumEndpointSlices is answered 500: endpoint
     /// usage goes dark for good.
     pub endpoint_reads_fail_after: Option<Duration>,
+    /// Answers carry no `Date` header (some proxies strip it): the client
+    /// must fall back to its own clock and say so.
+    pub omit_date_header: bool,
 }
 
 impl Default for Faults {
@@ -104,6 +107,7 @@ impl Default for Faults {
             watch_drop_share: 0.0,
             watch_expire_share: 0.0,
             endpoint_reads_fail_after: None,
+            omit_date_header: false,
         }
     }
 }
@@ -138,6 +142,7 @@ impl Faults {
             watch_drop_share: 0.25,
             watch_expire_share: 0.25,
             endpoint_reads_fail_after: None,
+            omit_date_header: false,
         }
     }
 

@@ -551,9 +551,13 @@ async fn accept_loop(listener: TcpListener, acceptor: TlsAcceptor, router: axum:
                 let svc = TowerToHyperService::new(router.clone());
                 conns.spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else { return };
-                    let _ = auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(tls), svc)
-                        .await;
+                    // The routes set `Date` from the simulated clock (or
+                    // leave it out when a fault says so); hyper's own would
+                    // hide both.
+                    let mut builder = auto::Builder::new(TokioExecutor::new());
+                    builder.http1().auto_date_header(false);
+                    builder.http2().auto_date_header(false);
+                    let _ = builder.serve_connection(TokioIo::new(tls), svc).await;
                 });
             }
             Some(_) = conns.join_next(), if !conns.is_empty() => {}

@@ -237,6 +237,9 @@ async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Bod
         status: resp.status().as_u16(),
         retry_after,
     });
+    if app.faults.get().omit_date_header {
+        return resp;
+    }
     if let Ok(d) = HeaderValue::from_str(
         &app.clock
             .now()
