@@ -20,17 +20,18 @@ use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
+use crate::support::calm;
 use crate::support::world::{assert_valid, binary, deletes_after, gc_at, json, World};
 
 const TIMEOUT_30M: Duration = Duration::from_secs(30 * 60);
 /// The note sweep puts on a 404 that followed a lost answer.
 const LOST_ANSWER_NOTE: &str = "an earlier attempt got no answer";
 
-fn calm(identities: usize) -> Scenario {
+fn calm_sized(identities: usize) -> Scenario {
     Scenario {
         identities,
         endpoints: identities,
-        ..Scenario::preset("small").unwrap().calm()
+        ..calm("small")
     }
 }
 
@@ -235,7 +236,7 @@ async fn run_schedule(s: Schedule) {
         stale_ratio: s.stale_ratio,
         actors: s.actors,
         faults: s.faults.clone(),
-        ..calm(s.identities)
+        ..calm_sized(s.identities)
     };
     let w = World::start(scenario).await;
     let stale = w.stale_now(TIMEOUT_30M);
@@ -349,7 +350,7 @@ proptest! {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn chaos_malformed_objects_are_reported_and_skipped_never_deleted() {
-    let w = World::start(calm(100)).await;
+    let w = World::start(calm_sized(100)).await;
     let sim = &w.sim;
     let now = sim.now();
     let old = ago(now, 2 * 3600);
@@ -623,7 +624,7 @@ async fn chaos_malformed_objects_are_reported_and_skipped_never_deleted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn chaos_malformed_endpoints_arriving_by_watch_do_not_stall_or_confuse_the_run() {
-    let w = World::start(calm(200)).await;
+    let w = World::start(calm_sized(200)).await;
     let stale = w.stale_now(TIMEOUT_30M);
     assert!(stale.len() > 20);
     let sim = &w.sim;
@@ -695,7 +696,7 @@ async fn chaos_malformed_endpoints_arriving_by_watch_do_not_stall_or_confuse_the
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn chaos_truncated_and_dropped_list_pages_are_fetched_again() {
-    let w = World::start(calm(300)).await;
+    let w = World::start(calm_sized(300)).await;
     let stale = w.stale_now(TIMEOUT_30M);
     let before = w.names();
     w.sim.spoil_lists(Kind::Identity, PageFault::Truncate, 2);
@@ -723,7 +724,7 @@ async fn chaos_truncated_and_dropped_list_pages_are_fetched_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn chaos_server_restarted_mid_run_on_the_same_port_with_the_same_state() {
-    let w = World::start(calm(200)).await;
+    let w = World::start(calm_sized(200)).await;
     let stale = w.stale_now(TIMEOUT_30M);
     let before = w.names();
     let World {
@@ -791,7 +792,7 @@ async fn chaos_server_restarted_mid_run_on_the_same_port_with_the_same_state() {
 async fn skewed(offset_secs: i64) {
     let w = World::start(Scenario {
         clock_offset_secs: offset_secs,
-        ..calm(50)
+        ..calm_sized(50)
     })
     .await;
     let server_now = w.sim.now();
@@ -851,7 +852,7 @@ async fn signal_at_random_point(seed: u64) {
         ("TERM", 143)
     };
     let during_deletes = rng.random_bool(0.5);
-    let mut scenario = calm(300);
+    let mut scenario = calm_sized(300);
     // Slow reads so the scan takes a few seconds and can be hit.
     scenario.faults.slow_fraction = 0.5;
     scenario.faults.slow_delay = Duration::from_millis(60);
@@ -955,7 +956,7 @@ async fn chaos_signals_at_random_points_stop_cleanly() {
 /// compacts often (more than 5 expiries in all) was aborted, exit 1.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn regression_continue_token_expiring_often_over_a_long_list_aborted_the_scan() {
-    let mut s = calm(300);
+    let mut s = calm_sized(300);
     s.faults.expire_continue_fraction = 0.5;
     // One page of endpoints: kube's watcher restarts its initial list on a
     // 410, and at this rate would never finish a paged one.
@@ -1133,7 +1134,7 @@ proptest! {
 /// until killed, with no report. Since issue 11 the run ends `usage-lost`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn regression_endpoint_watchers_unable_to_relist_hung_the_run() {
-    let w = World::start(calm(200)).await;
+    let w = World::start(calm_sized(200)).await;
     let sim = &w.sim;
     // Slow enough that candidates remain once the usage last known
     // complete is older than `FRESHNESS_LIMIT`.

@@ -3,14 +3,9 @@
 
 use std::time::Duration;
 
-use cilium_gc_sim::Scenario;
-
+use crate::support::calm;
 use crate::support::tool_or_skip;
 use crate::support::world::{assert_ok, assert_valid, binary, deletes_after, World};
-
-fn calm(name: &str) -> Scenario {
-    Scenario::preset(name).unwrap().calm()
-}
 
 #[tokio::test]
 async fn delete_help_documents_every_flag_and_the_exit_codes() {

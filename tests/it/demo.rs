@@ -3,8 +3,9 @@
 //! runs on an identical copy of the cluster; both results are printed side
 //! by side, every number from the two runs.
 
-use cilium_gc_sim::{Scenario, Simulator};
+use cilium_gc_sim::Simulator;
 
+use crate::support::calm;
 use crate::support::world::{binary, TEST_TIMEOUT};
 
 /// Parse `label: <n> word` style numbers out of a line.
@@ -65,7 +66,7 @@ async fn default_demo_compares_with_cilium_operator_1_15() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn operator_1_15_pass_stops_at_the_first_conflict() {
     let timeout = std::time::Duration::from_secs(1800);
-    let calm = Scenario::preset("small").unwrap().calm();
+    let calm = calm("small");
     let sim = Simulator::start(calm.clone()).await.unwrap();
     let stale = crate::support::world::stale_names(&sim, timeout);
     assert!(stale.len() > 10);

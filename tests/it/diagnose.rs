@@ -17,6 +17,7 @@ use clap::Parser;
 use kubectl_cilium_gc::cli::{Cli, Command, DiagnoseArgs};
 use serde_json::{json, Value};
 
+use crate::support::calm;
 use crate::support::schema;
 use crate::support::world::{assert_ok, binary, mark_of, World, TEST_TIMEOUT};
 
@@ -1052,7 +1053,7 @@ pub fn markdown_tables(md: &str) -> Vec<(Vec<String>, usize)> {
 /// of the cluster appears, while the plain rendering shows them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn markdown_of_the_seed_diagnosis_is_a_well_formed_ticket_and_redacts() {
-    let w = World::start(Scenario::preset("seed").unwrap().calm()).await;
+    let w = World::start(calm("seed")).await;
     let run = |args: &'static [&'static str]| {
         let w = &w;
         async move {

@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
-use cilium_gc_sim::Scenario;
 use prometheus_parse::{Scrape, Value};
 
+use crate::support::calm;
 use crate::support::world::World;
 
 /// One request the stand-in Pushgateway received.
@@ -48,10 +48,6 @@ async fn receiver(status: StatusCode) -> (String, Arc<Mutex<Vec<Pushed>>>) {
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
     (url, seen)
-}
-
-fn calm(name: &str) -> Scenario {
-    Scenario::preset(name).unwrap().calm()
 }
 
 /// Parses strictly: every sample line must be `name{labels} value`, every

@@ -9,21 +9,14 @@ use std::time::Duration;
 
 use cilium_gc::exit::Exit;
 use cilium_gc::report::Outcome;
-use cilium_gc_sim::Scenario;
 use jiff::Timestamp;
 use serde_json::Value;
 
+use crate::support::calm;
 use crate::support::world::{assert_valid, json, World};
 
 const TIMEOUT_30M: Duration = Duration::from_secs(30 * 60);
 const NS_LABEL: &str = "io.kubernetes.pod.namespace";
-
-fn calm_small() -> Scenario {
-    let mut s = Scenario::preset("small").unwrap();
-    s.actors = Default::default();
-    s.faults = Default::default();
-    s
-}
 
 /// What the predicate sees of one identity on the server.
 struct Seen<'a> {
@@ -77,7 +70,7 @@ fn expected(w: &World, pick: &dyn Fn(&Seen) -> bool) -> BTreeSet<String> {
 /// `scan` then `delete` with `flags`: both choose exactly `pick`'s stale
 /// identities; the delete removes exactly those and writes to nothing else.
 async fn narrowed(flags: &[&str], pick: &dyn Fn(&Seen) -> bool) {
-    let w = World::start(calm_small()).await;
+    let w = World::start(calm("small")).await;
     let all_stale = w.stale_now(TIMEOUT_30M);
     let want = expected(&w, pick);
     assert!(

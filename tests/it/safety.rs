@@ -9,17 +9,11 @@ use std::time::Duration;
 use base64::Engine;
 use cilium_gc::exit::Exit;
 use cilium_gc::report::{CheckName, ConfigSource, ErrorKind};
-use cilium_gc_sim::{default_cilium_config, Scenario};
+use cilium_gc_sim::default_cilium_config;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::support::calm;
 use crate::support::world::{assert_valid, binary, json, World};
-
-fn calm(name: &str) -> Scenario {
-    let mut s = Scenario::preset(name).unwrap();
-    s.actors = Default::default();
-    s.faults = Default::default();
-    s
-}
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

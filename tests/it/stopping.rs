@@ -8,25 +8,19 @@
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use cilium_gc_sim::{Faults, Scenario};
+use cilium_gc_sim::Faults;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use cilium_gc::stop::Stop;
 
+use crate::support::calm;
 use crate::support::world::{assert_valid, binary, gc_at, World};
 
 /// Far longer than a prompt stop takes, far shorter than the hang it catches
 /// (today's default request timeout is 30 s, retried).
 const PROMPT: Duration = Duration::from_secs(20);
-
-fn calm_small() -> Scenario {
-    let mut s = Scenario::preset("small").unwrap();
-    s.actors = Default::default();
-    s.faults = Default::default();
-    s
-}
 
 fn hang_everything() -> Faults {
     Faults {
@@ -173,7 +167,7 @@ async fn sigint_in_preflight_when_the_server_stops_answering() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_while_the_endpoint_watchers_sync() {
-    let mut s = calm_small();
+    let mut s = calm("small");
     s.faults = hang_everything(); // Cilium resources hang; /version, CRDs do not
     let w = World::start(s).await;
     let kc = w.kubeconfig.to_string_lossy().to_string();
@@ -195,7 +189,7 @@ async fn sigterm_while_the_endpoint_watchers_sync() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_in_the_middle_of_the_scan() {
-    let w = World::start(calm_small()).await;
+    let w = World::start(calm("small")).await;
     let kc = w.kubeconfig.to_string_lossy().to_string();
     let run = spawn(
         &[
@@ -230,7 +224,7 @@ async fn sigint_in_the_middle_of_the_scan() {
 /// grace, then the report is written with them failed (maybe applied).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_while_deletes_hang_on_the_server() {
-    let w = World::start(calm_small()).await;
+    let w = World::start(calm("small")).await;
     let kc = w.kubeconfig.to_string_lossy().to_string();
     let run = spawn(
         &[
@@ -269,7 +263,7 @@ async fn sigint_while_deletes_hang_on_the_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_sigint_exits_at_once_without_a_report() {
-    let w = World::start(calm_small()).await;
+    let w = World::start(calm("small")).await;
     let kc = w.kubeconfig.to_string_lossy().to_string();
     let run = spawn(
         &[
@@ -299,7 +293,7 @@ async fn a_second_sigint_exits_at_once_without_a_report() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_in_the_run_ends_in_an_internal_error_report() {
-    let w = World::start(calm_small()).await;
+    let w = World::start(calm("small")).await;
     let kc = w.kubeconfig.to_string_lossy().to_string();
     let path = w.dir.path().join("report.json");
     let rf = path.to_string_lossy().to_string();
@@ -351,7 +345,7 @@ async fn a_panic_in_the_run_ends_in_an_internal_error_report() {
 /// quiet for longer (the simulator bookmarks every 5 s) is not cut.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_timeout_does_not_cut_quiet_watches() {
-    let w = World::start(calm_small()).await;
+    let w = World::start(calm("small")).await;
     let mut kube = w.kube();
     kube.request_timeout = Some(Duration::from_secs(1));
     let args = [

@@ -12,13 +12,14 @@ use cilium_gc_sim::Kind;
 use cilium_gc_sim::Scenario;
 use serde_json::json;
 
+use crate::support::calm;
 use crate::support::world::{assert_valid, json, World};
 
 const TIMEOUT_30M: Duration = Duration::from_secs(30 * 60);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn scan_decides_without_writing() {
-    let w = World::start(Scenario::preset("small").unwrap().calm()).await;
+    let w = World::start(calm("small")).await;
     let stale = w.stale_now(TIMEOUT_30M);
     let before = w.names();
     let (report, exit) = w.gc(&["scan"]).await;
@@ -60,7 +61,7 @@ async fn scan_decides_without_writing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn delete_removes_exactly_the_stale_identities() {
-    let w = World::start(Scenario::preset("small").unwrap().calm()).await;
+    let w = World::start(calm("small")).await;
     let stale = w.stale_now(TIMEOUT_30M);
     assert!(stale.len() > 20, "scenario has stale identities");
     let before = w.names();
@@ -156,7 +157,7 @@ async fn seed_scenario_with_reclaiming_agents_is_safe_and_complete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hostile_server_ends_like_a_calm_one() {
-    let calm_world = World::start(Scenario::preset("hostile").unwrap().calm()).await;
+    let calm_world = World::start(calm("hostile")).await;
     let (calm_report, calm_exit) = calm_world
         .gc(&["delete", "--yes", "--qps", "0", "--page-size", "50"])
         .await;
@@ -220,7 +221,7 @@ async fn hostile_server_ends_like_a_calm_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn delete_rate_stays_within_qps_and_burst() {
-    let mut s = Scenario::preset("small").unwrap().calm();
+    let mut s = calm("small");
     s.identities = 400;
     let w = World::start(s).await;
     let stale = w.stale_now(TIMEOUT_30M).len();
@@ -316,18 +317,18 @@ async fn unsafe_clusters_are_refused_with_exit_3() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn force_overrides_only_the_zero_endpoints_check() {
-    let w = World::start(Scenario::preset("no-endpoints").unwrap().calm()).await;
+    let w = World::start(calm("no-endpoints")).await;
     let (report, exit) = w.gc(&["delete", "--yes", "--force", "--qps", "0"]).await;
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
     assert!(report.preflight.forced, "the report says --force was used");
     assert!(report.summary.deleted > 0);
-    let w = World::start(Scenario::preset("kvstore").unwrap().calm()).await;
+    let w = World::start(calm("kvstore")).await;
     assert_refused(&w, &["delete", "--yes", "--force"], "kvstore").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn mark_then_collect_after_the_timeout_spares_reused_identities() {
-    let w = World::start(Scenario::preset("small").unwrap().calm()).await;
+    let w = World::start(calm("small")).await;
     let (report, exit) = w
         .gc(&[
             "delete",
@@ -395,7 +396,7 @@ async fn mark_then_collect_after_the_timeout_spares_reused_identities() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn server_dry_run_writes_nothing() {
-    let w = World::start(Scenario::preset("small").unwrap().calm()).await;
+    let w = World::start(calm("small")).await;
     let stale = w.stale_now(TIMEOUT_30M);
     let before = w.names();
     let (report, exit) = w.gc(&["delete", "--dry-run=server", "--qps", "0"]).await;
@@ -425,7 +426,7 @@ async fn server_dry_run_writes_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn blast_radius_limits_stop_before_the_first_delete() {
-    let w = World::start(Scenario::preset("small").unwrap().calm()).await;
+    let w = World::start(calm("small")).await;
     let before = w.names();
     let (report, exit) = w.gc(&["delete", "--yes", "--max-deletions", "3"]).await;
     assert_eq!(exit, Exit::BlastRadius);
@@ -443,7 +444,7 @@ async fn blast_radius_limits_stop_before_the_first_delete() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn without_a_terminal_delete_requires_yes() {
-    let w = World::start(Scenario::preset("small").unwrap().calm()).await;
+    let w = World::start(calm("small")).await;
     let before = w.names();
     let out = w.bin(&["delete", "-o", "json"]).await;
     assert_eq!(out.status.code(), Some(2));
@@ -455,7 +456,7 @@ async fn without_a_terminal_delete_requires_yes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn lost_permission_mid_run_stops_writes_and_exits_3() {
-    let w = World::start(Scenario::preset("small").unwrap().calm()).await;
+    let w = World::start(calm("small")).await;
     let stale = w.stale_now(TIMEOUT_30M).len();
     let sim = &w.sim;
     let run = w.gc(&[
@@ -506,10 +507,7 @@ async fn lost_permission_mid_run_stops_writes_and_exits_3() {
 /// run, every table is well formed, the items are folded in `<details>`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn delete_markdown_is_a_ticket_with_the_run_s_numbers() {
-    let mut s = Scenario::preset("small").unwrap();
-    s.actors = Default::default();
-    s.faults = Default::default();
-    let w = World::start(s).await;
+    let w = World::start(calm("small")).await;
     let path = w.dir.path().join("report.json");
     let out = w
         .bin(&[

@@ -11,6 +11,14 @@ pub fn repo_path(relative: &str) -> PathBuf {
 }
 pub mod world;
 
+/// The `name` preset made quiet: no agents or operator acting, no injected
+/// faults. Tests that count exact outcomes start from it.
+pub fn calm(name: &str) -> cilium_gc_sim::Scenario {
+    cilium_gc_sim::Scenario::preset(name)
+        .unwrap_or_else(|| panic!("no preset {name:?}"))
+        .calm()
+}
+
 /// Whether `CI=true`: in CI a test whose tool is missing fails, since
 /// `.ci/run` installs every tool; only a developer's machine may skip.
 pub fn in_ci() -> bool {
