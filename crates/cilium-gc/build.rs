@@ -27,8 +27,8 @@ fn main() {
     // rerun this on every build, so only existing files are watched.)
     let branch = git(&["symbolic-ref", "-q", "HEAD"]);
     for f in ["HEAD", "index"].into_iter().chain(branch.as_deref()) {
-        if let Some(p) = git(&["rev-parse", "--git-path", f])
-            .filter(|p| std::path::Path::new(p).exists())
+        if let Some(p) =
+            git(&["rev-parse", "--git-path", f]).filter(|p| std::path::Path::new(p).exists())
         {
             println!("cargo:rerun-if-changed={p}");
         }

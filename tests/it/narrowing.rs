@@ -13,7 +13,7 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use crate::support::calm;
-use crate::support::world::{assert_valid, json, World};
+use crate::support::world::{assert_valid, json, names_with, World};
 
 const TIMEOUT_30M: Duration = Duration::from_secs(30 * 60);
 const NS_LABEL: &str = "io.kubernetes.pod.namespace";
@@ -85,12 +85,7 @@ async fn narrowed(flags: &[&str], pick: &dyn Fn(&Seen) -> bool) {
     scan.extend_from_slice(flags);
     let (report, exit) = w.gc(&scan).await;
     assert_eq!(exit, Exit::Success, "{flags:?}: {:?}", report.aborted);
-    let would: BTreeSet<String> = report
-        .items
-        .iter()
-        .filter(|i| i.outcome == Outcome::WouldDelete)
-        .map(|i| i.name.clone())
-        .collect();
+    let would = names_with(&report, Outcome::WouldDelete);
     assert_eq!(would, want, "scan {flags:?}");
     assert_eq!(report.summary.candidates as usize, want.len());
     assert!(w.sim.ledger().deletes.is_empty(), "scan {flags:?} wrote");

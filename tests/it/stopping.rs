@@ -220,10 +220,9 @@ async fn sigint_in_the_middle_of_the_scan() {
     assert!(scanned > 0 && scanned < 300, "stopped mid-scan: {scanned}");
 }
 
-/// Deletes that hang on the server: the first signal gives them a short
-/// grace, then the report is written with them failed (maybe applied).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigint_while_deletes_hang_on_the_server() {
+/// A `delete` that has deleted one identity when every request starts to
+/// hang on the server; the world is returned to keep the server up.
+async fn deletes_then_the_server_hangs() -> (World, Running) {
     let w = World::start(calm("small")).await;
     let kc = w.kubeconfig.to_string_lossy().to_string();
     let run = spawn(
@@ -242,6 +241,14 @@ async fn sigint_while_deletes_hang_on_the_server() {
     wait_until("deleted one", || !w.sim.ledger().deletes.is_empty()).await;
     w.sim.set_faults(hang_everything());
     tokio::time::sleep(Duration::from_millis(600)).await;
+    (w, run)
+}
+
+/// Deletes that hang on the server: the first signal gives them a short
+/// grace, then the report is written with them failed (maybe applied).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_while_deletes_hang_on_the_server() {
+    let (_w, run) = deletes_then_the_server_hangs().await;
     run.signal("INT");
     let out = run.finish(PROMPT, "sweep").await;
     let r = assert_interrupted(&out, "sweep");
@@ -263,24 +270,7 @@ async fn sigint_while_deletes_hang_on_the_server() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_sigint_exits_at_once_without_a_report() {
-    let w = World::start(calm("small")).await;
-    let kc = w.kubeconfig.to_string_lossy().to_string();
-    let run = spawn(
-        &[
-            "--kubeconfig",
-            &kc,
-            "delete",
-            "--yes",
-            "--qps",
-            "5",
-            "-o",
-            "json",
-        ],
-        &[],
-    );
-    wait_until("deleted one", || !w.sim.ledger().deletes.is_empty()).await;
-    w.sim.set_faults(hang_everything());
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    let (_w, run) = deletes_then_the_server_hangs().await;
     run.signal("INT");
     tokio::time::sleep(Duration::from_millis(100)).await;
     run.signal("INT");

@@ -13,7 +13,7 @@ use cilium_gc_sim::Scenario;
 use serde_json::json;
 
 use crate::support::calm;
-use crate::support::world::{assert_valid, json, World};
+use crate::support::world::{assert_valid, json, names_with, World};
 
 const TIMEOUT_30M: Duration = Duration::from_secs(30 * 60);
 
@@ -27,12 +27,7 @@ async fn scan_decides_without_writing() {
     assert_eq!(report.mode, Mode::Scan);
     assert_eq!(report.summary.scanned as usize, before.len());
     assert_eq!(report.summary.candidates as usize, stale.len());
-    let would: BTreeSet<String> = report
-        .items
-        .iter()
-        .filter(|i| i.outcome == Outcome::WouldDelete)
-        .map(|i| i.name.clone())
-        .collect();
+    let would = names_with(&report, Outcome::WouldDelete);
     assert_eq!(would, stale);
     assert!(
         report.items.iter().all(|i| i.reason != Reason::InUse),
@@ -342,12 +337,7 @@ async fn mark_then_collect_after_the_timeout_spares_reused_identities() {
         ])
         .await;
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
-    let marked: Vec<String> = report
-        .items
-        .iter()
-        .filter(|i| i.outcome == Outcome::Marked)
-        .map(|i| i.name.clone())
-        .collect();
+    let marked: Vec<String> = names_with(&report, Outcome::Marked).into_iter().collect();
     assert!(marked.len() >= 10, "{}", marked.len());
     assert_eq!(report.summary.marked as usize, marked.len());
     // Meanwhile a pod reuses one, and an agent reclaims (unmarks) another.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use cilium_gc::exit::Exit;
 use cilium_gc::gc::{self, Ui};
 use cilium_gc::policy::parse_mark;
-use cilium_gc::report::Report;
+use cilium_gc::report::{Outcome, Report};
 use cilium_gc::settings::{ConnectOptions, GcSettings};
 use cilium_gc::stop::Stop;
 use cilium_gc_sim::{Scenario, Simulator};
@@ -130,6 +130,16 @@ pub async fn gc_at(kube: ConnectOptions, args: &[&str], stop: &Stop) -> (Report,
     tokio::time::timeout(TEST_TIMEOUT, run)
         .await
         .expect("gc run finished in time")
+}
+
+/// The names of the report's items that ended in `outcome`.
+pub fn names_with(report: &Report, outcome: Outcome) -> BTreeSet<String> {
+    report
+        .items
+        .iter()
+        .filter(|i| i.outcome == outcome)
+        .map(|i| i.name.clone())
+        .collect()
 }
 
 /// The heartbeat mark of an identity object, parsed.
