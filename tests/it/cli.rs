@@ -49,18 +49,25 @@ fn assert_error_and_hint_only(out: &std::process::Output, error_mentions: &str) 
     );
 }
 
+/// `scan` on a machine with no kubeconfig and outside any pod.
+async fn scan_without_kubeconfig(args: &[&str]) -> std::process::Output {
+    let home = tempfile::tempdir().unwrap();
+    binary()
+        .arg("scan")
+        .args(args)
+        .env("HOME", home.path())
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .await
+        .unwrap()
+}
+
 /// Issue 13: with no kubeconfig, or a server refusing connections, the text
 /// output was a table of zeros under the error.
 #[tokio::test]
 async fn early_aborts_in_text_print_the_error_and_what_to_try_next_only() {
-    let home = tempfile::tempdir().unwrap();
-    let out = binary()
-        .arg("scan")
-        .env("HOME", home.path())
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .output()
-        .await
-        .unwrap();
+    let out = scan_without_kubeconfig(&[]).await;
     assert_eq!(out.status.code(), Some(2));
     assert_error_and_hint_only(&out, "no kubeconfig");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--kubeconfig"));
@@ -77,14 +84,7 @@ async fn early_aborts_in_text_print_the_error_and_what_to_try_next_only() {
     }
     // JSON and YAML still carry the whole report.
     for fmt in ["json", "yaml"] {
-        let out = binary()
-            .arg("scan")
-            .args(["-o", fmt])
-            .env("HOME", home.path())
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .output()
-            .await
-            .unwrap();
+        let out = scan_without_kubeconfig(&["-o", fmt]).await;
         assert_eq!(out.status.code(), Some(2));
         let r: serde_json::Value = serde_saphyr::from_slice(&out.stdout).expect("a report");
         assert_eq!(r["aborted"]["reason"], "read-failed", "{fmt}");
