@@ -343,6 +343,48 @@ async fn insecure_connections_are_warned_about() {
     );
 }
 
+/// `--token` replaces every kubeconfig credential (basic auth, an
+/// auth-provider, a client certificate and key), as kubectl's does: any of
+/// them winning over the token is refused by the simulator, which takes
+/// only its bearer token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_flag_replaces_every_kubeconfig_credential() {
+    let w = World::start(calm("small")).await;
+    let token = w
+        .sim
+        .kubeconfig_yaml()
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("token: ").map(str::to_owned))
+        .unwrap();
+    // One kind of credential at a time, so each is shown to be in effect
+    // without the flag and replaced with it.
+    for user in [
+        "    username: admin\n    password: hunter2\n",
+        "    auth-provider:\n      name: oidc\n      config:\n        id-token: not-the-token\n        client-id: x\n",
+        "    client-certificate: /nonexistent/client.crt\n    client-key: /nonexistent/client.key\n",
+    ] {
+        let kc = kubeconfig(&w, &w.sim.url(), "", user);
+        let run = |with_token: bool| {
+            let mut cmd = binary();
+            cmd.arg("--kubeconfig").arg(&kc).args(["scan", "-o", "json"]);
+            if with_token {
+                cmd.args(["--token", &token]);
+            }
+            cmd.output()
+        };
+        let out = run(false).await.unwrap();
+        assert_ne!(out.status.code(), Some(0), "{user}: refused without --token");
+        let out = run(true).await.unwrap();
+        assert_eq!(out.status.code(), Some(0), "{user}: {}", text(&out.stderr));
+        assert!(json_scanned(&out.stdout) > 0, "{user}");
+    }
+}
+
+fn json_scanned(stdout: &[u8]) -> u64 {
+    let doc: serde_json::Value = serde_json::from_slice(stdout).unwrap();
+    doc["summary"]["scanned"].as_u64().unwrap()
+}
+
 /// A CONNECT proxy that sends every tunnel to `target`, counting them.
 async fn connect_proxy(target: std::net::SocketAddr) -> (String, Arc<AtomicUsize>) {
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
