@@ -858,6 +858,16 @@ mod tests {
         assert!((3599..=3601).contains(&diff), "{diff}");
     }
 
+    /// Issue 12: `--request-timeout 0` meant 60 s; it means no limit, as
+    /// kubectl's, and no flag means the default.
+    #[test]
+    fn request_timeout_zero_is_no_limit() {
+        assert_eq!(request_timeout(Some(Duration::ZERO)), None);
+        let five = Duration::from_secs(5);
+        assert_eq!(request_timeout(Some(five)), Some(five));
+        assert_eq!(request_timeout(None), Some(DEFAULT_REQUEST_TIMEOUT));
+    }
+
     #[test]
     fn pem_bundles_decode() {
         let pem = b"junk\n-----BEGIN CERTIFICATE-----\nAAEC\nAwQ=\n-----END CERTIFICATE-----\n";
