@@ -1,0 +1,192 @@
+//! The watchers: kube-runtime watchers over CiliumEndpoints and
+//! CiliumEndpointSlices feeding the index, with a short backoff so a
+//! flapping watch is back within seconds.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::{Api as KubeApi, ApiResource};
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use tokio::time::Instant;
+
+use super::index::{Index, Source};
+use super::{Shared, Sources, UsageHandle, UsageObject, MAX_MALFORMED, PAGE_SIZE};
+use crate::model::{Kind, CILIUM_GROUP};
+use crate::stats::Stats;
+use crate::watch_tap::WatchTap;
+
+/// The watchers' backoff after an error: jittered exponential from 250 ms,
+/// capped at 3 s, so a flapping watch is back within a few seconds (kube's
+/// default grows to 30 s, during which no write could go out). Reset by
+/// every event received, as kube-runtime's `StreamBackoff` does.
+#[derive(Debug, Clone)]
+pub struct WatchBackoff {
+    attempt: u32,
+    policy: crate::retry::Backoff,
+}
+
+impl Default for WatchBackoff {
+    fn default() -> Self {
+        WatchBackoff {
+            attempt: 0,
+            policy: crate::retry::Backoff {
+                base: Duration::from_millis(250),
+                cap: Duration::from_secs(3),
+            },
+        }
+    }
+}
+
+impl Iterator for WatchBackoff {
+    type Item = Duration;
+    fn next(&mut self) -> Option<Duration> {
+        let d = self.policy.delay(self.attempt, None, &mut rand::rng());
+        self.attempt = self.attempt.saturating_add(1);
+        Some(d)
+    }
+}
+
+impl kube::runtime::utils::Backoff for WatchBackoff {
+    fn reset(&mut self) {
+        self.attempt = 0;
+    }
+}
+
+fn api_resource(kind: Kind, version: &str) -> ApiResource {
+    ApiResource {
+        group: CILIUM_GROUP.into(),
+        version: version.into(),
+        api_version: format!("{CILIUM_GROUP}/{version}"),
+        kind: kind.kind().into(),
+        plural: kind.plural().into(),
+    }
+}
+
+impl UsageHandle {
+    /// Start the watchers. Returns at once; call [`UsageHandle::wait_ready`].
+    pub fn start(client: kube::Client, tap: WatchTap, sources: Sources, stats: Arc<Stats>) -> Self {
+        let handle = UsageHandle::with_tap(tap);
+        let kinds = [
+            (Kind::Endpoint, sources.endpoints),
+            (Kind::EndpointSlice, sources.slices),
+        ];
+        for (kind, on) in kinds {
+            if !on {
+                continue;
+            }
+            handle
+                .shared
+                .sources
+                .lock()
+                .unwrap()
+                .insert(kind, Source::default());
+            let h = handle.clone();
+            let client = client.clone();
+            let stats = stats.clone();
+            let version = match kind {
+                Kind::EndpointSlice => sources.slices_version,
+                _ => kind.version(),
+            };
+            let task = tokio::spawn(async move { h.run(kind, version, client, stats).await });
+            handle.shared.tasks.lock().unwrap().push(task);
+        }
+        handle
+    }
+
+    /// A handle (no watchers yet) reading stream state from `tap`.
+    pub(super) fn with_tap(tap: WatchTap) -> Self {
+        UsageHandle {
+            shared: Arc::new(Shared {
+                tap,
+                ..Shared::default()
+            }),
+        }
+    }
+
+    async fn run(self, kind: Kind, version: &'static str, client: kube::Client, stats: Arc<Stats>) {
+        let api: KubeApi<UsageObject> = KubeApi::all_with(client, &api_resource(kind, version));
+        let mut config = watcher::Config::default().page_size(PAGE_SIZE);
+        // Bookmarks keep a quiet stream alive and its resourceVersion
+        // current, so a resume after a normal end replays little.
+        config.bookmarks = true;
+        let mut stream = watcher::watcher(api, config)
+            .backoff(WatchBackoff::default())
+            .boxed();
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(ev) => self.on_event(kind, ev, &stats),
+                Err(e) => {
+                    // Freshness follows the stream itself (`watch_tap`):
+                    // nothing to record here but the restart. Restarts are
+                    // routine on a busy server and counted in the report
+                    // (`watcherRestarts`); usage that stays dark stops the
+                    // run with its own error. So -v, not a warning per drop.
+                    tracing::info!(kind = kind.plural(), "watcher error, restarting: {e}");
+                    Stats::bump(&stats.watcher_restarts);
+                }
+            }
+        }
+    }
+
+    fn with(&self, kind: Kind, f: impl FnOnce(&mut Source)) {
+        self.update(kind, f);
+        self.shared.changed.notify_waiters();
+    }
+
+    fn update(&self, kind: Kind, f: impl FnOnce(&mut Source)) {
+        if let Some(s) = self.shared.sources.lock().unwrap().get_mut(&kind) {
+            f(s);
+        }
+    }
+
+    pub(super) fn on_event(&self, kind: Kind, ev: Event<UsageObject>, stats: &Stats) {
+        if let Event::InitApply(o) | Event::Apply(o) = &ev {
+            self.note_malformed(kind, o);
+        }
+        // Only Init and InitDone change readiness; waking `wait_ready` for
+        // each of 150k listed objects cost a cross-thread wake-up apiece.
+        let wake = matches!(ev, Event::Init | Event::InitDone);
+        let apply = |s: &mut Source| match ev {
+            Event::Init => {
+                if s.synced_once {
+                    Stats::bump(&stats.watcher_restarts);
+                }
+                s.relisting = Some(Index::default());
+                s.list_started = Some(Instant::now());
+            }
+            Event::InitApply(o) => s.relisting.get_or_insert_with(Index::default).apply(&o),
+            Event::InitDone => {
+                if let Some(fresh) = s.relisting.take() {
+                    s.live = fresh;
+                }
+                s.listed_from = s.list_started;
+                s.synced_once = true;
+            }
+            Event::Apply(o) => s.live.apply(&o),
+            Event::Delete(o) => s.live.delete(&o),
+        };
+        if wake {
+            self.with(kind, apply);
+        } else {
+            self.update(kind, apply);
+        }
+    }
+
+    fn note_malformed(&self, kind: Kind, o: &UsageObject) {
+        let Some(problem) = o.problem else { return };
+        let m = &o.meta;
+        let name = match (&m.namespace, &m.name) {
+            (Some(ns), Some(n)) => format!("{ns}/{n}"),
+            (None, Some(n)) => n.clone(),
+            (_, None) => "<no name>".into(),
+        };
+        let what = format!("{} {name}", kind.kind().to_lowercase());
+        let key = (what, m.uid.clone().unwrap_or_default(), problem);
+        let mut g = self.shared.malformed.lock().unwrap();
+        if g.len() < MAX_MALFORMED {
+            g.insert(key, ());
+        }
+    }
+}
