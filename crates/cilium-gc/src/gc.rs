@@ -376,13 +376,37 @@ async fn prepare(
     stats: &Arc<Stats>,
     stop: &Stop,
 ) -> ControlFlow<Exit, Box<Prepared>> {
-    use ControlFlow::{Break, Continue};
-    // Connect.
+    let (api, endpoint) = connect(kube, s, run, stats, stop).await?;
+    let (crds, cilium) = check_cluster(&api, kube, s, run).await?;
+    let usage = sync_usage(&api, crds, &cilium, ui, run, stats).await?;
+    let (plan, policy) = scan_and_plan(&api, &cilium, &usage, s, ui, run, stop).await?;
+    gate_writes(s, &plan, &usage, &endpoint, ui, run).await?;
+    ControlFlow::Continue(Box::new(Prepared {
+        api,
+        usage,
+        plan,
+        rules: policy.rules,
+    }))
+}
+
+/// Connect and check the server answers, recording where we are (never a
+/// credential) and any insecure-connection warning.
+async fn connect(
+    kube: &ConnectOptions,
+    s: &GcSettings,
+    run: &mut Run,
+    stats: &Arc<Stats>,
+    stop: &Stop,
+) -> ControlFlow<Exit, (Api, Endpoint)> {
     let (mut api, endpoint) = match Api::connect(kube, stats.clone()).await {
         Ok(x) => x,
         Err(e) => {
             run.error(ErrorKind::Connection, e.to_string());
-            return Break(run.abort(AbortReason::ReadFailed, e.to_string(), Exit::Usage));
+            return ControlFlow::Break(run.abort(
+                AbortReason::ReadFailed,
+                e.to_string(),
+                Exit::Usage,
+            ));
         }
     };
     api.stop = stop.clone();
@@ -393,31 +417,32 @@ async fn prepare(
     }
     run.cluster.server = Some(endpoint.server.clone());
     run.cluster.context = endpoint.context.clone();
-    if let Err(exit) = reach(&api, &endpoint, s, run).await {
-        return Break(exit);
+    match reach(&api, &endpoint, s, run).await {
+        Ok(()) => ControlFlow::Continue((api, endpoint)),
+        Err(exit) => ControlFlow::Break(exit),
     }
+}
 
-    // Preflight, before anything is written.
-    let crds = match preflight::fetch_crds(&api, s.max_retries).await {
+/// Preflight, before anything is written: the CRDs, cilium-config, our
+/// permissions, cluster id and heartbeat timeout. A failed check refuses
+/// the run.
+async fn check_cluster(
+    api: &Api,
+    kube: &ConnectOptions,
+    s: &GcSettings,
+    run: &mut Run,
+) -> ControlFlow<Exit, (preflight::Crds, CiliumSettings)> {
+    let crds = match preflight::fetch_crds(api, s.max_retries).await {
         Ok(c) => c,
-        Err(e) => return Break(run.abort(AbortReason::ReadFailed, e, Exit::Unexpected)),
+        Err(e) => {
+            return ControlFlow::Break(run.abort(AbortReason::ReadFailed, e, Exit::Unexpected))
+        }
     };
-    let (data, config_problem) =
-        preflight::fetch_cilium_config(&api, &s.scan.cilium_namespace, s.max_retries).await;
-    if let Some(p) = config_problem {
-        run.error(ErrorKind::ConfigUnavailable, p);
-    }
-    let mut cilium = preflight::settings_from_config(data.as_ref(), s.scan.heartbeat_timeout);
-    cilium.state_allocation_mode(s.scan.identity_allocation_mode.as_deref());
-    for w in &cilium.warnings {
-        tracing::warn!("{w}");
-        run.error(ErrorKind::ConfigUnavailable, w.clone());
-    }
-    run.cluster.cilium_config = cilium.values.clone();
+    let cilium = read_cilium_config(api, s, run).await;
     run.options = options(s, kube, Some(&cilium));
     let wanted = crate::rbac::required(s.writes(), s.mark, crds.slices);
     let (missing, perm_warnings) = preflight::fetch_missing_permissions(
-        &api,
+        api,
         crds,
         &wanted,
         &s.scan.cilium_namespace,
@@ -429,19 +454,7 @@ async fn prepare(
     }
     run.preflight.checks = preflight::evaluate(crds, &cilium, &missing);
     if !s.writes() && !cilium.allocation_mode_known {
-        // A scan writes nothing: it says so and goes on.
-        if let Some(c) = run
-            .preflight
-            .checks
-            .iter_mut()
-            .find(|c| c.name == CheckName::AllocationMode)
-        {
-            c.passed = true;
-            c.message = "cilium-config could not be read, so the identity allocation mode is unknown: this scan assumes crd (delete would refuse without --identity-allocation-mode crd)".into();
-            tracing::warn!("{}", c.message);
-            let m = c.message.clone();
-            run.error(ErrorKind::ConfigUnavailable, m);
-        }
+        scan_assumes_crd_mode(run);
     }
     run.preflight
         .checks
@@ -458,14 +471,64 @@ async fn prepare(
     run.preflight.checks.push(hb);
     if let Some(failed) = run.preflight.checks.iter().find(|c| !c.passed).cloned() {
         run.error(ErrorKind::Preflight, failed.message.clone());
-        return Break(run.abort(AbortReason::PreflightRefused, failed.message, Exit::Refused));
+        return ControlFlow::Break(run.abort(
+            AbortReason::PreflightRefused,
+            failed.message,
+            Exit::Refused,
+        ));
     }
+    ControlFlow::Continue((crds, cilium))
+}
 
-    // Usage, live for the rest of the run (stopped in `run`).
+/// cilium-config (read, or stated by flags), with what could not be read
+/// recorded as warnings.
+async fn read_cilium_config(api: &Api, s: &GcSettings, run: &mut Run) -> CiliumSettings {
+    let (data, config_problem) =
+        preflight::fetch_cilium_config(api, &s.scan.cilium_namespace, s.max_retries).await;
+    if let Some(p) = config_problem {
+        run.error(ErrorKind::ConfigUnavailable, p);
+    }
+    let mut cilium = preflight::settings_from_config(data.as_ref(), s.scan.heartbeat_timeout);
+    cilium.state_allocation_mode(s.scan.identity_allocation_mode.as_deref());
+    for w in &cilium.warnings {
+        tracing::warn!("{w}");
+        run.error(ErrorKind::ConfigUnavailable, w.clone());
+    }
+    run.cluster.cilium_config = cilium.values.clone();
+    cilium
+}
+
+/// A scan writes nothing: with the allocation mode unknown it says so and
+/// goes on (a delete refuses).
+fn scan_assumes_crd_mode(run: &mut Run) {
+    if let Some(c) = run
+        .preflight
+        .checks
+        .iter_mut()
+        .find(|c| c.name == CheckName::AllocationMode)
+    {
+        c.passed = true;
+        c.message = "cilium-config could not be read, so the identity allocation mode is unknown: this scan assumes crd (delete would refuse without --identity-allocation-mode crd)".into();
+        tracing::warn!("{}", c.message);
+        let m = c.message.clone();
+        run.error(ErrorKind::ConfigUnavailable, m);
+    }
+}
+
+/// Start the endpoint watchers (live for the rest of the run, stopped in
+/// `run`) and wait for their first full list: nothing is decided before.
+async fn sync_usage(
+    api: &Api,
+    crds: preflight::Crds,
+    cilium: &CiliumSettings,
+    ui: &Ui,
+    run: &mut Run,
+    stats: &Arc<Stats>,
+) -> ControlFlow<Exit, UsageHandle> {
     let usage = UsageHandle::start(
         api.client(),
         api.watch_tap.clone(),
-        preflight::usage_sources(crds, &cilium),
+        preflight::usage_sources(crds, cilium),
         stats.clone(),
     );
     run.usage = Some(usage.clone());
@@ -478,12 +541,24 @@ async fn prepare(
             "the endpoint watchers did not complete their first list within {}s",
             SYNC_TIMEOUT.as_secs()
         );
-        return Break(run.abort(AbortReason::ReadFailed, m, Exit::Unexpected));
+        return ControlFlow::Break(run.abort(AbortReason::ReadFailed, m, Exit::Unexpected));
     }
     run.summary.endpoints = usage.object_count(Kind::Endpoint);
     run.summary.endpoint_slices = usage.object_count(Kind::EndpointSlice);
+    ControlFlow::Continue(usage)
+}
 
-    // Scan and decide.
+/// List every identity and decide each one: the plan. Narrowing (`-l`,
+/// `-n`, `--min-age`) is applied here, once.
+async fn scan_and_plan(
+    api: &Api,
+    cilium: &CiliumSettings,
+    usage: &UsageHandle,
+    s: &GcSettings,
+    ui: &Ui,
+    run: &mut Run,
+    stop: &Stop,
+) -> ControlFlow<Exit, (Plan, Policy)> {
     let policy = Policy {
         rules: Rules {
             local_range: policy::local_range(cilium.cluster_id, cilium.max_connected_clusters),
@@ -498,19 +573,19 @@ async fn prepare(
     ui.progress.listing("listing identities");
     let mut plan = Plan::default();
     let scanned = scan::scan_identities(
-        &api,
+        api,
         s.scan.page_size,
         s.max_retries,
         s.selector.is_some(),
         stop,
         |item| {
             ui.progress.listed();
-            plan.take(item, &usage, &policy, api.clock.now(), s, run);
+            plan.take(item, usage, &policy, api.clock.now(), s, run);
         },
     )
     .await;
     if let Err(e) = scanned {
-        return Break(match e {
+        return ControlFlow::Break(match e {
             ScanError::Interrupted => Exit::Interrupted,
             ScanError::Denied(_) => {
                 run.abort(AbortReason::PermissionLost, e.to_string(), Exit::Refused)
@@ -524,10 +599,22 @@ async fn prepare(
     if test_panic_at("plan") {
         panic!("injected by {TEST_PANIC_ENV}=plan");
     }
-    let candidates = plan.candidates.len() as u64;
-    run.summary.candidates = candidates;
+    run.summary.candidates = plan.candidates.len() as u64;
+    ControlFlow::Continue((plan, policy))
+}
 
-    // Checks that need the scan.
+/// The checks that need the scan, then the limits and the confirmation. A
+/// `scan` ends here (its candidates become `wouldDelete`); a `delete` goes
+/// on to write only if every gate passes.
+async fn gate_writes(
+    s: &GcSettings,
+    plan: &Plan,
+    usage: &UsageHandle,
+    endpoint: &Endpoint,
+    ui: &Ui,
+    run: &mut Run,
+) -> ControlFlow<Exit> {
+    let candidates = run.summary.candidates;
     let ep = preflight::endpoints_check(
         run.summary.endpoints,
         run.summary.endpoint_slices,
@@ -548,44 +635,43 @@ async fn prepare(
                 run.items[i].outcome = Outcome::WouldDelete;
             }
         }
-        return Break(Exit::Success);
+        return ControlFlow::Break(Exit::Success);
     }
     if ep_failed {
-        mark_not_attempted(run, &plan);
-        return Break(run.abort(AbortReason::PreflightRefused, ep.message, Exit::Refused));
-    }
-    let readable = endpoints_readable_check(&usage, s.allow_unreadable_endpoints);
-    let unreadable = !readable.passed;
-    run.preflight.checks.push(readable.clone());
-    if unreadable {
-        mark_not_attempted(run, &plan);
-        run.summary.not_attempted = candidates;
-        return Break(run.abort(
+        mark_not_attempted(run, plan);
+        return ControlFlow::Break(run.abort(
             AbortReason::PreflightRefused,
-            readable.message,
+            ep.message,
             Exit::Refused,
         ));
     }
-    if let Some(why) = blast_radius(candidates, run.summary.scanned, s) {
-        mark_not_attempted(run, &plan);
-        run.summary.not_attempted = candidates;
-        return Break(run.abort(AbortReason::BlastRadius, why, Exit::BlastRadius));
-    }
-    if !confirm(s, &plan, &endpoint, ui).await {
-        mark_not_attempted(run, &plan);
-        run.summary.not_attempted = candidates;
-        return Break(run.abort(
+    let readable = endpoints_readable_check(usage, s.allow_unreadable_endpoints);
+    run.preflight.checks.push(readable.clone());
+    let refusal = if !readable.passed {
+        Some((
+            AbortReason::PreflightRefused,
+            readable.message,
+            Exit::Refused,
+        ))
+    } else if let Some(why) = blast_radius(candidates, run.summary.scanned, s) {
+        Some((AbortReason::BlastRadius, why, Exit::BlastRadius))
+    } else if !confirm(s, plan, endpoint, ui).await {
+        Some((
             AbortReason::NotConfirmed,
-            "not confirmed: nothing was changed",
+            "not confirmed: nothing was changed".to_owned(),
             Exit::Usage,
-        ));
+        ))
+    } else {
+        None
+    };
+    match refusal {
+        Some((reason, why, exit)) => {
+            mark_not_attempted(run, plan);
+            run.summary.not_attempted = candidates;
+            ControlFlow::Break(run.abort(reason, why, exit))
+        }
+        None => ControlFlow::Continue(()),
     }
-    Continue(Box::new(Prepared {
-        api,
-        usage,
-        plan,
-        rules: policy.rules,
-    }))
 }
 
 /// The marks and the deletes. Stop-aware item by item (see `sweep`), so a

@@ -11,6 +11,8 @@
 //! only when throttling is sustained. Only a lost permission, or endpoint
 //! usage unknown for [`USAGE_STALL_LIMIT`], stops the run; the items not started are reported as such.
 
+use std::time::Duration;
+
 use futures::StreamExt;
 use http::Method;
 use jiff::Timestamp;
@@ -139,6 +141,37 @@ fn finish(mut r: ItemResult, outcome: Outcome, error: Option<String>) -> ItemRes
     r
 }
 
+/// What one step of an item's write loop leads to.
+enum Step {
+    /// Go round again: wait for usage and the limiter, decide, write.
+    Retry,
+    /// The item ends with this outcome (and error, if any).
+    Finish(Outcome, Option<String>),
+    /// The run is stopping: see [`stopped`].
+    Stopped,
+}
+
+/// Whether a write may go out now.
+enum Gate {
+    Open,
+    /// Usage went stale while the limiter held us: wait again.
+    Recheck,
+    Stopped,
+}
+
+/// Retry counts of one item, per kind of failure.
+#[derive(Default)]
+struct Tries {
+    transient: u32,
+    throttled: u32,
+    /// Answers lost or 5xx: an earlier attempt may have been applied.
+    lost_answers: u32,
+}
+
+/// One identity: wait until usage is fresh and the limiter allows, decide
+/// again on live usage, write with preconditions, and handle the answer,
+/// until it ends in an outcome. Never fails the run: a stop, a lost
+/// permission or lost usage stop it through `ctx.stop`.
 async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
     let mut r = ItemResult {
         outcome: Outcome::NotAttempted,
@@ -147,37 +180,12 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
         conflicts: Vec::new(),
         last_error: None,
     };
-    let (mut transient, mut throttled, mut lost_answers) = (0u32, 0u32, 0u32);
+    let mut tries = Tries::default();
     loop {
-        if ctx.stop.is_stopped() {
-            return stopped(r);
-        }
-        // Usage first: wait until every endpoint source is known complete
-        // as of at most `FRESHNESS_LIMIT` ago; give up once it has been
-        // unknown for the stall limit.
-        tokio::select! {
-            ready = ctx.usage.wait_fresh(USAGE_STALL_LIMIT) => if !ready {
-                ctx.stop.trigger(StopReason::UsageLost);
-                return stopped(r);
-            },
-            _ = ctx.stop.wait() => return stopped(r),
-        }
-        // An endpoint whose identity we cannot read may protect this one.
-        if !ctx.cfg.allow_unreadable_endpoints && ctx.usage.unreadable_count() > 0 {
-            ctx.stop.trigger(StopReason::UnreadableEndpoint);
-            return stopped(r);
-        }
-        tokio::select! {
-            _ = ctx.pace.until_ready() => {}
-            _ = ctx.stop.wait() => return stopped(r),
-        }
-        if ctx.stop.is_stopped() {
-            return stopped(r);
-        }
-        // The limiter may have held us while usage went stale: check again,
-        // without waiting, right before deciding.
-        if !ctx.usage.is_fresh() {
-            continue;
+        match gate(ctx).await {
+            Gate::Stopped => return stopped(r),
+            Gate::Recheck => continue,
+            Gate::Open => {}
         }
         // Decide again, right now, on live usage and the freshest object:
         // only what can change under us (usage, the mark) is judged; the
@@ -197,111 +205,167 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
                 "the run stopped before the server answered: it may have been applied",
             ),
         };
-        match answer.class {
+        let step = match answer.class {
             Class::Success => {
                 ctx.pace.record(false);
                 let done = match ctx.action {
                     Action::Delete => Outcome::Deleted,
                     Action::Mark => Outcome::Marked,
                 };
-                return finish(r, done, None);
+                Step::Finish(done, None)
             }
             Class::NotFound => {
                 // After a lost answer (reset, timeout) or a 5xx (which a server
                 // may send after the write committed) the 404 may be our own
                 // earlier delete; we cannot tell, so it counts as gone, noted.
-                let note = (lost_answers > 0).then(|| {
+                let note = (tries.lost_answers > 0).then(|| {
                     "an earlier attempt got no answer or a server error and may have deleted it"
                         .to_owned()
                 });
-                return finish(r, Outcome::AlreadyGone, note);
+                Step::Finish(Outcome::AlreadyGone, note)
             }
-            Class::Conflict => {
-                Stats::bump(&ctx.api.stats.conflicts);
-                let expected = ident.resource_version.clone();
-                let fresh = tokio::select! {
-                    f = reread(ctx, &ident.name) => f,
-                    _ = ctx.stop.wait() => return stopped(r),
-                };
-                match fresh {
-                    Reread::Gone => return finish(r, Outcome::AlreadyGone, None),
-                    Reread::Failed(e) => return finish(r, Outcome::Failed, Some(e)),
-                    Reread::Fresh(fresh) => {
-                        let change = fresh.last_change.clone();
-                        r.conflicts.push(Conflict {
-                            expected_resource_version: expected,
-                            observed_resource_version: Some(fresh.resource_version.clone()),
-                            manager: change.as_ref().map(|c| c.manager.clone()),
-                            operation: change.as_ref().map(|c| c.operation.clone()),
-                            time: change.and_then(|c| c.time),
-                        });
-                        ident = *fresh;
-                    }
-                }
-                if r.conflicts.len() as u32 > ctx.cfg.max_conflict_retries {
-                    // Decide once more: a final conflict that removed the mark is a reclaim.
-                    let refs = ident.numeric_id().map_or(0, |id| ctx.usage.refs(id));
-                    let d = decide(&ident, refs, &ctx.cfg.rules, ctx.api.clock.now());
-                    r.reason = d.reason;
-                    if d.reason != ctx.action.wanted() {
-                        return finish(r, Outcome::Reclaimed, None);
-                    }
-                    let msg = format!(
-                        "still {} after {} conflicts",
-                        ctx.action.wanted().as_str(),
-                        r.conflicts.len()
-                    );
-                    return finish(r, Outcome::Failed, Some(msg));
-                }
-                Stats::bump(&ctx.api.stats.retries);
-            }
+            Class::Conflict => on_conflict(ctx, &mut r, &mut ident).await,
             Class::Throttled { retry_after } => {
-                // This request waits out its own Retry-After (else backoff
-                // with jitter); the shared limiter slows everyone only when
-                // throttling is sustained (`pace`).
-                ctx.pace.record(true);
-                throttled += 1;
                 r.last_error = Some(answer.message);
-                if throttled > MAX_THROTTLED_PER_ITEM {
-                    return finish(r, Outcome::Failed, None);
-                }
-                Stats::bump(&ctx.api.stats.retries);
-                let delay =
-                    ctx.api
-                        .backoff
-                        .delay(throttled.min(8) - 1, retry_after, &mut rand::rng());
-                let started = tokio::time::Instant::now();
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
-                    _ = ctx.stop.wait() => return stopped(r),
-                }
-                ctx.api.stats.add_retry_after_wait(started.elapsed());
+                on_throttled(ctx, &mut tries, retry_after).await
             }
             Class::Transient { retry_after } => {
-                lost_answers += 1;
                 r.last_error = Some(answer.message);
-                if transient >= ctx.cfg.max_retries {
-                    return finish(r, Outcome::Failed, None);
-                }
-                let delay = ctx
-                    .api
-                    .backoff
-                    .delay(transient, retry_after, &mut rand::rng());
-                transient += 1;
-                Stats::bump(&ctx.api.stats.retries);
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
-                    _ = ctx.stop.wait() => return finish(r, Outcome::Failed, None),
-                }
+                on_transient(ctx, &mut tries, retry_after).await
             }
             Class::Unauthorized | Class::Forbidden => {
                 ctx.stop.trigger(StopReason::PermissionLost);
-                return finish(r, Outcome::Failed, Some(answer.message));
+                Step::Finish(Outcome::Failed, Some(answer.message))
             }
             Class::Expired { .. } | Class::Rejected => {
-                return finish(r, Outcome::Failed, Some(answer.message));
+                Step::Finish(Outcome::Failed, Some(answer.message))
             }
+        };
+        match step {
+            Step::Retry => {}
+            Step::Finish(outcome, error) => return finish(r, outcome, error),
+            Step::Stopped => return stopped(r),
         }
+    }
+}
+
+/// Wait until a write may go out: usage first (every endpoint source known
+/// complete as of at most `FRESHNESS_LIMIT` ago; given up once unknown for
+/// the stall limit), no unreadable endpoint, then the shared limiter.
+async fn gate(ctx: &Ctx<'_>) -> Gate {
+    if ctx.stop.is_stopped() {
+        return Gate::Stopped;
+    }
+    tokio::select! {
+        ready = ctx.usage.wait_fresh(USAGE_STALL_LIMIT) => if !ready {
+            ctx.stop.trigger(StopReason::UsageLost);
+            return Gate::Stopped;
+        },
+        _ = ctx.stop.wait() => return Gate::Stopped,
+    }
+    // An endpoint whose identity we cannot read may protect this one.
+    if !ctx.cfg.allow_unreadable_endpoints && ctx.usage.unreadable_count() > 0 {
+        ctx.stop.trigger(StopReason::UnreadableEndpoint);
+        return Gate::Stopped;
+    }
+    tokio::select! {
+        _ = ctx.pace.until_ready() => {}
+        _ = ctx.stop.wait() => return Gate::Stopped,
+    }
+    if ctx.stop.is_stopped() {
+        return Gate::Stopped;
+    }
+    // The limiter may have held us while usage went stale: check again,
+    // without waiting, right before deciding.
+    if ctx.usage.is_fresh() {
+        Gate::Open
+    } else {
+        Gate::Recheck
+    }
+}
+
+/// A 409: re-read the identity, record who changed it, and go round again
+/// (the loop re-decides), until the conflicts allowed are used up.
+async fn on_conflict(ctx: &Ctx<'_>, r: &mut ItemResult, ident: &mut Identity) -> Step {
+    Stats::bump(&ctx.api.stats.conflicts);
+    let expected = ident.resource_version.clone();
+    let fresh = tokio::select! {
+        f = reread(ctx, &ident.name) => f,
+        _ = ctx.stop.wait() => return Step::Stopped,
+    };
+    match fresh {
+        Reread::Gone => return Step::Finish(Outcome::AlreadyGone, None),
+        Reread::Failed(e) => return Step::Finish(Outcome::Failed, Some(e)),
+        Reread::Fresh(fresh) => {
+            let change = fresh.last_change.clone();
+            r.conflicts.push(Conflict {
+                expected_resource_version: expected,
+                observed_resource_version: Some(fresh.resource_version.clone()),
+                manager: change.as_ref().map(|c| c.manager.clone()),
+                operation: change.as_ref().map(|c| c.operation.clone()),
+                time: change.and_then(|c| c.time),
+            });
+            *ident = *fresh;
+        }
+    }
+    if r.conflicts.len() as u32 > ctx.cfg.max_conflict_retries {
+        // Decide once more: a final conflict that removed the mark is a reclaim.
+        let refs = ident.numeric_id().map_or(0, |id| ctx.usage.refs(id));
+        let d = decide(ident, refs, &ctx.cfg.rules, ctx.api.clock.now());
+        r.reason = d.reason;
+        if d.reason != ctx.action.wanted() {
+            return Step::Finish(Outcome::Reclaimed, None);
+        }
+        let msg = format!(
+            "still {} after {} conflicts",
+            ctx.action.wanted().as_str(),
+            r.conflicts.len()
+        );
+        return Step::Finish(Outcome::Failed, Some(msg));
+    }
+    Stats::bump(&ctx.api.stats.retries);
+    Step::Retry
+}
+
+/// A 429: this request waits out its own Retry-After (else backoff with
+/// jitter); the shared limiter slows everyone only when throttling is
+/// sustained (`pace`).
+async fn on_throttled(ctx: &Ctx<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
+    ctx.pace.record(true);
+    tries.throttled += 1;
+    if tries.throttled > MAX_THROTTLED_PER_ITEM {
+        return Step::Finish(Outcome::Failed, None);
+    }
+    Stats::bump(&ctx.api.stats.retries);
+    let delay = ctx
+        .api
+        .backoff
+        .delay(tries.throttled.min(8) - 1, retry_after, &mut rand::rng());
+    let started = tokio::time::Instant::now();
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => {}
+        _ = ctx.stop.wait() => return Step::Stopped,
+    }
+    ctx.api.stats.add_retry_after_wait(started.elapsed());
+    Step::Retry
+}
+
+/// A 5xx, a timeout or a reset: backoff with jitter, a bounded number of
+/// times. The write may have been applied, which a later 404 must allow for.
+async fn on_transient(ctx: &Ctx<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
+    tries.lost_answers += 1;
+    if tries.transient >= ctx.cfg.max_retries {
+        return Step::Finish(Outcome::Failed, None);
+    }
+    let delay = ctx
+        .api
+        .backoff
+        .delay(tries.transient, retry_after, &mut rand::rng());
+    tries.transient += 1;
+    Stats::bump(&ctx.api.stats.retries);
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => Step::Retry,
+        _ = ctx.stop.wait() => Step::Finish(Outcome::Failed, None),
     }
 }
 
