@@ -462,10 +462,23 @@ const LABEL_WIDTH: usize = 22;
 /// The human summary. Returns a `String` so colour codes never split a write.
 fn text(report: &Report, style: Style) -> String {
     let p = Paint::new(style);
-    let s = &report.summary;
     let mut o = String::new();
+    for section in [
+        header,
+        banners,
+        counts,
+        failed_items,
+        conflicts_by_manager,
+        run_errors,
+        what_now,
+    ] {
+        section(&mut o, report, &p);
+    }
+    o
+}
 
-    // Header: what, where, how long.
+/// Header: what ran, where, and how long.
+fn header(o: &mut String, report: &Report, p: &Paint) {
     let mode = match report.mode {
         Mode::Scan => "scan",
         Mode::Delete => "delete",
@@ -494,8 +507,10 @@ fn text(report: &Report, style: Style) -> String {
             p.yellow("server-side dry run: nothing was deleted")
         );
     }
+}
 
-    // Banners.
+/// Banners: an abort, an interruption, failed preflight checks.
+fn banners(o: &mut String, report: &Report, p: &Paint) {
     if let Some(a) = &report.aborted {
         let _ = writeln!(
             o,
@@ -516,15 +531,18 @@ fn text(report: &Report, style: Style) -> String {
         );
     }
     o.push('\n');
+}
 
-    // Counts.
+/// The counts, one row each; decision reasons indented under `scanned`.
+fn counts(o: &mut String, report: &Report, p: &Paint) {
+    let s = &report.summary;
     let row = |o: &mut String, indent: usize, label: &str, value: String, tone: Tone| {
         let label = format!("{:indent$}{label}", "");
         let value = p.tone(&format!("{value:>12}"), tone);
         let _ = writeln!(o, "  {label:<LABEL_WIDTH$} {value}");
     };
     let n = |v: u64| thousands(v);
-    row(&mut o, 0, "scanned", n(s.scanned), Tone::Plain);
+    row(o, 0, "scanned", n(s.scanned), Tone::Plain);
     let mut reasons: Vec<(Reason, u64)> = Reason::ALL
         .iter()
         .map(|&r| (r, s.reasons.get(r)))
@@ -533,22 +551,22 @@ fn text(report: &Report, style: Style) -> String {
     // Largest first; ties keep report order (the sort is stable).
     reasons.sort_by_key(|&(_, n)| std::cmp::Reverse(n));
     for (r, count) in reasons {
-        row(&mut o, 2, r.as_str(), n(count), Tone::Plain);
+        row(o, 2, r.as_str(), n(count), Tone::Plain);
     }
-    row(&mut o, 0, "candidates", n(s.candidates), Tone::Bold);
+    row(o, 0, "candidates", n(s.candidates), Tone::Bold);
     if report.mode != Mode::Scan {
         let deleted = if report.mode == Mode::DryRunServer {
             "validated"
         } else {
             "deleted"
         };
-        row(&mut o, 0, deleted, n(s.deleted), Tone::Good);
-        row(&mut o, 0, "already gone", n(s.already_gone), Tone::Plain);
-        row(&mut o, 0, "reclaimed", n(s.reclaimed), Tone::Plain);
+        row(o, 0, deleted, n(s.deleted), Tone::Good);
+        row(o, 0, "already gone", n(s.already_gone), Tone::Plain);
+        row(o, 0, "reclaimed", n(s.reclaimed), Tone::Plain);
         let failed = if s.failed > 0 { Tone::Bad } else { Tone::Plain };
-        row(&mut o, 0, "failed", n(s.failed), failed);
+        row(o, 0, "failed", n(s.failed), failed);
         row(
-            &mut o,
+            o,
             0,
             "not attempted",
             n(s.not_attempted),
@@ -556,43 +574,39 @@ fn text(report: &Report, style: Style) -> String {
         );
     }
     if report.mode != Mode::Scan || s.marked > 0 {
-        row(&mut o, 0, "marked", n(s.marked), Tone::Plain);
+        row(o, 0, "marked", n(s.marked), Tone::Plain);
     }
-    row(&mut o, 0, "conflicts", n(s.conflicts), warn_if(s.conflicts));
-    row(&mut o, 0, "retries", n(s.retries), warn_if(s.retries));
-    row(&mut o, 0, "throttled", n(s.throttled), warn_if(s.throttled));
+    row(o, 0, "conflicts", n(s.conflicts), warn_if(s.conflicts));
+    row(o, 0, "retries", n(s.retries), warn_if(s.retries));
+    row(o, 0, "throttled", n(s.throttled), warn_if(s.throttled));
     row(
-        &mut o,
+        o,
         0,
         "server errors",
         n(s.server_errors),
         warn_if(s.server_errors),
     );
     let pages = format!("{} / {}", n(s.list_pages), n(s.list_restarts));
-    row(&mut o, 0, "list pages / restarts", pages, Tone::Plain);
+    row(o, 0, "list pages / restarts", pages, Tone::Plain);
     let restarts = s.watcher_restarts;
-    row(
-        &mut o,
-        0,
-        "watcher restarts",
-        n(restarts),
-        warn_if(restarts),
-    );
+    row(o, 0, "watcher restarts", n(restarts), warn_if(restarts));
     if s.malformed > 0 {
-        row(&mut o, 0, "malformed objects", n(s.malformed), Tone::Warn);
+        row(o, 0, "malformed objects", n(s.malformed), Tone::Warn);
     }
     if report.mode != Mode::Scan {
         let rate = format!("{:.1}/s", s.delete_rate_per_second);
-        row(&mut o, 0, "delete rate", rate, Tone::Plain);
+        row(o, 0, "delete rate", rate, Tone::Plain);
         if let (Some(t), Some(low)) = (s.throttled_seconds, s.lowest_rate_per_second) {
             if t > 0.0 {
                 let v = format!("{t:.1}s below --qps, lowest {low:.1}/s");
-                row(&mut o, 0, "slowed by throttling", v, Tone::Warn);
+                row(o, 0, "slowed by throttling", v, Tone::Warn);
             }
         }
     }
+}
 
-    // Failed items.
+/// Failed items, the first few of them.
+fn failed_items(o: &mut String, report: &Report, p: &Paint) {
     let failed: Vec<_> = report
         .items
         .iter()
@@ -630,8 +644,10 @@ fn text(report: &Report, style: Style) -> String {
             );
         }
     }
+}
 
-    // Who kept changing our candidates.
+/// Who kept changing our candidates: conflicts by field manager.
+fn conflicts_by_manager(o: &mut String, report: &Report, p: &Paint) {
     let mut managers: BTreeMap<&str, u64> = BTreeMap::new();
     for c in report.items.iter().flat_map(|i| &i.conflicts) {
         *managers
@@ -656,8 +672,10 @@ fn text(report: &Report, style: Style) -> String {
             );
         }
     }
+}
 
-    // Run-level errors.
+/// Run-level errors and warnings.
+fn run_errors(o: &mut String, report: &Report, p: &Paint) {
     if !report.errors.is_empty() {
         let _ = writeln!(
             o,
@@ -676,8 +694,10 @@ fn text(report: &Report, style: Style) -> String {
             );
         }
     }
+}
 
-    // What now.
+/// What to do next.
+fn what_now(o: &mut String, report: &Report, p: &Paint) {
     let steps = next_steps(report);
     if !steps.is_empty() {
         o.push('\n');
@@ -685,7 +705,6 @@ fn text(report: &Report, style: Style) -> String {
             let _ = writeln!(o, "{} {step}", p.cyan("Next:"));
         }
     }
-    o
 }
 
 #[cfg(test)]

@@ -818,23 +818,48 @@ fn dur(seconds: f64) -> String {
     crate::humanize::human_duration(seconds)
 }
 
+/// What every finding may use: the diagnosis so far and the phrases
+/// several of them repeat.
+struct Ctx<'a> {
+    input: &'a Input,
+    d: &'a Diagnosis,
+    settings: &'a preflight::CiliumSettings,
+    gc_interval: Option<Duration>,
+    space_line: String,
+    delete_hint: String,
+}
+
+/// The findings collected so far.
+#[derive(Default)]
+struct Findings(Vec<Finding>);
+
+impl Findings {
+    fn add(
+        &mut self,
+        severity: Severity,
+        code: FindingCode,
+        message: String,
+        evidence: Vec<String>,
+        suggestion: Option<String>,
+    ) {
+        self.0.push(Finding {
+            severity,
+            code,
+            message,
+            evidence,
+            suggestion,
+        });
+    }
+}
+
+/// Every finding, most severe first: one function per finding, in the
+/// order a reader should meet them (usage first: every count leans on it).
 fn findings(
     input: &Input,
     d: &Diagnosis,
     settings: &preflight::CiliumSettings,
     gc_interval: Option<Duration>,
 ) -> Vec<Finding> {
-    let mut out = Vec::new();
-    let mut add =
-        |severity, code, message: String, evidence: Vec<String>, suggestion: Option<String>| {
-            out.push(Finding {
-                severity,
-                code,
-                message,
-                evidence,
-                suggestion,
-            })
-        };
     let sp = &d.identity_space;
     let st = &sp.states;
     let range = format!("{}-{}", sp.local_range.min, sp.local_range.max);
@@ -853,11 +878,46 @@ fn findings(
     } else {
         "find what keeps allocating (churn drivers below) and let GC catch up (`kubectl cilium-gc delete --mark`)".to_string()
     };
+    let c = Ctx {
+        input,
+        d,
+        settings,
+        gc_interval,
+        space_line,
+        delete_hint,
+    };
+    let mut out = Findings::default();
+    let all: [fn(&Ctx, &mut Findings); 11] = [
+        usage_unknown,
+        identity_space_nearly_full,
+        exhaustion_soon,
+        stale_backlog,
+        high_cardinality_labels,
+        labels_filter,
+        duplicate_identities,
+        dangling_references,
+        strip_loop,
+        settings_that_defeat_gc,
+        malformed,
+    ];
+    for finding in all {
+        finding(&c, &mut out);
+    }
+    let mut out = out.0;
+    out.sort_by_key(|f| f.severity);
+    out
+}
 
+/// Usage first: every other count leans on it: endpoints that cannot be read, or none at all.
+fn usage_unknown(c: &Ctx, out: &mut Findings) {
+    let Ctx {
+        input, settings, d, ..
+    } = c;
+    let sp = &d.identity_space;
     // Usage first: every other count leans on it.
     let sources = preflight::usage_sources(input.crds, settings);
     if !(sources.endpoints || sources.slices) {
-        add(
+        out.add(
             Severity::Warning,
             FindingCode::UsageUnknown,
             "neither CiliumEndpoints nor CiliumEndpointSlices can be read: every identity is counted as unused".into(),
@@ -868,7 +928,7 @@ fn findings(
             Some("check the Cilium CRDs and cilium-config before acting on these numbers".into()),
         );
     } else if input.endpoints + input.endpoint_slices == 0 && sp.total > 0 {
-        add(
+        out.add(
             Severity::Warning,
             FindingCode::UsageUnknown,
             format!(
@@ -879,10 +939,21 @@ fn findings(
             Some("check that cilium-agent runs on every node before deleting anything".into()),
         );
     }
+}
 
+/// The local identity range filling up.
+fn identity_space_nearly_full(c: &Ctx, out: &mut Findings) {
+    let Ctx {
+        space_line,
+        delete_hint,
+        d,
+        ..
+    } = c;
+    let sp = &d.identity_space;
+    let st = &sp.states;
     match sp.level {
         Level::Ok => {}
-        level => add(
+        level => out.add(
             if level == Level::Critical {
                 Severity::Critical
             } else {
@@ -906,10 +977,15 @@ fn findings(
             Some(delete_hint.clone()),
         ),
     }
+}
 
+/// At the last day's creation rate, when the range runs out.
+fn exhaustion_soon(c: &Ctx, out: &mut Findings) {
+    let Ctx { d, space_line, .. } = c;
+    let sp = &d.identity_space;
     if let Some(secs) = d.age.exhaustion_in_seconds {
         if secs < EXHAUSTION_HORIZON.as_secs_f64() && sp.headroom > 0 {
-            add(
+            out.add(
                 if secs < DAY as f64 {
                     Severity::Critical
                 } else {
@@ -932,10 +1008,16 @@ fn findings(
             );
         }
     }
+}
 
+/// Stale identities GC has not removed.
+fn stale_backlog(c: &Ctx, out: &mut Findings) {
+    let Ctx { d, .. } = c;
+    let sp = &d.identity_space;
+    let st = &sp.states;
     if st.stale_candidates > 0 {
         let severe = st.stale_candidates * 20 >= sp.allocated.max(1);
-        add(
+        out.add(
             if severe { Severity::Warning } else { Severity::Info },
             FindingCode::StaleBacklog,
             format!(
@@ -954,7 +1036,11 @@ fn findings(
             ),
         );
     }
+}
 
+/// Label keys with almost one value per identity.
+fn high_cardinality_labels(c: &Ctx, out: &mut Findings) {
+    let Ctx { d, .. } = c;
     let high: Vec<&LabelKeyStat> = d
         .churn
         .label_keys
@@ -962,7 +1048,7 @@ fn findings(
         .filter(|k| k.high_cardinality)
         .collect();
     if !high.is_empty() {
-        add(
+        out.add(
             Severity::Warning,
             FindingCode::HighCardinalityLabels,
             format!(
@@ -984,6 +1070,11 @@ fn findings(
             Some("exclude them from identities with the `labels` setting (see configuration)".into()),
         );
     }
+}
+
+/// The `labels` setting that would keep those keys out of identities.
+fn labels_filter(c: &Ctx, out: &mut Findings) {
+    let Ctx { input, d, .. } = c;
     let cfg = &d.configuration;
     if let Some(suggested) = &cfg.suggested_labels {
         let current = config_value(input, "labels");
@@ -1024,7 +1115,7 @@ fn findings(
                 "{k} would still pass: an inclusive pattern in labels matches it further than the exclusion; narrow that pattern"
             ));
         }
-        add(
+        out.add(
             Severity::Warning,
             code,
             message,
@@ -1034,10 +1125,14 @@ fn findings(
             )),
         );
     }
+}
 
+/// Label sets carried by more than one identity.
+fn duplicate_identities(c: &Ctx, out: &mut Findings) {
+    let Ctx { d, .. } = c;
     let dup = &d.churn.duplicates;
     if dup.groups > 0 {
-        add(
+        out.add(
             if dup.surplus >= 100 {
                 Severity::Warning
             } else {
@@ -1060,10 +1155,14 @@ fn findings(
             ),
         );
     }
+}
 
+/// Endpoints referencing identities that do not exist.
+fn dangling_references(c: &Ctx, out: &mut Findings) {
+    let Ctx { d, .. } = c;
     let integ = &d.integrity;
     if integ.dangling_ids > 0 {
-        add(
+        out.add(
             Severity::Warning,
             FindingCode::DanglingReferences,
             format!(
@@ -1086,6 +1185,12 @@ fn findings(
             Some("something deleted identities still in use; restart the affected pods (or cilium-agent on their nodes) so they allocate again, and find who deletes (audit log)".into()),
         );
     }
+}
+
+/// Marks stripped and set again and again.
+fn strip_loop(c: &Ctx, out: &mut Findings) {
+    let integ = &c.d.integrity;
+
     if integ.strip_loop > 0 {
         let many = integ.strip_loop >= 5;
         let mut managers: Vec<&str> = integ
@@ -1095,7 +1200,7 @@ fn findings(
             .collect();
         managers.sort_unstable();
         managers.dedup();
-        add(
+        out.add(
             if many { Severity::Warning } else { Severity::Info },
             FindingCode::MarkStripLoop,
             format!(
@@ -1112,9 +1217,21 @@ fn findings(
             Some("look for agents still holding references to gone endpoints (cilium-dbg identity list on their nodes) and restart them".into()),
         );
     }
+}
 
+/// cilium-config settings that defeat or confuse GC.
+fn settings_that_defeat_gc(c: &Ctx, out: &mut Findings) {
+    let Ctx {
+        input,
+        d,
+        settings,
+        gc_interval,
+        space_line,
+        ..
+    } = c;
+    let sp = &d.identity_space;
     if gc_interval.is_some_and(|d| d.is_zero()) {
-        add(
+        out.add(
             if sp.level == Level::Ok {
                 Severity::Warning
             } else {
@@ -1127,7 +1244,7 @@ fn findings(
         );
     }
     if settings.heartbeat_timeout < LOW_HEARTBEAT_TIMEOUT {
-        add(
+        out.add(
             Severity::Warning,
             FindingCode::HeartbeatTimeoutLow,
             format!(
@@ -1139,7 +1256,7 @@ fn findings(
         );
     }
     if settings.allocation_mode != "crd" {
-        add(
+        out.add(
             Severity::Warning,
             FindingCode::NotCrdMode,
             format!(
@@ -1151,7 +1268,7 @@ fn findings(
         );
     }
     if input.config.is_none() {
-        add(
+        out.add(
             Severity::Info,
             FindingCode::ConfigUnavailable,
             "cilium-config could not be read: Cilium's defaults were assumed".into(),
@@ -1159,8 +1276,15 @@ fn findings(
             Some("pass --cilium-namespace if Cilium runs elsewhere than kube-system".into()),
         );
     }
+}
+
+/// Marks and objects that cannot be read.
+fn malformed(c: &Ctx, out: &mut Findings) {
+    let Ctx { input, d, .. } = c;
+    let sp = &d.identity_space;
+    let st = &sp.states;
     if st.malformed_mark > 0 {
-        add(
+        out.add(
             Severity::Info,
             FindingCode::MalformedMarks,
             format!(
@@ -1172,7 +1296,7 @@ fn findings(
         );
     }
     if !input.malformed.is_empty() {
-        add(
+        out.add(
             Severity::Info,
             FindingCode::MalformedObjects,
             format!(
@@ -1183,8 +1307,6 @@ fn findings(
             None,
         );
     }
-    out.sort_by_key(|f| f.severity);
-    out
 }
 
 #[cfg(test)]

@@ -265,154 +265,191 @@ fn dur(seconds: f64) -> String {
 
 /// The findings `h` supports, for [`super::analyze`]'s list.
 pub fn findings(h: &GcHealth, heartbeat_timeout: Duration, now: Timestamp) -> Vec<Finding> {
-    let mut out = Vec::new();
+    let cilium = h.cilium.as_ref();
+    [
+        gc_not_completing(h, now),
+        cilium.and_then(known_defect_finding),
+        cilium.and_then(unversioned_operator),
+        cilium.and_then(|c| operator_restarts(c, heartbeat_timeout, now)),
+        agent_held_unused(h),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Marks far older than a working operator would leave them: no GC pass
+/// has completed since the oldest.
+fn gc_not_completing(h: &GcHealth, now: Timestamp) -> Option<Finding> {
     let exp = h.expected_collection_seconds;
-    if let (Some(since), Some(oldest), Some(id)) = (
+    let (Some(since), Some(oldest), Some(id)) = (
         h.not_completed_since,
         h.oldest_mark,
         &h.oldest_mark_identity,
-    ) {
-        let oldest_age = now.duration_since(oldest).as_secs_f64();
-        let dist = h
-            .overdue_distribution
-            .iter()
-            .map(|b| format!("{}: {}", b.label, b.count))
-            .collect::<Vec<_>>()
-            .join(", ");
-        out.push(Finding {
-            severity: Severity::Warning,
-            code: FindingCode::GcNotCompleting,
-            message: format!(
-                "cilium-operator's GC has not completed a pass since {since}: {} stale marks are more than {}x older than the {} a working operator needs",
-                h.overdue_marks,
-                OVERDUE_FACTOR,
+    ) else {
+        return None;
+    };
+    let oldest_age = now.duration_since(oldest).as_secs_f64();
+    let dist = h
+        .overdue_distribution
+        .iter()
+        .map(|b| format!("{}: {}", b.label, b.count))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some(Finding {
+        severity: Severity::Warning,
+        code: FindingCode::GcNotCompleting,
+        message: format!(
+            "cilium-operator's GC has not completed a pass since {since}: {} stale marks are more than {}x older than the {} a working operator needs",
+            h.overdue_marks,
+            OVERDUE_FACTOR,
+            dur(exp)
+        ),
+        evidence: vec![
+            format!(
+                "oldest mark: identity {id}, marked {} ago at {oldest} ({:.0}x {})",
+                dur(oldest_age),
+                oldest_age / exp.max(1.0),
                 dur(exp)
             ),
-            evidence: vec![
-                format!(
-                    "oldest mark: identity {id}, marked {} ago at {oldest} ({:.0}x {})",
-                    dur(oldest_age),
-                    oldest_age / exp.max(1.0),
-                    dur(exp)
-                ),
-                format!("stale marks by age, in multiples of identity-heartbeat-timeout + identity-gc-interval ({}): {dist}", dur(exp)),
-                format!("a completed pass deletes every mark older than the heartbeat timeout, so none completed after {since}"),
-            ],
-            suggestion: Some("check that cilium-operator runs and holds the leader lease, and grep its logs for identity GC errors (conflicts abort passes in affected versions, see known-gc-defect); meanwhile `kubectl cilium-gc delete` collects them without abandoning the run".into()),
-        });
+            format!("stale marks by age, in multiples of identity-heartbeat-timeout + identity-gc-interval ({}): {dist}", dur(exp)),
+            format!("a completed pass deletes every mark older than the heartbeat timeout, so none completed after {since}"),
+        ],
+        suggestion: Some("check that cilium-operator runs and holds the leader lease, and grep its logs for identity GC errors (conflicts abort passes in affected versions, see known-gc-defect); meanwhile `kubectl cilium-gc delete` collects them without abandoning the run".into()),
+    })
+}
+
+/// Upstream GC defects known for this cluster's Cilium versions.
+fn known_defect_finding(c: &CiliumWorkloads) -> Option<Finding> {
+    if c.known_defects.is_empty() {
+        return None;
     }
-    if let Some(c) = &h.cilium {
-        if !c.known_defects.is_empty() {
-            let major = c
-                .known_defects
-                .iter()
-                .any(|d| d.issue.ends_with("/33142") || d.issue.ends_with("/35946"));
-            out.push(Finding {
-                severity: if major { Severity::Warning } else { Severity::Info },
-                code: FindingCode::KnownGcDefect,
-                message: format!(
-                    "{} known identity-GC {} may affect this cluster's Cilium ({})",
-                    c.known_defects.len(),
-                    if c.known_defects.len() == 1 { "defect" } else { "defects" },
-                    [c.operator_version.as_ref().map(|v| format!("operator {v}")), c.agent_version.as_ref().map(|v| format!("agent {v}"))]
-                        .into_iter()
-                        .flatten()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-                evidence: c
-                    .known_defects
-                    .iter()
-                    .map(|d| {
-                        let status = match d.status {
-                            DefectStatus::Affected => "affected",
-                            DefectStatus::Unconfirmed => "unconfirmed",
-                        };
-                        format!("{} ({}, {status}): {}; {}", d.issue, d.component, d.summary, d.check)
-                    })
-                    .collect(),
-                suggestion: Some("upgrade Cilium past the fixes; until then schedule `kubectl cilium-gc delete` (examples/cronjob.yaml), which re-decides each conflict instead of abandoning the pass".into()),
-            });
-        }
-        if c.operator_version.is_none() && !c.operator_images.is_empty() {
-            out.push(Finding {
-                severity: Severity::Info,
-                code: FindingCode::KnownGcDefect,
-                message: "the cilium-operator image tag is not a version: known GC defects could not be matched".into(),
-                evidence: c.operator_images.iter().map(|i| format!("image {i}")).collect(),
-                suggestion: Some(format!("run `kubectl -n <cilium namespace> exec deploy/cilium-operator -- cilium-operator-generic --version` and compare with {ISSUE}33142 (fixed in 1.16.0 by #33143), {ISSUE}35946 (1.16.x agents) and {PULL}47571")),
-            });
-        }
-        let restarted: Vec<&OperatorPodStatus> = c
-            .operator_pods
+    let major = c
+        .known_defects
+        .iter()
+        .any(|d| d.issue.ends_with("/33142") || d.issue.ends_with("/35946"));
+    Some(Finding {
+        severity: if major { Severity::Warning } else { Severity::Info },
+        code: FindingCode::KnownGcDefect,
+        message: format!(
+            "{} known identity-GC {} may affect this cluster's Cilium ({})",
+            c.known_defects.len(),
+            if c.known_defects.len() == 1 { "defect" } else { "defects" },
+            [c.operator_version.as_ref().map(|v| format!("operator {v}")), c.agent_version.as_ref().map(|v| format!("agent {v}"))]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        evidence: c
+            .known_defects
             .iter()
-            .filter(|p| {
-                p.restarts > 0
-                    || p.running_since.is_some_and(|t| {
-                        now.duration_since(t).as_secs_f64() < heartbeat_timeout.as_secs_f64()
-                    })
+            .map(|d| {
+                let status = match d.status {
+                    DefectStatus::Affected => "affected",
+                    DefectStatus::Unconfirmed => "unconfirmed",
+                };
+                format!("{} ({}, {status}): {}; {}", d.issue, d.component, d.summary, d.check)
             })
-            .collect();
-        if !restarted.is_empty() {
-            let total: u64 = restarted.iter().map(|p| p.restarts).sum();
-            let latest = restarted.iter().filter_map(|p| p.running_since).max();
-            let recent = latest.is_some_and(|t| {
-                now.duration_since(t).as_secs_f64() < 2.0 * heartbeat_timeout.as_secs_f64()
-            });
-            out.push(Finding {
-                severity: if recent || total >= 3 { Severity::Warning } else { Severity::Info },
-                code: FindingCode::OperatorRestarts,
-                message: format!(
-                    "cilium-operator restarted {total} times{}: after each restart it treats every identity as alive again, delaying GC by a heartbeat timeout ({ISSUE}28339)",
-                    latest.map(|t| format!(", last at {t}")).unwrap_or_default()
-                ),
-                evidence: restarted
-                    .iter()
-                    .map(|p| {
-                        format!(
-                            "pod {}: {} restarts, running since {}, pod started {}",
-                            p.name,
-                            p.restarts,
-                            p.running_since.map(|t| t.to_string()).unwrap_or_else(|| "?".into()),
-                            p.started_at.map(|t| t.to_string()).unwrap_or_else(|| "?".into()),
-                        )
-                    })
-                    .chain(std::iter::once(format!(
-                        "GC of an unused identity takes at least one heartbeat timeout ({}) after the operator's last start",
-                        dur(heartbeat_timeout.as_secs_f64())
-                    )))
-                    .collect(),
-                suggestion: Some("find why it restarts (`kubectl -n <cilium namespace> logs deploy/cilium-operator --previous`: OOM, lost leader election, API timeouts) and fix that; frequent restarts stall GC entirely".into()),
-            });
-        }
+            .collect(),
+        suggestion: Some("upgrade Cilium past the fixes; until then schedule `kubectl cilium-gc delete` (examples/cronjob.yaml), which re-decides each conflict instead of abandoning the pass".into()),
+    })
+}
+
+/// An operator image tag that is not a version: defects cannot be matched.
+fn unversioned_operator(c: &CiliumWorkloads) -> Option<Finding> {
+    if c.operator_version.is_some() || c.operator_images.is_empty() {
+        return None;
     }
-    if h.agent_held_unused > 0 {
-        let many = h.agent_held_unused >= 5;
-        out.push(Finding {
-            severity: if many { Severity::Warning } else { Severity::Info },
-            code: FindingCode::AgentHeldUnused,
-            message: format!(
-                "{} unused identities were refreshed by an agent in the last {} and are older than a pod start: agents hold them though no endpoint uses them ({ISSUE}35946 pattern)",
-                h.agent_held_unused,
-                dur(AGENT_RECENT.as_secs_f64())
-            ),
-            evidence: std::iter::once(format!(
-                "namespaces: {}",
-                h.agent_held_namespaces
-                    .iter()
-                    .map(|n| format!("{} ({})", n.namespace, n.identities))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
+    Some(Finding {
+        severity: Severity::Info,
+        code: FindingCode::KnownGcDefect,
+        message: "the cilium-operator image tag is not a version: known GC defects could not be matched".into(),
+        evidence: c.operator_images.iter().map(|i| format!("image {i}")).collect(),
+        suggestion: Some(format!("run `kubectl -n <cilium namespace> exec deploy/cilium-operator -- cilium-operator-generic --version` and compare with {ISSUE}33142 (fixed in 1.16.0 by #33143), {ISSUE}35946 (1.16.x agents) and {PULL}47571")),
+    })
+}
+
+/// Operator restarts: each one delays GC by a heartbeat timeout.
+fn operator_restarts(
+    c: &CiliumWorkloads,
+    heartbeat_timeout: Duration,
+    now: Timestamp,
+) -> Option<Finding> {
+    let restarted: Vec<&OperatorPodStatus> = c
+        .operator_pods
+        .iter()
+        .filter(|p| {
+            p.restarts > 0
+                || p.running_since.is_some_and(|t| {
+                    now.duration_since(t).as_secs_f64() < heartbeat_timeout.as_secs_f64()
+                })
+        })
+        .collect();
+    if restarted.is_empty() {
+        return None;
+    }
+    let total: u64 = restarted.iter().map(|p| p.restarts).sum();
+    let latest = restarted.iter().filter_map(|p| p.running_since).max();
+    let recent = latest.is_some_and(|t| {
+        now.duration_since(t).as_secs_f64() < 2.0 * heartbeat_timeout.as_secs_f64()
+    });
+    Some(Finding {
+        severity: if recent || total >= 3 { Severity::Warning } else { Severity::Info },
+        code: FindingCode::OperatorRestarts,
+        message: format!(
+            "cilium-operator restarted {total} times{}: after each restart it treats every identity as alive again, delaying GC by a heartbeat timeout ({ISSUE}28339)",
+            latest.map(|t| format!(", last at {t}")).unwrap_or_default()
+        ),
+        evidence: restarted
+            .iter()
+            .map(|p| {
+                format!(
+                    "pod {}: {} restarts, running since {}, pod started {}",
+                    p.name,
+                    p.restarts,
+                    p.running_since.map(|t| t.to_string()).unwrap_or_else(|| "?".into()),
+                    p.started_at.map(|t| t.to_string()).unwrap_or_else(|| "?".into()),
+                )
+            })
             .chain(std::iter::once(format!(
-                "one snapshot: an identity a pod is starting to use looks the same for a moment; those still listed by a second `diagnose` {} later are held",
-                dur(POD_START.as_secs_f64())
+                "GC of an unused identity takes at least one heartbeat timeout ({}) after the operator's last start",
+                dur(heartbeat_timeout.as_secs_f64())
             )))
             .collect(),
-            suggestion: Some("on the nodes whose agents wrote them (`cilium-dbg identity list` shows local references), restart cilium-agent to drop the dead keys; `kubectl cilium-gc delete --mark` cannot help while an agent strips the marks".into()),
-        });
+        suggestion: Some("find why it restarts (`kubectl -n <cilium namespace> logs deploy/cilium-operator --previous`: OOM, lost leader election, API timeouts) and fix that; frequent restarts stall GC entirely".into()),
+    })
+}
+
+/// Unused identities an agent keeps refreshing.
+fn agent_held_unused(h: &GcHealth) -> Option<Finding> {
+    if h.agent_held_unused == 0 {
+        return None;
     }
-    out
+    let many = h.agent_held_unused >= 5;
+    Some(Finding {
+        severity: if many { Severity::Warning } else { Severity::Info },
+        code: FindingCode::AgentHeldUnused,
+        message: format!(
+            "{} unused identities were refreshed by an agent in the last {} and are older than a pod start: agents hold them though no endpoint uses them ({ISSUE}35946 pattern)",
+            h.agent_held_unused,
+            dur(AGENT_RECENT.as_secs_f64())
+        ),
+        evidence: std::iter::once(format!(
+            "namespaces: {}",
+            h.agent_held_namespaces
+                .iter()
+                .map(|n| format!("{} ({})", n.namespace, n.identities))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+        .chain(std::iter::once(format!(
+            "one snapshot: an identity a pod is starting to use looks the same for a moment; those still listed by a second `diagnose` {} later are held",
+            dur(POD_START.as_secs_f64())
+        )))
+        .collect(),
+        suggestion: Some("on the nodes whose agents wrote them (`cilium-dbg identity list` shows local references), restart cilium-agent to drop the dead keys; `kubectl cilium-gc delete --mark` cannot help while an agent strips the marks".into()),
+    })
 }
 
 #[cfg(test)]
