@@ -167,11 +167,15 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// What a human should do next, one sentence each, most urgent first.
 /// Empty when there is nothing to do.
 pub fn next_steps(report: &Report) -> Vec<String> {
-    let s = &report.summary;
-    let r = &s.reasons;
-    let timeout = human_duration(report.options.heartbeat_timeout_seconds);
     let mut steps = Vec::new();
+    why_it_stopped(report, &mut steps);
+    what_is_left(report, &mut steps);
+    steps
+}
 
+/// The step an early end calls for (an interruption, a refusal, a limit).
+fn why_it_stopped(report: &Report, steps: &mut Vec<String>) {
+    let s = &report.summary;
     let aborted = report.aborted.as_ref().map(|a| a.reason);
     if report.interrupted || aborted == Some(AbortReason::Interrupted) {
         steps.push(if s.not_attempted > 0 {
@@ -233,6 +237,14 @@ pub fn next_steps(report: &Report) -> Vec<String> {
         ),
         Some(AbortReason::Interrupted) | None => {}
     }
+}
+
+/// The steps the counts call for: failures to retry, stale identities to
+/// delete, marks to wait for.
+fn what_is_left(report: &Report, steps: &mut Vec<String>) {
+    let s = &report.summary;
+    let r = &s.reasons;
+    let timeout = human_duration(report.options.heartbeat_timeout_seconds);
     if s.failed > 0 {
         steps.push(format!(
             "{} {} failed: see the failed items; rerun to retry them",
@@ -282,7 +294,6 @@ pub fn next_steps(report: &Report) -> Vec<String> {
             plural(r.mark_too_recent, "identity is", "identities are"),
         ));
     }
-    steps
 }
 
 /// Whether the run stopped before it read a single identity (no

@@ -38,6 +38,24 @@ fn buckets(b: &[AgeBucket]) -> String {
 pub fn text(d: &Diagnosis, style: Style) -> String {
     let p = Paint::new(style);
     let mut o = String::new();
+    for section in [
+        header,
+        findings,
+        identity_space,
+        age_and_rate,
+        churn_drivers,
+        integrity,
+        modifiers,
+        configuration,
+        warnings,
+    ] {
+        section(&mut o, d, &p);
+    }
+    o
+}
+
+/// The headline: which cluster, when, and whether names are redacted.
+fn header(o: &mut String, d: &Diagnosis, p: &Paint) {
     let server = d.cluster.server.as_deref().unwrap_or("(unknown server)");
     let _ = write!(o, "{} {server}", p.bold("Cilium identity diagnosis:"));
     if let Some(c) = &d.cluster.context {
@@ -51,7 +69,10 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
             p.dim("redacted: namespaces, label values, server and context are hashes")
         );
     }
+}
 
+/// Findings first, most severe first, each with its evidence and what to do.
+fn findings(o: &mut String, d: &Diagnosis, p: &Paint) {
     let _ = writeln!(o, "\n{}", p.bold("FINDINGS"));
     if d.findings.is_empty() {
         let _ = writeln!(o, "  none: the identity space looks healthy");
@@ -60,7 +81,7 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
         let _ = writeln!(
             o,
             "  {} {} {}",
-            severity(&p, f.severity),
+            severity(p, f.severity),
             p.bold(f.code.as_str()),
             f.message
         );
@@ -71,7 +92,10 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
             let _ = writeln!(o, "           -> {s}");
         }
     }
+}
 
+/// How full the local identity range is, by state.
+fn identity_space(o: &mut String, d: &Diagnosis, p: &Paint) {
     let sp = &d.identity_space;
     let st = &sp.states;
     let _ = writeln!(o, "\n{}", p.bold("IDENTITY SPACE"));
@@ -84,7 +108,7 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
         n(sp.capacity),
         sp.utilisation_percent,
         n(sp.headroom),
-        level(&p, sp.level)
+        level(p, sp.level)
     );
     for (label, v) in [
         ("in use", st.in_use),
@@ -98,7 +122,10 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
         let _ = writeln!(o, "  {label:<28} {:>9}", n(v));
     }
     let _ = writeln!(o, "  {:<28} {:>9}", "total", n(sp.total));
+}
 
+/// When identities were created and marked, and the creation rate.
+fn age_and_rate(o: &mut String, d: &Diagnosis, p: &Paint) {
     let a = &d.age;
     let _ = writeln!(o, "\n{}", p.bold("AGE AND RATE"));
     let _ = write!(o, "  created  {}", buckets(&a.created));
@@ -134,7 +161,10 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
             let _ = writeln!(o);
         }
     }
+}
 
+/// Which label keys and namespaces make new identities.
+fn churn_drivers(o: &mut String, d: &Diagnosis, p: &Paint) {
     let c = &d.churn;
     let _ = writeln!(o, "\n{}", p.bold("CHURN DRIVERS"));
     if !c.label_keys.is_empty() {
@@ -199,7 +229,10 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
         n(c.duplicates.groups),
         n(c.duplicates.surplus)
     );
+}
 
+/// Dangling references and strip loops.
+fn integrity(o: &mut String, d: &Diagnosis, p: &Paint) {
     let i = &d.integrity;
     let _ = writeln!(o, "\n{}", p.bold("INTEGRITY"));
     let _ = write!(
@@ -222,7 +255,10 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
         let _ = write!(o, " (latest: {} by {} at {})", e.name, e.manager, e.time);
     }
     let _ = writeln!(o);
+}
 
+/// Who modifies identities after creation.
+fn modifiers(o: &mut String, d: &Diagnosis, p: &Paint) {
     let m = &d.modifiers;
     let _ = writeln!(o, "\n{}", p.bold("WHO MODIFIES IDENTITIES"));
     let _ = writeln!(o, "  changed after creation: {}", n(m.changed_identities));
@@ -235,7 +271,10 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
             a.latest
         );
     }
+}
 
+/// The cilium-config values that matter to GC.
+fn configuration(o: &mut String, d: &Diagnosis, p: &Paint) {
     let cfg = &d.configuration;
     let _ = writeln!(o, "\n{}", p.bold("CONFIGURATION"));
     if !cfg.found {
@@ -260,14 +299,16 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
     if let Some(s) = &cfg.suggested_labels {
         let _ = writeln!(o, "  suggested labels: {s:?}");
     }
+}
 
+/// What could not be read.
+fn warnings(o: &mut String, d: &Diagnosis, p: &Paint) {
     if !d.warnings.is_empty() {
         let _ = writeln!(o, "\n{}", p.bold("WARNINGS"));
         for w in &d.warnings {
             let _ = writeln!(o, "  {w}");
         }
     }
-    o
 }
 
 #[cfg(test)]
