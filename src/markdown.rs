@@ -514,16 +514,32 @@ fn config_section(o: &mut String, d: &Diagnosis) {
 /// The scan/delete report as Markdown.
 pub fn report(r: &Report) -> String {
     let mut o = String::new();
+    for section in [
+        report_headline,
+        report_summary,
+        report_reasons,
+        report_preflight,
+        report_next,
+        report_items,
+        report_errors,
+        report_footer,
+    ] {
+        section(&mut o, r);
+    }
+    o
+}
+
+/// The title, the verdict and which tool, cluster and time.
+fn report_headline(o: &mut String, r: &Report) {
     let verb = match r.mode {
         Mode::Scan => "scan",
         Mode::Delete => "delete",
         Mode::DryRunServer => "delete --dry-run=server",
     };
-    let s = &r.summary;
     let _ = writeln!(o, "# kubectl cilium-gc {verb}\n");
     let _ = writeln!(o, "**Verdict: {}**\n", report_verdict(r));
     table(
-        &mut o,
+        o,
         &["About", "Value"],
         &[
             vec!["Cluster".into(), opt(r.cluster.server.as_deref())],
@@ -538,7 +554,11 @@ pub fn report(r: &Report) -> String {
             vec!["Tool".into(), tool_line(&r.tool)],
         ],
     );
+}
 
+/// The main counts.
+fn report_summary(o: &mut String, r: &Report) {
+    let s = &r.summary;
     let _ = writeln!(o, "## Summary\n");
     let mut rows = vec![
         vec!["Identities scanned".into(), n(s.scanned)],
@@ -568,8 +588,12 @@ pub fn report(r: &Report) -> String {
         "Endpoints / slices".into(),
         format!("{} / {}", n(s.endpoints), n(s.endpoint_slices)),
     ]);
-    table(&mut o, &["Count", "Value"], &rows);
+    table(o, &["Count", "Value"], &rows);
+}
 
+/// Identities by decision reason.
+fn report_reasons(o: &mut String, r: &Report) {
+    let s = &r.summary;
     let _ = writeln!(o, "## Identities by reason\n");
     let rs = &s.reasons;
     let rows: Vec<Vec<String>> = [
@@ -584,8 +608,11 @@ pub fn report(r: &Report) -> String {
     .iter()
     .map(|(k, v)| vec![format!("`{k}`"), n(*v)])
     .collect();
-    table(&mut o, &["Reason", "Identities"], &rows);
+    table(o, &["Reason", "Identities"], &rows);
+}
 
+/// The preflight checks, when any ran.
+fn report_preflight(o: &mut String, r: &Report) {
     if !r.preflight.checks.is_empty() {
         let _ = writeln!(o, "## Preflight\n");
         let rows: Vec<Vec<String>> = r
@@ -604,9 +631,12 @@ pub fn report(r: &Report) -> String {
                 ]
             })
             .collect();
-        table(&mut o, &["Check", "Result", "Details"], &rows);
+        table(o, &["Check", "Result", "Details"], &rows);
     }
+}
 
+/// What to do next.
+fn report_next(o: &mut String, r: &Report) {
     let steps = next_steps(r);
     if !steps.is_empty() {
         let _ = writeln!(o, "## Next steps\n");
@@ -615,7 +645,10 @@ pub fn report(r: &Report) -> String {
         }
         o.push('\n');
     }
+}
 
+/// The identities acted on, folded.
+fn report_items(o: &mut String, r: &Report) {
     let acted: Vec<_> = r
         .items
         .iter()
@@ -653,7 +686,7 @@ pub fn report(r: &Report) -> String {
         };
         let _ = writeln!(o, "## Items\n");
         details(
-            &mut o,
+            o,
             &shown,
             &[
                 "Identity",
@@ -667,6 +700,10 @@ pub fn report(r: &Report) -> String {
             &rows,
         );
     }
+}
+
+/// Run-level errors and warnings.
+fn report_errors(o: &mut String, r: &Report) {
     if !r.errors.is_empty() {
         let rows: Vec<Vec<String>> = r
             .errors
@@ -680,15 +717,18 @@ pub fn report(r: &Report) -> String {
             })
             .collect();
         let _ = writeln!(o, "## Errors\n");
-        long_table(&mut o, "errors", &["Kind", "Message"], &rows);
+        long_table(o, "errors", &["Kind", "Message"], &rows);
     }
+}
+
+/// Who wrote it, and where the full report is.
+fn report_footer(o: &mut String, r: &Report) {
     let _ = writeln!(
         o,
         "<sub>Written by {} at {}; the full report as JSON: `-o json` or `--report-file`.</sub>",
         tool_line(&r.tool),
         r.finished_at
     );
-    o
 }
 
 /// One line: how the run ended.

@@ -73,11 +73,23 @@ pub fn succeeded(report: &Report) -> bool {
 /// saying when GC last worked. A successful run writes its own finish time.
 pub fn encode(report: &Report, previous_success: Option<f64>) -> String {
     let mut reg = Registry::with_prefix(PREFIX);
-    let s = &report.summary;
-    let gauge = |reg: &mut Registry, name: &str, help: &str, v: f64| {
-        reg.register(name, help, ConstGauge::new(v));
-    };
+    register_info(&mut reg, report);
+    register_identities(&mut reg, report);
+    register_counts(&mut reg, &report.summary);
+    register_run(&mut reg, report, previous_success);
+    let mut out = String::new();
+    prometheus_client::encoding::prometheus_text::encode(&mut out, &reg)
+        .expect("writing to a String cannot fail");
+    out
+}
 
+/// One gauge with its help text.
+fn gauge(reg: &mut Registry, name: &str, help: &str, v: f64) {
+    reg.register(name, help, ConstGauge::new(v));
+}
+
+/// `run_info`: the mode and the tool version.
+fn register_info(reg: &mut Registry, report: &Report) {
     let info = Family::<InfoLabels, Gauge>::default();
     info.get_or_create(&InfoLabels {
         mode: mode_name(report.mode).into(),
@@ -89,7 +101,11 @@ pub fn encode(report: &Report, previous_success: Option<f64>) -> String {
         "The last run's mode (scan, delete, dry-run-server) and tool version; always 1",
         info,
     );
+}
 
+/// Identities by decision reason, and how full the local range is.
+fn register_identities(reg: &mut Registry, report: &Report) {
+    let s = &report.summary;
     let reasons = Family::<ReasonLabel, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
     for r in REASONS {
         reasons
@@ -117,17 +133,21 @@ pub fn encode(report: &Report, previous_success: Option<f64>) -> String {
         .map(|r| s.reasons.get(*r))
         .sum::<u64>();
     gauge(
-        &mut reg,
+        reg,
         "identity_space_capacity",
         "Identity ids in the cluster-local range (65280 for cluster 0)",
         capacity as f64,
     );
     gauge(
-        &mut reg,
+        reg,
         "identity_space_used_ratio",
         "Share of the local identity range in use by CiliumIdentity objects (0-1)",
         local as f64 / capacity as f64,
     );
+}
+
+/// What the run found and did, one gauge per count.
+fn register_counts(reg: &mut Registry, s: &cilium_gc::report::Summary) {
     for (name, help, v) in [
         (
             "candidate_identities",
@@ -175,35 +195,40 @@ pub fn encode(report: &Report, previous_success: Option<f64>) -> String {
             s.retries,
         ),
     ] {
-        gauge(&mut reg, name, help, v as f64);
+        gauge(reg, name, help, v as f64);
     }
+}
+
+/// How the run went: duration, rate, exit code, success and when.
+fn register_run(reg: &mut Registry, report: &Report, previous_success: Option<f64>) {
+    let s = &report.summary;
     gauge(
-        &mut reg,
+        reg,
         "run_duration_seconds",
         "Wall time of the last run",
         report.duration_seconds,
     );
     gauge(
-        &mut reg,
+        reg,
         "delete_rate_per_second",
         "Effective deletions per second during the last run's delete phase",
         s.delete_rate_per_second,
     );
     gauge(
-        &mut reg,
+        reg,
         "run_exit_code",
         "Exit code of the last run (0 success, 4 some deletes failed, ...)",
         f64::from(report.exit_code),
     );
     gauge(
-        &mut reg,
+        reg,
         "run_success",
         "1 when the last run did everything it was asked (exit 0), else 0",
         if succeeded(report) { 1.0 } else { 0.0 },
     );
     let finished = seconds(report.finished_at);
     gauge(
-        &mut reg,
+        reg,
         "last_run_timestamp_seconds",
         "When the last run finished, in seconds since the epoch",
         finished,
@@ -215,17 +240,12 @@ pub fn encode(report: &Report, previous_success: Option<f64>) -> String {
     };
     if let Some(t) = last_success {
         gauge(
-            &mut reg,
+            reg,
             "last_success_timestamp_seconds",
             "When a run last succeeded (exit 0), in seconds since the epoch",
             t,
         );
     }
-
-    let mut out = String::new();
-    prometheus_client::encoding::prometheus_text::encode(&mut out, &reg)
-        .expect("writing to a String cannot fail");
-    out
 }
 
 /// The value of [`LAST_SUCCESS`] in a previous exposition, if any.
