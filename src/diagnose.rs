@@ -126,7 +126,10 @@ mod tests {
             DiagnoseError::CrdMissing,
             DiagnoseError::List(ScanError::NotInstalled("404".into())),
             DiagnoseError::List(ScanError::Denied("403".into())),
-            DiagnoseError::Discovery("refused".into()),
+            DiagnoseError::Discovery(cilium_gc::preflight::DiscoveryError::Request {
+                version: "v2",
+                message: "refused".into(),
+            }),
             DiagnoseError::Connect(ConnectError::NoConfig),
             DiagnoseError::SyncTimeout(120),
             DiagnoseError::Flag("x".into()),

@@ -29,9 +29,21 @@ use crate::watch_tap::{WatchTap, WatchTapLayer};
 /// Failures to set up a connection. All are configuration errors (exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
-    /// The kubeconfig could not be read or used.
-    #[error("kubeconfig: {0}")]
-    Kubeconfig(String),
+    /// The kubeconfig could not be read or used. Displayed through
+    /// [`crate::secrets::describe`], as an exec plugin's failure carries
+    /// its env, arguments and output.
+    #[error(
+        "kubeconfig: {}{}",
+        .path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default(),
+        crate::secrets::describe(.source)
+    )]
+    Kubeconfig {
+        /// The file given with `--kubeconfig`, if one was.
+        path: Option<std::path::PathBuf>,
+        /// Why it could not be read or used.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
     /// No kubeconfig and not inside a pod.
     #[error("no kubeconfig found ($KUBECONFIG, ~/.kube/config) and not running in a pod; pass --kubeconfig or --server")]
     NoConfig,
@@ -89,16 +101,21 @@ pub async fn load_config(args: &ConnectOptions) -> Result<(Config, Endpoint), Co
         user: args.user.clone(),
     };
     let kubeconfig = match &args.kubeconfig {
-        Some(path) => Some(Kubeconfig::read_from(path).map_err(|e| {
-            ConnectError::Kubeconfig(format!("{}: {}", path.display(), error_chain(&e)))
-        })?),
+        Some(path) => {
+            Some(
+                Kubeconfig::read_from(path).map_err(|source| ConnectError::Kubeconfig {
+                    path: Some(path.clone()),
+                    source,
+                })?,
+            )
+        }
         None => match Kubeconfig::read() {
             Ok(k) => Some(k),
             Err(e) if kubeconfig_missing() => {
                 tracing::debug!("no kubeconfig: {e}");
                 None
             }
-            Err(e) => return Err(ConnectError::Kubeconfig(error_chain(&e))),
+            Err(source) => return Err(ConnectError::Kubeconfig { path: None, source }),
         },
     };
     let mut kubeconfig_proxy = None;
@@ -108,7 +125,7 @@ pub async fn load_config(args: &ConnectOptions) -> Result<(Config, Endpoint), Co
             kubeconfig_proxy = cluster_proxy_url(&k, args, context.as_deref());
             let config = Config::from_custom_kubeconfig(k, &opts)
                 .await
-                .map_err(|e| ConnectError::Kubeconfig(error_chain(&e)))?;
+                .map_err(|source| ConnectError::Kubeconfig { path: None, source })?;
             (config, context)
         }
         None if args.server.is_some() => {

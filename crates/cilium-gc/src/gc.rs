@@ -435,7 +435,11 @@ async fn check_cluster(
     let crds = match preflight::fetch_crds(api, s.max_retries).await {
         Ok(c) => c,
         Err(e) => {
-            return ControlFlow::Break(run.abort(AbortReason::ReadFailed, e, Exit::Unexpected))
+            return ControlFlow::Break(run.abort(
+                AbortReason::ReadFailed,
+                e.to_string(),
+                Exit::Unexpected,
+            ))
         }
     };
     let cilium = read_cilium_config(api, s, run).await;

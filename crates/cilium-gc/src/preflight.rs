@@ -348,9 +348,31 @@ struct ResourceEntry {
     name: String,
 }
 
+/// Discovery of the cilium.io API failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    /// The request failed (unreachable, rejected, a server error).
+    #[error("discovery of {CILIUM_GROUP}/{version}: {message}")]
+    Request {
+        /// The group version asked for.
+        version: &'static str,
+        /// What the answer (or its absence) said.
+        message: String,
+    },
+    /// The answer was not an APIResourceList.
+    #[error("discovery of {CILIUM_GROUP}/{version}: {source}")]
+    Decode {
+        /// The group version asked for.
+        version: &'static str,
+        /// Why it did not decode.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
 /// Discover which Cilium CRDs are served. A 404 (text or JSON) means the
 /// group version is not served.
-pub async fn fetch_crds(api: &Api, max_retries: u32) -> Result<Crds, String> {
+pub async fn fetch_crds(api: &Api, max_retries: u32) -> Result<Crds, DiscoveryError> {
     let mut crds = Crds::default();
     for version in ["v2", "v2alpha1"] {
         let a = api
@@ -360,15 +382,15 @@ pub async fn fetch_crds(api: &Api, max_retries: u32) -> Result<Crds, String> {
             Class::Success => {}
             Class::NotFound => continue,
             _ => {
-                return Err(format!(
-                    "discovery of {CILIUM_GROUP}/{version}: {}",
-                    a.message
-                ))
+                return Err(DiscoveryError::Request {
+                    version,
+                    message: a.message,
+                })
             }
         }
         let list: ResourceList = a
             .json()
-            .map_err(|e| format!("discovery of {CILIUM_GROUP}/{version}: {e}"))?;
+            .map_err(|source| DiscoveryError::Decode { version, source })?;
         let has = |plural: &str| list.resources.iter().any(|r| r.name == plural);
         if version == "v2" {
             crds.identities = has(Kind::Identity.plural());

@@ -62,7 +62,7 @@ pub enum DiagnoseError {
     /// Discovery of the cilium.io API failed: server unreachable, or
     /// credentials rejected (exit 2).
     #[error("cannot read the cilium.io API: {0}")]
-    Discovery(String),
+    Discovery(#[source] crate::preflight::DiscoveryError),
     /// The CiliumIdentity CRD is not served (exit 3).
     #[error("the CiliumIdentity CRD (ciliumidentities.cilium.io/v2) is not installed: is Cilium running in CRD identity mode?")]
     CrdMissing,
@@ -358,7 +358,13 @@ mod tests {
             ),
             (DiagnoseError::List(ScanError::Denied("403".into())), 2),
             (DiagnoseError::List(ScanError::Failed("503".into())), 2),
-            (DiagnoseError::Discovery("refused".into()), 2),
+            (
+                DiagnoseError::Discovery(crate::preflight::DiscoveryError::Request {
+                    version: "v2",
+                    message: "refused".into(),
+                }),
+                2,
+            ),
             (DiagnoseError::Connect(ConnectError::NoConfig), 2),
             (DiagnoseError::SyncTimeout(120), 2),
             (DiagnoseError::Flag("x".into()), 2),
