@@ -1042,17 +1042,27 @@ proptest! {
     }
 
     /// fuzz target `decode_usage`: any JSON value decodes (an error would
-    /// fail a whole watcher page), and finds the ids the simulator's
-    /// stricter decoder finds.
+    /// fail a whole watcher page), and finds every id the simulator's own
+    /// decoder (the cluster's ground truth, written apart from the engine's)
+    /// says the object protects, read as a CiliumEndpoint or as a slice.
     #[test]
     fn fuzz_prop_decode_usage_never_fails_and_misses_no_reference(v in json_value()) {
-        let text = v.to_string();
-        let usage = serde_json::from_str::<cilium_gc::usage::UsageObject>(&text);
-        prop_assert!(usage.is_ok(), "{text}");
-        if let Ok(strict) = cilium_gc::model::decode_endpoint(&text) {
+        // The value as a whole object, and in the id positions themselves
+        // (random objects seldom grow `status.identity.id` on their own).
+        let in_place = json!({
+            "metadata": {"name": "p", "namespace": "n"},
+            "status": {"identity": {"id": v.clone()}},
+            "endpoints": [{"id": v.clone()}, {"id": 7}],
+        });
+        for v in [&v, &in_place] {
+            let text = v.to_string();
+            let usage = serde_json::from_str::<cilium_gc::usage::UsageObject>(&text);
+            prop_assert!(usage.is_ok(), "{text}");
             let lenient = usage.unwrap();
-            for id in strict.ids {
-                prop_assert!(lenient.ids().contains(&id), "{text}: {id}");
+            for kind in [Kind::Endpoint, Kind::EndpointSlice] {
+                for id in cilium_gc_sim::referenced_ids(kind, v) {
+                    prop_assert!(lenient.ids().contains(&id), "{text}: {kind:?} {id}");
+                }
             }
         }
     }
