@@ -15,6 +15,7 @@ pub mod diagnose;
 pub mod gc_command;
 pub mod markdown;
 pub mod metrics;
+pub mod next_steps;
 pub mod output;
 pub mod progress;
 pub mod render;

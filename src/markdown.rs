@@ -14,7 +14,7 @@
 
 use std::fmt::Write as _;
 
-use crate::render::next_steps;
+use crate::next_steps::next_steps;
 use cilium_gc::diagnose::types::{AgeBucket, Diagnosis, Level, Severity};
 use cilium_gc::humanize::{human_duration, thousands as n};
 use cilium_gc::report::{Mode, Outcome, Report, Tool};
