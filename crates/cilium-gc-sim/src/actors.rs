@@ -13,8 +13,8 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 
+use super::cilium_objects::{endpoint, identity, Workload};
 use super::object::{uuid, Clock, Writer};
-use super::seed::{endpoint, identity, Workload};
 use super::store::Store;
 use crate::kinds::{parse_id, Kind, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL};
 

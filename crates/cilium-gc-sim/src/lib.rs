@@ -16,9 +16,11 @@
 mod actors;
 mod body;
 mod chaos;
+mod cilium_objects;
 mod crds;
 mod discovery;
 mod faults;
+mod install;
 mod kinds;
 mod labels;
 mod ledger;
@@ -52,13 +54,13 @@ use tokio_rustls::TlsAcceptor;
 pub use actors::ActorRates;
 pub use chaos::PageFault;
 pub use faults::{Faults, ResetMode, ThrottleShape};
+pub use install::{CiliumInstall, OperatorPod};
 pub use kinds::{
     parse_id, referenced_ids, Kind, CILIUM_GROUP, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL,
 };
 pub use ledger::{IdentityDelete, Ledger, RequestRecord};
 pub use operator115::{OperatorPass, OPERATOR_1_15};
 pub use scenario::{default_cilium_config, CrdSet, Denial, Scenario, UnusedMix};
-pub use workloads::{CiliumInstall, OperatorPod};
 
 use object::{Clock, Writer};
 use state::App;

@@ -141,7 +141,7 @@ pub struct Scenario {
     pub cilium_config: Option<BTreeMap<String, String>>,
     /// The cilium-operator Deployment, cilium DaemonSet and operator pods
     /// in `kube-system`; `None` = not there (404).
-    pub cilium_install: Option<super::workloads::CiliumInstall>,
+    pub cilium_install: Option<super::install::CiliumInstall>,
     /// Which CRDs are installed.
     pub crds: CrdSet,
     /// RBAC denials for the scenario's user.
@@ -182,7 +182,7 @@ impl Default for Scenario {
             endpoints_per_slice: 100,
             ceps_with_slices: false,
             cilium_config: Some(default_cilium_config("crd")),
-            cilium_install: Some(super::workloads::CiliumInstall::default()),
+            cilium_install: Some(super::install::CiliumInstall::default()),
             crds: CrdSet::ALL,
             rbac_denials: Vec::new(),
             user: "sim-admin".into(),

@@ -27,7 +27,7 @@ pub struct App {
     /// `cilium-config` data.
     pub cilium_config: Option<std::collections::BTreeMap<String, String>>,
     /// The cilium-operator Deployment, cilium DaemonSet and operator pods.
-    pub cilium_install: Option<super::workloads::CiliumInstall>,
+    pub cilium_install: Option<super::install::CiliumInstall>,
     /// RBAC denials (changeable at runtime).
     pub rbac: Mutex<Vec<Denial>>,
     /// User name for RBAC messages.
