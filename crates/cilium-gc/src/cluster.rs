@@ -59,7 +59,7 @@ pub enum ConnectError {
     /// (Displayed through [`crate::secrets::describe`]: kube's own text of
     /// an exec-plugin failure carries its env, arguments and output.)
     #[error("cannot build the Kubernetes client: {}", crate::secrets::describe(.0))]
-    Client(kube::Error),
+    Client(#[source] kube::Error),
 }
 
 /// Where we are connected, for the report (never a credential).
