@@ -178,8 +178,8 @@ pub struct ScanArgs {
     /// Only identities created at least this long ago (e.g. 24h).
     #[arg(long, value_parser = parse_duration, value_name = "DURATION", help_heading = heading::SELECTION)]
     pub min_age: Option<Duration>,
-    /// Identities per list request.
-    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10000), help_heading = heading::RATE)]
+    /// Identities per list request (kubectl's --chunk-size).
+    #[arg(long, visible_alias = "chunk-size", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10000), help_heading = heading::RATE)]
     pub page_size: u32,
     /// How old a heartbeat mark must be [default: cilium-config's identity-heartbeat-timeout, else 30m].
     #[arg(long, value_parser = parse_duration, value_name = "DURATION", help_heading = heading::SAFETY)]

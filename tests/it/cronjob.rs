@@ -98,7 +98,7 @@ fn cluster_role_grants_exactly_what_a_run_needs() {
 }
 
 #[test]
-fn role_grants_only_the_cilium_config() {
+fn role_grants_only_the_optional_reads_each_on_its_one_object() {
     let docs = documents();
     let role = one(&docs, "Role");
     assert_eq!(role["metadata"]["namespace"], "kube-system");
@@ -108,10 +108,20 @@ fn role_grants_only_the_cilium_config() {
         "Role vs rbac::PERMISSIONS (namespaced)"
     );
     for rule in role["rules"].as_array().unwrap() {
+        assert_eq!(strings(&rule["verbs"]).len(), 1, "one verb a rule");
+        let resource = &strings(&rule["resources"])[0];
+        let perm = rbac::PERMISSIONS
+            .iter()
+            .find(|p| p.namespaced && p.resource == resource)
+            .unwrap_or_else(|| panic!("{resource} is not in rbac::PERMISSIONS"));
+        let names: Vec<String> = perm.resource_name.iter().map(|n| n.to_string()).collect();
+        let listed = match &rule["resourceNames"] {
+            Value::Null => Vec::new(),
+            v => strings(v),
+        };
         assert_eq!(
-            strings(&rule["resourceNames"]),
-            ["cilium-config"],
-            "the Role reads only the cilium-config ConfigMap"
+            listed, names,
+            "{resource}: the Role names exactly the object the run reads"
         );
     }
 }

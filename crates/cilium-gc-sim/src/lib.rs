@@ -191,6 +191,12 @@ impl Simulator {
 
     /// Serve `state` again on its old address (or `addr` if given).
     pub async fn start_with_state(state: SimState) -> Result<Simulator, SimError> {
+        // A restarted kube-apiserver fills a new watch cache from etcd at the
+        // current revision: a watch resumed from any older resourceVersion
+        // gets 410 "too old resource version" (pinned against the real
+        // server in tests/e2e/watches.rs; docs/real-apiserver.md).
+        let store = &state.shared.app.store;
+        store.compact(store.rv());
         Self::serve(state.shared, state.addr).await
     }
 

@@ -579,6 +579,9 @@ pub struct Answer {
     /// A one-line description for errors: the Status message, the text body,
     /// or the transport error.
     pub message: String,
+    /// The connection was refused: the request never reached a server, so
+    /// nothing of it can have been applied (a kube-apiserver restarting).
+    pub unsent: bool,
 }
 
 impl Answer {
@@ -590,6 +593,7 @@ impl Answer {
             class: Class::Transient { retry_after: None },
             body: Bytes::new(),
             message: message.into(),
+            unsent: false,
         }
     }
 
@@ -739,6 +743,7 @@ impl Api {
                         "the answer's body is larger than {} MiB: refusing to read it",
                         self.max_body >> 20
                     ),
+                    unsent: false,
                 }
             }
             Err(e) => return transport_failure(&*e),
@@ -758,6 +763,7 @@ impl Api {
                         .unwrap_or(""),
                     location.as_deref().map_or("no Location header".to_owned(), |l| format!("{l:?}"))
                 ),
+                unsent: false,
             };
         }
         let status: Option<StatusBody> = if code >= 400 {
@@ -792,6 +798,7 @@ impl Api {
             class,
             body,
             message,
+            unsent: false,
         }
     }
 
@@ -851,7 +858,16 @@ fn transport_failure(e: &(dyn std::error::Error + 'static)) -> Answer {
         class: Class::Transient { retry_after: None },
         body: Bytes::new(),
         message: error_chain(e),
+        unsent: connection_refused(e),
     }
+}
+
+/// Whether an error chain ends in a refused connection.
+fn connection_refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    std::iter::successors(Some(e), |e| e.source()).any(|e| {
+        e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+    })
 }
 
 #[cfg(test)]

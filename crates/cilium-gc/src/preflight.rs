@@ -439,17 +439,6 @@ pub async fn fetch_cilium_config(
     }
 }
 
-#[derive(Deserialize)]
-struct Review {
-    #[serde(default)]
-    status: ReviewStatus,
-}
-#[derive(Deserialize, Default)]
-struct ReviewStatus {
-    #[serde(default)]
-    allowed: bool,
-}
-
 /// Ask SelfSubjectAccessReview for each permission; returns the ones denied.
 /// A review that cannot be made is treated as allowed (the run then meets
 /// the real 403 and stops cleanly), with a warning.
@@ -463,42 +452,68 @@ pub async fn fetch_missing_permissions(
     let mut missing = Vec::new();
     let mut warnings = Vec::new();
     for p in wanted {
-        let mut attrs = json!({"group": p.group, "resource": p.resource, "verb": p.verb});
-        if p.namespaced {
-            attrs["namespace"] = json!(cilium_namespace);
-        }
-        if p.group == CILIUM_GROUP {
-            let version = if p.resource == Kind::EndpointSlice.plural() {
-                crds.slices_version()
-            } else {
-                "v2"
-            };
-            attrs["version"] = json!(version);
-        }
-        let body = json!({
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": attrs},
-        });
-        let a = api
-            .send(
-                Method::POST,
-                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-                Some((JSON, body.to_string().into_bytes())),
-                max_retries,
-            )
-            .await;
-        match (&a.class, a.json::<Review>()) {
-            (Class::Success, Ok(r)) if r.status.allowed => {}
-            (Class::Success, Ok(_)) => missing.push(*p),
-            (_, _) => warnings.push(format!(
-                "could not check permission {} ({})",
-                describe_permission(p),
-                a.message
+        let version = if p.resource == Kind::EndpointSlice.plural() {
+            crds.slices_version()
+        } else {
+            "v2"
+        };
+        match review(api, p, version, cilium_namespace, max_retries).await {
+            Ok(true) => {}
+            Ok(false) => missing.push(*p),
+            Err(message) => warnings.push(format!(
+                "could not check permission {} ({message})",
+                describe_permission(p)
             )),
         }
     }
     (missing, warnings)
+}
+
+/// Whether the server allows `p` now, by SelfSubjectAccessReview (`version`
+/// is the Cilium API version of the resource). `Err` with the answer's
+/// message when the review could not be made.
+pub async fn review(
+    api: &Api,
+    p: &Permission,
+    version: &str,
+    cilium_namespace: &str,
+    max_retries: u32,
+) -> Result<bool, String> {
+    let mut attrs = json!({"group": p.group, "resource": p.resource, "verb": p.verb});
+    if p.namespaced {
+        attrs["namespace"] = json!(cilium_namespace);
+    }
+    if p.group == CILIUM_GROUP {
+        attrs["version"] = json!(version);
+    }
+    let body = json!({
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attrs},
+    });
+    let a = api
+        .send(
+            Method::POST,
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            Some((JSON, body.to_string().into_bytes())),
+            max_retries,
+        )
+        .await;
+    match (&a.class, a.json::<Review>()) {
+        (Class::Success, Ok(r)) => Ok(r.status.allowed),
+        _ => Err(a.message),
+    }
+}
+
+#[derive(Deserialize)]
+struct Review {
+    #[serde(default)]
+    status: ReviewStatus,
+}
+#[derive(Deserialize, Default)]
+struct ReviewStatus {
+    #[serde(default)]
+    allowed: bool,
 }
 
 #[cfg(test)]

@@ -18,6 +18,8 @@ pub struct Permission {
     pub namespaced: bool,
     /// When the permission is needed.
     pub needed_for: Need,
+    /// The one object it is needed on, when it is one (RBAC `resourceNames`).
+    pub resource_name: Option<&'static str>,
 }
 
 /// When a permission is needed.
@@ -31,7 +33,8 @@ pub enum Need {
     Mark,
     /// Only when the CiliumEndpointSlice CRD is installed.
     Slices,
-    /// Nice to have: without it defaults are assumed (the cilium-config ConfigMap).
+    /// Nice to have: without it defaults are assumed (the cilium-config
+    /// ConfigMap) or a diagnose finding is skipped (the Cilium workloads).
     Optional,
 }
 
@@ -46,6 +49,24 @@ const fn cilium(kind: Kind, verb: &'static str, needed_for: Need) -> Permission 
         verb,
         namespaced: false,
         needed_for,
+        resource_name: None,
+    }
+}
+
+/// An optional read in the Cilium namespace, of one named object or a list.
+const fn optional_read(
+    group: &'static str,
+    resource: &'static str,
+    verb: &'static str,
+    resource_name: Option<&'static str>,
+) -> Permission {
+    Permission {
+        group,
+        resource,
+        verb,
+        namespaced: true,
+        needed_for: Need::Optional,
+        resource_name,
     }
 }
 
@@ -59,13 +80,12 @@ pub const PERMISSIONS: &[Permission] = &[
     cilium(Kind::Endpoint, "watch", Need::Always),
     cilium(Kind::EndpointSlice, "list", Need::Slices),
     cilium(Kind::EndpointSlice, "watch", Need::Slices),
-    Permission {
-        group: "",
-        resource: "configmaps",
-        verb: "get",
-        namespaced: true,
-        needed_for: Need::Optional,
-    },
+    // Cilium's settings (allocation mode, heartbeat timeout, cluster id).
+    optional_read("", "configmaps", "get", Some("cilium-config")),
+    // diagnose: the operator's and agents' versions, the operator's restarts.
+    optional_read("apps", "deployments", "get", Some("cilium-operator")),
+    optional_read("apps", "daemonsets", "get", Some("cilium")),
+    optional_read("", "pods", "list", None),
 ];
 
 /// The permissions a run with these settings must have.

@@ -11,7 +11,7 @@
 //! only when throttling is sustained. Only a lost permission, or endpoint
 //! usage unknown for [`USAGE_STALL_LIMIT`], stops the run; the items not started are reported as such.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use http::Method;
@@ -31,6 +31,14 @@ use crate::usage::{UsageHandle, USAGE_STALL_LIMIT};
 /// 429s tolerated for one item before it is reported failed. Throttling is
 /// expected under a server-side rate cap, so this is far above `--max-retries`.
 pub const MAX_THROTTLED_PER_ITEM: u32 = 64;
+
+/// 403s on one item that SelfSubjectAccessReview then allowed, before the
+/// item is reported failed (an admission policy, not RBAC, denies it).
+pub const MAX_FORBIDDEN_PER_ITEM: u32 = 3;
+
+/// How long a 403 on a write is confirmed by SelfSubjectAccessReview before
+/// the permission counts as lost.
+pub const FORBIDDEN_WINDOW: Duration = Duration::from_secs(10);
 
 /// What to do to each target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -164,6 +172,11 @@ enum Gate {
 struct Tries {
     transient: u32,
     throttled: u32,
+    /// Connections refused, and since when (no retry spent on them).
+    unreachable: u32,
+    unreachable_since: Option<Instant>,
+    /// 401/403 answers the server's own review then allowed.
+    forbidden: u32,
     /// Answers lost or 5xx: an earlier attempt may have been applied.
     lost_answers: u32,
 }
@@ -229,13 +242,16 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
                 r.last_error = Some(answer.message);
                 on_throttled(ctx, &mut tries, retry_after).await
             }
+            Class::Transient { .. } if answer.unsent => {
+                r.last_error = Some(answer.message);
+                on_unreachable(ctx, &mut tries).await
+            }
             Class::Transient { retry_after } => {
                 r.last_error = Some(answer.message);
                 on_transient(ctx, &mut tries, retry_after).await
             }
             Class::Unauthorized | Class::Forbidden => {
-                ctx.stop.trigger(StopReason::PermissionLost);
-                Step::Finish(Outcome::Failed, Some(answer.message))
+                on_forbidden(ctx, &mut tries, answer.message).await
             }
             Class::Expired { .. } | Class::Rejected => {
                 Step::Finish(Outcome::Failed, Some(answer.message))
@@ -296,6 +312,16 @@ async fn on_conflict(ctx: &Ctx<'_>, r: &mut ItemResult, ident: &mut Identity) ->
     match fresh {
         Reread::Gone => return Step::Finish(Outcome::AlreadyGone, None),
         Reread::Failed(e) => return Step::Finish(Outcome::Failed, Some(e)),
+        // Same name, another object: the identity this run planned on was
+        // deleted and another one created in its place. It is not ours to
+        // judge (the plan never saw it); the precondition on uid said so.
+        Reread::Fresh(fresh) if fresh.uid != ident.uid => {
+            let note = format!(
+                "re-created under the run (uid {} is now {}): the new identity was left alone",
+                ident.uid, fresh.uid
+            );
+            return Step::Finish(Outcome::AlreadyGone, Some(note));
+        }
         Reread::Fresh(fresh) => {
             let change = fresh.last_change.clone();
             r.conflicts.push(Conflict {
@@ -367,6 +393,76 @@ async fn on_transient(ctx: &Ctx<'_>, tries: &mut Tries, retry_after: Option<Dura
         _ = tokio::time::sleep(delay) => Step::Retry,
         _ = ctx.stop.wait() => Step::Finish(Outcome::Failed, None),
     }
+}
+
+/// The connection was refused: the request never reached a server (a
+/// kube-apiserver that is restarting refuses connections for seconds), so
+/// nothing was applied and no retry is spent. The item waits with backoff
+/// and goes back through the gate, which holds writes once usage is no
+/// longer fresh and stops the run when it stays unknown; on its own the
+/// wait is bounded by [`USAGE_STALL_LIMIT`] too.
+async fn on_unreachable(ctx: &Ctx<'_>, tries: &mut Tries) -> Step {
+    let since = *tries.unreachable_since.get_or_insert_with(Instant::now);
+    if since.elapsed() > USAGE_STALL_LIMIT {
+        return Step::Finish(Outcome::Failed, None);
+    }
+    let delay = ctx
+        .api
+        .backoff
+        .delay(tries.unreachable.min(4), None, &mut rand::rng());
+    tries.unreachable += 1;
+    Stats::bump(&ctx.api.stats.retries);
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => Step::Retry,
+        _ = ctx.stop.wait() => Step::Stopped,
+    }
+}
+
+/// A 401 or 403 on a write. Either the permission is gone (nothing more can
+/// be done: the run stops) or the server answered before its authorizer
+/// caught up: a kube-apiserver serves requests while its RBAC informers are
+/// still syncing right after a restart (found by tests/e2e/watches.rs).
+/// SelfSubjectAccessReview decides, asked for up to [`FORBIDDEN_WINDOW`]
+/// (its own answers are just as unsure during that sync): allowed at any
+/// point, the item is retried (bounded); denied or unanswered throughout,
+/// the permission is lost.
+async fn on_forbidden(ctx: &Ctx<'_>, tries: &mut Tries, message: String) -> Step {
+    tries.forbidden += 1;
+    if tries.forbidden > MAX_FORBIDDEN_PER_ITEM {
+        let note = format!(
+            "{message} (SelfSubjectAccessReview allows it: an admission policy may deny this write)"
+        );
+        return Step::Finish(Outcome::Failed, Some(note));
+    }
+    let verb = match ctx.action {
+        Action::Delete => "delete",
+        Action::Mark => "patch",
+    };
+    let permission = crate::rbac::PERMISSIONS
+        .iter()
+        .find(|p| p.resource == Kind::Identity.plural() && p.verb == verb);
+    let started = Instant::now();
+    let mut asked = 0;
+    while let Some(p) = permission {
+        if let Ok(true) = crate::preflight::review(ctx.api, p, "v2", "", 0).await {
+            Stats::bump(&ctx.api.stats.retries);
+            return Step::Retry;
+        }
+        if started.elapsed() >= FORBIDDEN_WINDOW {
+            break;
+        }
+        let delay = ctx
+            .api
+            .backoff
+            .delay(2 + asked.min(2), None, &mut rand::rng());
+        asked += 1;
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = ctx.stop.wait() => return Step::Finish(Outcome::Failed, Some(message)),
+        }
+    }
+    ctx.stop.trigger(StopReason::PermissionLost);
+    Step::Finish(Outcome::Failed, Some(message))
 }
 
 /// An item the stop reached: never attempted, or failed if writes were sent.

@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# Starts and stops a real etcd + kube-apiserver for the end-to-end suite, on
+# free loopback ports, in one directory that holds everything of it (data,
+# certificates, tokens, kubeconfigs, logs, pids).
+#
+#   cluster.sh up DIR [--owner PID] [-- EXTRA_APISERVER_FLAGS...]
+#       build (cached) and start both; set up the Cilium CRDs, cilium-config,
+#       the published RBAC (examples/cronjob.yaml) and its binding to the
+#       non-admin user; write DIR/env, DIR/admin.kubeconfig and
+#       DIR/cilium-gc.kubeconfig. With --owner, everything is stopped when
+#       that process exits (the test binary, even if it is killed).
+#   cluster.sh down DIR                stop both and remove DIR
+#   cluster.sh stop-apiserver DIR      stop kube-apiserver only (etcd keeps the state)
+#   cluster.sh start-apiserver DIR     start it again, same port, flags and etcd
+#   cluster.sh compact DIR             compact etcd at its current revision
+#                                      (expires every continue token taken before)
+#   cluster.sh run -- CMD...           up in a temporary DIR, run CMD with
+#                                      KCG_E2E_DIR set, down on every exit
+#
+# Users: `admin` (system:masters, DIR/admin.kubeconfig) and `cilium-gc`
+# (only the ClusterRole and Role examples/cronjob.yaml publishes,
+# DIR/cilium-gc.kubeconfig). Logs: DIR/etcd.log, DIR/apiserver.log.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+
+log() { echo "cluster.sh: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+# A loopback port nothing listens on.
+free_port() {
+  local p
+  for _ in $(seq 1 200); do
+    p=$(( 20000 + RANDOM % 40000 ))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+  done
+  die "no free loopback port found"
+}
+
+kubectl_admin() { "$BIN/kubectl" --kubeconfig "$DIR/admin.kubeconfig" "$@"; }
+
+pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+stop_pid() {
+  local f="$1"
+  pid_alive "$f" || { rm -f "$f"; return 0; }
+  local pid; pid=$(cat "$f")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$f"
+}
+
+certs() {
+  (
+    cd "$DIR"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=kcg-e2e-ca" \
+      -keyout ca.key -out ca.crt 2>/dev/null
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=kube-apiserver" \
+      -keyout apiserver.key -out apiserver.csr 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' > san.ext
+    openssl x509 -req -in apiserver.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+      -days 2 -extfile san.ext -out apiserver.crt 2>/dev/null
+    openssl genrsa -out sa.key 2048 2>/dev/null
+    openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+    # token,user,uid,"groups"
+    {
+      echo "admin-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n'),admin,uid-admin,\"system:masters\""
+      echo "gc-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n'),cilium-gc,uid-cilium-gc"
+    } > tokens.csv
+  )
+}
+
+kubeconfig() { # user file
+  local user="$1" token
+  token=$(awk -F, -v u="$user" '$2 == u { print $1 }' "$DIR/tokens.csv")
+  cat > "$DIR/$user.kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: https://127.0.0.1:${APISERVER_PORT}
+    certificate-authority: $DIR/ca.crt
+users:
+- name: $user
+  user:
+    token: $token
+contexts:
+- name: $user
+  context: {cluster: e2e, user: $user}
+current-context: $user
+KC
+}
+
+start_etcd() {
+  "$BIN/etcd" --name e2e --data-dir "$DIR/etcd" \
+    --listen-client-urls "http://127.0.0.1:${ETCD_PORT}" \
+    --advertise-client-urls "http://127.0.0.1:${ETCD_PORT}" \
+    --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --initial-cluster "e2e=http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --unsafe-no-fsync --log-level warn >"$DIR/etcd.log" 2>&1 &
+  echo $! > "$DIR/etcd.pid"
+  for _ in $(seq 1 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/${ETCD_PORT}") 2>/dev/null && return 0
+    pid_alive "$DIR/etcd.pid" || break
+    sleep 0.1
+  done
+  tail -20 "$DIR/etcd.log" >&2
+  die "etcd did not start (log: $DIR/etcd.log)"
+}
+
+start_apiserver() {
+  local extra=()
+  [ -f "$DIR/apiserver.extra" ] && mapfile -t extra < "$DIR/apiserver.extra"
+  "$BIN/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "${APISERVER_PORT}" \
+    --tls-cert-file "$DIR/apiserver.crt" --tls-private-key-file "$DIR/apiserver.key" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$DIR/sa.pub" --service-account-signing-key-file "$DIR/sa.key" \
+    --authorization-mode RBAC --token-auth-file "$DIR/tokens.csv" \
+    --service-cluster-ip-range 10.96.0.0/16 \
+    --disable-admission-plugins ServiceAccount \
+    --profiling=false --v 0 \
+    ${extra[@]+"${extra[@]}"} >>"$DIR/apiserver.log" 2>&1 &
+  echo $! > "$DIR/apiserver.pid"
+  for _ in $(seq 1 600); do
+    if kubectl_admin get --raw /readyz >/dev/null 2>&1; then return 0; fi
+    pid_alive "$DIR/apiserver.pid" || break
+    sleep 0.1
+  done
+  tail -30 "$DIR/apiserver.log" >&2
+  die "kube-apiserver did not become ready (log: $DIR/apiserver.log)"
+}
+
+# Stops everything when the owner process is gone (a test binary that was
+# killed never runs its destructors).
+watchdog() {
+  local owner="$1"
+  (
+    trap '' INT
+    while kill -0 "$owner" 2>/dev/null && [ -d "$DIR" ]; do sleep 1; done
+    [ -d "$DIR" ] && "$here/cluster.sh" down "$DIR" >/dev/null 2>&1
+  ) </dev/null >/dev/null 2>&1 &
+  disown
+}
+
+load() {
+  DIR="$(cd "$1" && pwd)"
+  [ -f "$DIR/env" ] || die "$DIR has no running cluster (no env file)"
+  # shellcheck disable=SC1091
+  . "$DIR/env"
+}
+
+cluster_objects() {
+  # The project's own Cilium CRDs (the simulator serves the same files).
+  for f in "$repo"/crates/cilium-gc-sim/src/crds/*.yaml; do kubectl_admin apply -f "$f" >/dev/null; done
+  kubectl_admin wait --for condition=established --timeout 60s \
+    crd/ciliumidentities.cilium.io crd/ciliumendpoints.cilium.io crd/ciliumendpointslices.cilium.io >/dev/null
+  kubectl_admin -n kube-system create configmap cilium-config \
+    --from-literal identity-allocation-mode=crd --from-literal cluster-id=0 >/dev/null
+  # The published RBAC, applied as the README says, then bound to the user.
+  kubectl_admin apply -f "$repo/examples/cronjob.yaml" >/dev/null
+  kubectl_admin create clusterrolebinding cilium-gc-user --clusterrole cilium-gc --user cilium-gc >/dev/null
+  kubectl_admin -n kube-system create rolebinding cilium-gc-user --role cilium-gc --user cilium-gc >/dev/null
+}
+
+up() {
+  local owner=""
+  DIR="$1"; shift
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --owner) owner="$2"; shift 2 ;;
+      --) shift; break ;;
+      *) die "up: unknown argument $1" ;;
+    esac
+  done
+  mkdir -p "$DIR"; DIR="$(cd "$DIR" && pwd)"
+  BIN="${KCG_APISERVER_BIN:-$("$here/build.sh")/bin}"
+  printf '%s\n' "$@" | sed '/^$/d' > "$DIR/apiserver.extra"
+  ETCD_PORT=$(free_port); ETCD_PEER_PORT=$(free_port); APISERVER_PORT=$(free_port)
+  cat > "$DIR/env" <<ENV
+BIN=$BIN
+ETCD_PORT=$ETCD_PORT
+ETCD_PEER_PORT=$ETCD_PEER_PORT
+APISERVER_PORT=$APISERVER_PORT
+ETCD_URL=http://127.0.0.1:$ETCD_PORT
+APISERVER_URL=https://127.0.0.1:$APISERVER_PORT
+ENV
+  trap 'down "$DIR" >/dev/null 2>&1' ERR
+  [ -n "$owner" ] && watchdog "$owner"
+  certs
+  kubeconfig admin; kubeconfig cilium-gc
+  start_etcd
+  start_apiserver
+  cluster_objects
+  trap - ERR
+  log "up: https://127.0.0.1:$APISERVER_PORT (etcd http://127.0.0.1:$ETCD_PORT) in $DIR"
+}
+
+down() {
+  DIR="$1"
+  [ -d "$DIR" ] || return 0
+  stop_pid "$DIR/apiserver.pid"
+  stop_pid "$DIR/etcd.pid"
+  rm -rf "$DIR"
+}
+
+compact() {
+  load "$1"
+  # etcd's JSON gateway: the current revision, then a physical compaction at it.
+  local rev
+  rev=$(curl -sf -X POST "$ETCD_URL/v3/kv/range" -d '{"key":"AA=="}' | sed -n 's/.*"revision":"\([0-9]*\)".*/\1/p')
+  [ -n "$rev" ] || die "compact: cannot read etcd's revision"
+  curl -sf -X POST "$ETCD_URL/v3/kv/compaction" -d "{\"revision\":\"$rev\",\"physical\":true}" >/dev/null \
+    || die "compact: etcd refused compaction at $rev"
+  echo "$rev"
+}
+
+cmd="${1:-}"; shift || true
+case "$cmd" in
+  up) [ $# -ge 1 ] || die "usage: cluster.sh up DIR [--owner PID] [-- FLAGS...]"; up "$@" ;;
+  down) [ $# -eq 1 ] || die "usage: cluster.sh down DIR"; down "$1" ;;
+  stop-apiserver) load "$1"; stop_pid "$DIR/apiserver.pid" ;;
+  start-apiserver) load "$1"; start_apiserver ;;
+  compact) compact "$1" ;;
+  run)
+    [ "${1:-}" = "--" ] && shift
+    [ $# -ge 1 ] || die "usage: cluster.sh run -- CMD..."
+    DIR=$(mktemp -d "${TMPDIR:-/tmp}/kcg-e2e.XXXXXX")
+    trap 'down "$DIR"' EXIT
+    trap 'exit 130' INT TERM
+    up "$DIR" --owner $$
+    KCG_E2E_DIR="$DIR" "$@"
+    ;;
+  *) die "usage: cluster.sh up|down|stop-apiserver|start-apiserver|compact|run (see the header)" ;;
+esac

@@ -1,0 +1,62 @@
+//! `diagnose` against the real server: the real `/version`, the operator's
+//! version from its Deployment, and the findings as on the simulator.
+
+use crate::scale::seed;
+use crate::support::cluster::Cluster;
+use crate::support::{assert_exit, report, run};
+
+const CILIUM_1_15: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: cilium-operator, namespace: kube-system}
+spec:
+  selector: {matchLabels: {io.cilium/app: operator}}
+  template:
+    metadata: {labels: {io.cilium/app: operator}}
+    spec:
+      containers: [{name: cilium-operator, image: "quay.io/cilium/operator-generic:v1.15.3"}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: cilium, namespace: kube-system}
+spec:
+  selector: {matchLabels: {k8s-app: cilium}}
+  template:
+    metadata: {labels: {k8s-app: cilium}}
+    spec:
+      containers: [{name: cilium-agent, image: "quay.io/cilium/cilium:v1.15.3"}]
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn diagnose_reads_the_real_version_and_the_operator_defect() {
+    let Some(cluster) = Cluster::up(&[]) else {
+        return;
+    };
+    let seeded = seed(&cluster, 500).await;
+    cluster.apply(CILIUM_1_15);
+    let out = run(&cluster.gc_kubeconfig(), &["diagnose", "-o", "json"]).await;
+    assert_exit(&out, 0);
+    let d = report(&out);
+    let version = d["cluster"].to_string();
+    let release =
+        std::fs::read_to_string(crate::support::repo_path("tests/apiserver/versions.env"))
+            .unwrap()
+            .lines()
+            .find_map(|l| l.strip_prefix("K8S_VERSION=").map(str::to_string))
+            .unwrap();
+    assert!(
+        version.contains(&release),
+        "the real server's version {release}: {version}"
+    );
+    assert_eq!(
+        d["identitySpace"]["identities"].as_u64(),
+        Some(seeded.all.len() as u64),
+        "{}",
+        d["identitySpace"]
+    );
+    let findings = d["findings"].to_string();
+    assert!(
+        findings.contains("33142"),
+        "cilium#33142 for operator 1.15.3: {findings}"
+    );
+}

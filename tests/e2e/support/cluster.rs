@@ -1,0 +1,191 @@
+//! A real etcd + kube-apiserver per test, started by `tests/apiserver/cluster.sh`
+//! on free loopback ports and stopped when the test's [`Cluster`] drops (and by
+//! the script's watchdog if the test binary is killed).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use crate::support::repo_path;
+
+/// One running real cluster: etcd, kube-apiserver, the Cilium CRDs,
+/// `cilium-config` and the published RBAC bound to the user `cilium-gc`.
+pub struct Cluster {
+    dir: PathBuf,
+    env: BTreeMap<String, String>,
+}
+
+/// The tools the build and the script need, beyond the Rust toolchain.
+const TOOLS: [&str; 4] = ["go", "openssl", "curl", "flock"];
+
+/// The directory of the built binaries (kube-apiserver, etcd, kubectl),
+/// building them once per test binary (cached across runs by build.sh).
+/// `None` when a tool is missing outside CI; in CI that fails the test.
+pub fn binaries() -> Option<&'static Path> {
+    static BIN: OnceLock<Option<PathBuf>> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if !TOOLS
+            .iter()
+            .all(|t| crate::support::tool_or_skip(t, "the real-apiserver suite"))
+        {
+            return None;
+        }
+        let out = Command::new(repo_path("tests/apiserver/build.sh"))
+            .output()
+            .expect("build.sh runs");
+        assert!(
+            out.status.success(),
+            "building kube-apiserver/etcd failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dir = String::from_utf8(out.stdout).expect("utf-8 path");
+        Some(PathBuf::from(dir.trim()).join("bin"))
+    })
+    .as_deref()
+}
+
+impl Cluster {
+    /// Start a cluster, with extra kube-apiserver flags. `None` only when the
+    /// tools are missing on a developer's machine (the test then returns).
+    pub fn up(extra_apiserver_flags: &[&str]) -> Option<Cluster> {
+        let bin = binaries()?;
+        let dir = tempfile::Builder::new()
+            .prefix("kcg-e2e.")
+            .tempdir()
+            .expect("tempdir")
+            .keep();
+        let out = Command::new(repo_path("tests/apiserver/cluster.sh"))
+            .arg("up")
+            .arg(&dir)
+            .args(["--owner", &std::process::id().to_string(), "--"])
+            .args(extra_apiserver_flags)
+            .env("KCG_APISERVER_BIN", bin)
+            .output()
+            .expect("cluster.sh runs");
+        assert!(
+            out.status.success(),
+            "cluster.sh up failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let env = std::fs::read_to_string(dir.join("env"))
+            .expect("env file")
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Some(Cluster { dir, env })
+    }
+
+    /// The kubeconfig of `admin` (system:masters).
+    pub fn admin_kubeconfig(&self) -> PathBuf {
+        self.dir.join("admin.kubeconfig")
+    }
+
+    /// The kubeconfig of `cilium-gc`, bound only to the published RBAC.
+    pub fn gc_kubeconfig(&self) -> PathBuf {
+        self.dir.join("cilium-gc.kubeconfig")
+    }
+
+    /// The API server's URL.
+    pub fn url(&self) -> &str {
+        &self.env["APISERVER_URL"]
+    }
+
+    /// A kube client as `admin`.
+    pub async fn admin(&self) -> kube::Client {
+        client_for(&self.admin_kubeconfig()).await
+    }
+
+    /// Real `kubectl` (the same release as the server) as `admin`.
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new(Path::new(&self.env["BIN"]).join("kubectl"))
+            .arg("--kubeconfig")
+            .arg(self.admin_kubeconfig())
+            .args(args)
+            .output()
+            .expect("kubectl runs")
+    }
+
+    /// `kubectl apply` of a YAML document as `admin`.
+    pub fn apply(&self, yaml: &str) {
+        let path = self.dir.join(format!("apply-{}.yaml", rand_suffix()));
+        std::fs::write(&path, yaml).expect("write manifest");
+        let out = self.kubectl(&["apply", "-f", path.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "kubectl apply failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// The kubectl binary of the server's release.
+    pub fn kubectl_path(&self) -> PathBuf {
+        Path::new(&self.env["BIN"]).join("kubectl")
+    }
+
+    fn script(&self, verb: &str) -> Output {
+        let out = Command::new(repo_path("tests/apiserver/cluster.sh"))
+            .arg(verb)
+            .arg(&self.dir)
+            .output()
+            .expect("cluster.sh runs");
+        assert!(
+            out.status.success(),
+            "cluster.sh {verb} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// Stop kube-apiserver (etcd keeps every object).
+    pub fn stop_apiserver(&self) {
+        self.script("stop-apiserver");
+    }
+
+    /// Start kube-apiserver again on the same port and etcd.
+    pub fn start_apiserver(&self) {
+        self.script("start-apiserver");
+    }
+
+    /// Compact etcd at its current revision: every continue token and
+    /// resourceVersion taken before is expired. Returns the revision.
+    pub fn compact(&self) -> u64 {
+        let out = self.script("compact");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("compaction revision")
+    }
+
+    /// The API server's log so far (for failure messages).
+    pub fn apiserver_log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("apiserver.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = Command::new(repo_path("tests/apiserver/cluster.sh"))
+            .arg("down")
+            .arg(&self.dir)
+            .output();
+    }
+}
+
+/// A kube client from a kubeconfig file.
+pub async fn client_for(kubeconfig: &Path) -> kube::Client {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("kube config");
+    kube::Client::try_from(config).expect("kube client")
+}
+
+fn rand_suffix() -> u64 {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or_default()
+}
