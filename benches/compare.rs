@@ -28,6 +28,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+mod common;
+use common::{load, measure, median, proc_cpu, r3, Cost};
+
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-cilium_gc");
 
 /// The simulator's own binary (`cilium-gc-sim`), built next to the plugin's.
@@ -45,109 +48,6 @@ fn sim_bin() -> std::path::PathBuf {
         .expect("cargo runs");
     assert!(status.success(), "building cilium-gc-sim failed");
     Path::new(BIN).with_file_name("cilium-gc-sim")
-}
-
-/// What one child process cost, and what the simulator spent meanwhile.
-#[derive(Debug, Clone, Copy, Default)]
-struct Cost {
-    wall: f64,
-    cpu: f64,
-    max_rss_kib: i64,
-    sim_cpu: f64,
-    ok: bool,
-}
-
-impl Cost {
-    fn json(&self) -> Value {
-        json!({"wallSeconds": r3(self.wall), "cpuSeconds": r3(self.cpu), "peakRssKiB": self.max_rss_kib,
-               "simulatorCpuSeconds": r3(self.sim_cpu), "ok": self.ok})
-    }
-    fn plus(self, o: Cost) -> Cost {
-        Cost {
-            wall: self.wall + o.wall,
-            cpu: self.cpu + o.cpu,
-            max_rss_kib: self.max_rss_kib.max(o.max_rss_kib),
-            sim_cpu: self.sim_cpu + o.sim_cpu,
-            ok: self.ok && o.ok,
-        }
-    }
-}
-
-fn r3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
-/// The median run by wall time (upper median for an even count).
-fn median(mut runs: Vec<Cost>) -> Cost {
-    runs.sort_by(|a, b| a.wall.total_cmp(&b.wall));
-    runs[runs.len() / 2]
-}
-
-/// 1-minute load average, as `uptime` shows it.
-fn load() -> f64 {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(f64::NAN)
-}
-
-/// CPU seconds (user + system) a process has used so far.
-fn proc_cpu(pid: u32) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // Fields after the parenthesised command name; utime and stime are the
-    // 14th and 15th fields overall, in clock ticks.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    (ticks(11) + ticks(12)) / hz
-}
-
-/// Reset this process's RSS high water mark to its current RSS, so children
-/// spawned next do not inherit an earlier peak (see the module doc).
-fn reset_peak_rss() {
-    let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// Run a command to completion, measuring it alone; stdout goes to `out`.
-fn measure(cmd: &mut Command, out: Stdio, sim: Option<u32>) -> Cost {
-    reset_peak_rss();
-    let sim_before = sim.map_or(0.0, proc_cpu);
-    let start = Instant::now();
-    let child = cmd
-        .stdout(out)
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    let (status, usage) = wait4(child);
-    let wall = start.elapsed().as_secs_f64();
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Cost {
-        wall,
-        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
-        max_rss_kib: usage.ru_maxrss,
-        sim_cpu: sim.map_or(0.0, |p| proc_cpu(p) - sim_before),
-        ok: status == 0,
-    }
-}
-
-fn wait4(child: Child) -> (i32, libc::rusage) {
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 fills it for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid, "wait4");
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
-    std::mem::forget(child);
-    (code, usage)
 }
 
 /// A simulator in its own process.

@@ -49,8 +49,20 @@ async fn diagnose_reads_the_real_version_and_the_operator_defect() {
         "the real server's version {release}: {version}"
     );
     assert_eq!(
-        d["identitySpace"]["identities"].as_u64(),
+        d["identitySpace"]["total"].as_u64(),
         Some(seeded.all.len() as u64),
+        "{}",
+        d["identitySpace"]
+    );
+    assert_eq!(
+        d["identitySpace"]["states"]["inUse"].as_u64(),
+        Some(seeded.in_use.len() as u64),
+        "{}",
+        d["identitySpace"]
+    );
+    assert_eq!(
+        d["identitySpace"]["states"]["staleCandidates"].as_u64(),
+        Some(seeded.stale.len() as u64),
         "{}",
         d["identitySpace"]
     );

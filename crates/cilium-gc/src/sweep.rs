@@ -8,8 +8,12 @@
 //! always with preconditions `{uid, resourceVersion}`. A 409 means someone
 //! changed it: we re-read it and decide again (bounded). A 429 delays only the
 //! request that got it (its `Retry-After`); the shared limiter slows down
-//! only when throttling is sustained. Only a lost permission, or endpoint
-//! usage unknown for [`USAGE_STALL_LIMIT`], stops the run; the items not started are reported as such.
+//! only when throttling is sustained. A refused connection spends no retry
+//! (nothing reached a server); a 403 is confirmed by SelfSubjectAccessReview
+//! before it counts (a restarted kube-apiserver answers 403 until its RBAC
+//! caches sync). Only a lost permission, or endpoint usage unknown for
+//! [`USAGE_STALL_LIMIT`], stops the run; the items not started are reported
+//! as such.
 
 use std::time::{Duration, Instant};
 

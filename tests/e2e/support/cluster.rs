@@ -87,11 +87,6 @@ impl Cluster {
         self.dir.join("cilium-gc.kubeconfig")
     }
 
-    /// The API server's URL.
-    pub fn url(&self) -> &str {
-        &self.env["APISERVER_URL"]
-    }
-
     /// A kube client as `admin`.
     pub async fn admin(&self) -> kube::Client {
         client_for(&self.admin_kubeconfig()).await
@@ -117,11 +112,6 @@ impl Cluster {
             "kubectl apply failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-    }
-
-    /// The kubectl binary of the server's release.
-    pub fn kubectl_path(&self) -> PathBuf {
-        Path::new(&self.env["BIN"]).join("kubectl")
     }
 
     fn script(&self, verb: &str) -> Output {
@@ -157,11 +147,6 @@ impl Cluster {
             .parse()
             .expect("compaction revision")
     }
-
-    /// The API server's log so far (for failure messages).
-    pub fn apiserver_log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("apiserver.log")).unwrap_or_default()
-    }
 }
 
 impl Drop for Cluster {
@@ -173,12 +158,14 @@ impl Drop for Cluster {
     }
 }
 
-/// A kube client from a kubeconfig file.
+/// A kube client from a kubeconfig file, without kube's own retries (so a
+/// test sees every 429 and 5xx the server sends).
 pub async fn client_for(kubeconfig: &Path) -> kube::Client {
     let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
         .await
         .expect("kube config");
+    config.default_retry = false;
     kube::Client::try_from(config).expect("kube client")
 }
 

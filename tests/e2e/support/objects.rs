@@ -136,14 +136,6 @@ pub async fn identity_names(client: &kube::Client) -> BTreeSet<String> {
         .collect()
 }
 
-/// One identity as the server holds it, if it exists.
-pub async fn get_identity(client: &kube::Client, name: &str) -> Option<DynamicObject> {
-    api(client, Kind::Identity, None)
-        .get_opt(name)
-        .await
-        .expect("identity read")
-}
-
 /// `now - age`, for marks.
 pub fn ago(age: std::time::Duration) -> Timestamp {
     Timestamp::now() - jiff::SignedDuration::try_from(age).expect("duration")

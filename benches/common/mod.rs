@@ -1,0 +1,114 @@
+//! What the benchmarks share: one child process measured alone (wall time
+//! around it, CPU and peak RSS from `wait4`'s rusage of that child), and
+//! the figures' rounding. See `compare.rs` for the peak-RSS caveat.
+
+// Each bench uses part of this module.
+#![allow(dead_code)]
+
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+/// What one child process cost, and what the simulator spent meanwhile.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cost {
+    pub wall: f64,
+    pub cpu: f64,
+    pub max_rss_kib: i64,
+    pub sim_cpu: f64,
+    pub ok: bool,
+}
+
+impl Cost {
+    pub fn json(&self) -> Value {
+        json!({"wallSeconds": r3(self.wall), "cpuSeconds": r3(self.cpu), "peakRssKiB": self.max_rss_kib,
+               "simulatorCpuSeconds": r3(self.sim_cpu), "ok": self.ok})
+    }
+    pub fn plus(self, o: Cost) -> Cost {
+        Cost {
+            wall: self.wall + o.wall,
+            cpu: self.cpu + o.cpu,
+            max_rss_kib: self.max_rss_kib.max(o.max_rss_kib),
+            sim_cpu: self.sim_cpu + o.sim_cpu,
+            ok: self.ok && o.ok,
+        }
+    }
+}
+
+pub fn r3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// The median run by wall time (upper median for an even count).
+pub fn median(mut runs: Vec<Cost>) -> Cost {
+    runs.sort_by(|a, b| a.wall.total_cmp(&b.wall));
+    runs[runs.len() / 2]
+}
+
+/// 1-minute load average, as `uptime` shows it.
+pub fn load() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// CPU seconds (user + system) a process has used so far.
+pub fn proc_cpu(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the parenthesised command name; utime and stime are the
+    // 14th and 15th fields overall, in clock ticks.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (ticks(11) + ticks(12)) / hz
+}
+
+/// Reset this process's RSS high water mark to its current RSS, so children
+/// spawned next do not inherit an earlier peak (see the module doc).
+pub fn reset_peak_rss() {
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+/// Run a command to completion, measuring it alone; stdout goes to `out`.
+pub fn measure(cmd: &mut Command, out: Stdio, sim: Option<u32>) -> Cost {
+    reset_peak_rss();
+    let sim_before = sim.map_or(0.0, proc_cpu);
+    let start = Instant::now();
+    let child = cmd
+        .stdout(out)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let (status, usage) = wait4(child);
+    let wall = start.elapsed().as_secs_f64();
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Cost {
+        wall,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+        max_rss_kib: usage.ru_maxrss,
+        sim_cpu: sim.map_or(0.0, |p| proc_cpu(p) - sim_before),
+        ok: status == 0,
+    }
+}
+
+pub fn wait4(child: Child) -> (i32, libc::rusage) {
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4");
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    std::mem::forget(child);
+    (code, usage)
+}
