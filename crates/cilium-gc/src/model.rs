@@ -13,67 +13,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// Annotation cilium-operator sets on an unused identity; agents remove it
-/// when they reuse the identity.
-pub const HEARTBEAT_ANNOTATION: &str = "io.cilium.heartbeat";
-/// Label carrying the pod namespace an identity was allocated for.
-pub const NAMESPACE_LABEL: &str = "io.kubernetes.pod.namespace";
-/// API group of all Cilium resources.
-pub const CILIUM_GROUP: &str = "cilium.io";
-
-/// A Cilium resource we read, with where it lives in the API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// `ciliumidentities.cilium.io/v2`, cluster-scoped.
-    Identity,
-    /// `ciliumendpoints.cilium.io/v2`, namespaced.
-    Endpoint,
-    /// `ciliumendpointslices.cilium.io/v2alpha1`, cluster-scoped.
-    EndpointSlice,
-}
-
-impl Kind {
-    /// Plural resource name, as in URLs and RBAC rules.
-    pub fn plural(self) -> &'static str {
-        match self {
-            Kind::Identity => "ciliumidentities",
-            Kind::Endpoint => "ciliumendpoints",
-            Kind::EndpointSlice => "ciliumendpointslices",
-        }
-    }
-    /// API version of the served resource.
-    pub fn version(self) -> &'static str {
-        match self {
-            Kind::Identity | Kind::Endpoint => "v2",
-            Kind::EndpointSlice => "v2alpha1",
-        }
-    }
-    /// The Kind, as in objects.
-    pub fn kind(self) -> &'static str {
-        match self {
-            Kind::Identity => "CiliumIdentity",
-            Kind::Endpoint => "CiliumEndpoint",
-            Kind::EndpointSlice => "CiliumEndpointSlice",
-        }
-    }
-    /// Name of the CustomResourceDefinition object.
-    pub fn crd_name(self) -> String {
-        format!("{}.{}", self.plural(), CILIUM_GROUP)
-    }
-    /// Collection path across the whole cluster (all namespaces for endpoints).
-    pub fn collection_path(self) -> String {
-        format!(
-            "/apis/{}/{}/{}",
-            CILIUM_GROUP,
-            self.version(),
-            self.plural()
-        )
-    }
-    /// Path of one cluster-scoped object.
-    pub fn object_path(self, name: &str) -> String {
-        format!("{}/{}", self.collection_path(), name)
-    }
-}
+pub use cilium_gc_kinds::{parse_id, Kind, CILIUM_GROUP, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL};
 
 /// The newest `managedFields` entry: our best guess at who changed an object
 /// last (a client program, not a user; audit logs name users).
@@ -113,14 +53,6 @@ impl Identity {
     pub fn numeric_id(&self) -> Option<u64> {
         parse_id(&self.name)
     }
-}
-
-/// Parse an identity name: plain decimal digits only (no sign, no spaces).
-pub fn parse_id(name: &str) -> Option<u64> {
-    if name.is_empty() || name.len() > 19 || !name.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    name.parse().ok()
 }
 
 /// An identity id written as a JSON float: only an integral, non-negative
@@ -449,13 +381,5 @@ mod tests {
         ))
         .unwrap_err();
         assert_eq!(err.name.as_deref(), Some("9"));
-    }
-
-    #[test]
-    fn parse_id_is_strict() {
-        assert_eq!(parse_id("256"), Some(256));
-        for bad in ["", "-1", "+5", " 5", "5a", "abc", "99999999999999999999999"] {
-            assert_eq!(parse_id(bad), None, "{bad}");
-        }
     }
 }
