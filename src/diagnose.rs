@@ -1,5 +1,5 @@
 //! `diagnose` as the CLI runs it: signals, `--demo-scenario`, output, exit
-//! code. The diagnosis itself ([`cilium_gc::diagnose`]) is the engine's.
+//! code. The diagnosis itself ([`mod@cilium_gc::diagnose`]) is the engine's.
 //!
 //! *Exit codes:* 0 when a diagnosis was written, whatever it found —
 //! findings never change the exit code, so a CronJob can archive the

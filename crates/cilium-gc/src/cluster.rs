@@ -24,13 +24,14 @@ use serde::Deserialize;
 use crate::retry::{classify, Backoff, Class};
 use crate::settings::ConnectOptions;
 use crate::stats::Stats;
-use crate::watch_tap::{WatchTap, WatchTapLayer};
+pub use crate::watch_tap::WatchTap;
+use crate::watch_tap::WatchTapLayer;
 
 /// Failures to set up a connection. All are configuration errors (exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
     /// The kubeconfig could not be read or used. Displayed through
-    /// [`crate::secrets::describe`], as an exec plugin's failure carries
+    /// `crate::secrets::describe`, as an exec plugin's failure carries
     /// its env, arguments and output.
     #[error(
         "kubeconfig: {}{}",
@@ -56,7 +57,7 @@ pub enum ConnectError {
         problem: String,
     },
     /// The HTTP client could not be built.
-    /// (Displayed through [`crate::secrets::describe`]: kube's own text of
+    /// (Displayed through `crate::secrets::describe`: kube's own text of
     /// an exec-plugin failure carries its env, arguments and output.)
     #[error("cannot build the Kubernetes client: {}", crate::secrets::describe(.0))]
     Client(#[source] kube::Error),
@@ -81,10 +82,10 @@ pub struct Endpoint {
 /// nobody answers is retried (and the run ends) instead of hanging it.
 /// Single requests only: watch streams are long-lived by design and are
 /// guarded by kube-runtime's idle timeout (server timeout + 5 s) instead.
-pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The limit on one request: `--request-timeout` (`0` = none, as kubectl's),
-/// else [`DEFAULT_REQUEST_TIMEOUT`].
+/// else `DEFAULT_REQUEST_TIMEOUT`.
 pub fn request_timeout(flag: Option<Duration>) -> Option<Duration> {
     match flag {
         Some(t) if t.is_zero() => None,
@@ -94,7 +95,7 @@ pub fn request_timeout(flag: Option<Duration>) -> Option<Duration> {
 }
 
 /// Build the client config from kubectl-style flags.
-pub async fn load_config(args: &ConnectOptions) -> Result<(Config, Endpoint), ConnectError> {
+pub(crate) async fn load_config(args: &ConnectOptions) -> Result<(Config, Endpoint), ConnectError> {
     let opts = KubeConfigOptions {
         context: args.context.clone(),
         cluster: args.cluster.clone(),
@@ -244,7 +245,7 @@ fn cluster_proxy_url(
 /// `http://` server), unless `NO_PROXY` names the server. (kube itself
 /// checks `NO_PROXY` against the proxy's address, not the server's, and
 /// ignores the environment with `--server`; so we choose here.)
-pub fn resolve_proxy(
+pub(crate) fn resolve_proxy(
     kubeconfig_proxy: Option<&str>,
     server: &http::Uri,
     env: &dyn Fn(&str) -> Option<String>,
@@ -289,7 +290,7 @@ pub fn resolve_proxy(
 /// Whether `NO_PROXY` (comma-separated: `*`, host names with or without a
 /// leading dot matching subdomains, IP addresses, IPv4/IPv6 CIDRs, each
 /// optionally with `:port`) covers `server`.
-pub fn no_proxy_matches(no_proxy: &str, server: &http::Uri) -> bool {
+pub(crate) fn no_proxy_matches(no_proxy: &str, server: &http::Uri) -> bool {
     let Some(host) = server.host() else {
         return false;
     };
@@ -452,7 +453,7 @@ fn pem_certs(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
 }
 
 /// The whole cause chain on one line, with no credential in it (see
-/// [`crate::secrets::describe`]).
+/// `crate::secrets::describe`).
 pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     crate::secrets::describe(e)
 }
@@ -484,7 +485,7 @@ impl ServerClock {
         }
     }
     /// Record that an answer had no (parseable) `Date` header.
-    pub fn observe_missing(&self) {
+    pub(crate) fn observe_missing(&self) {
         self.missing_date.store(true, Ordering::Relaxed);
     }
     /// Whether mark ages were (at least partly) judged by the local clock,
@@ -494,7 +495,7 @@ impl ServerClock {
             || self.offset_ms.load(Ordering::Relaxed) == i64::MIN
     }
     /// Record a `Date` header observed at local time `local`.
-    pub fn observe(&self, date_header: &str, local: Timestamp) {
+    pub(crate) fn observe(&self, date_header: &str, local: Timestamp) {
         match parse_http_date(date_header) {
             Some(server) => {
                 let off = server.as_millisecond() - local.as_millisecond();
@@ -523,7 +524,7 @@ impl ServerClock {
 }
 
 /// Parse an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`).
-pub fn parse_http_date(s: &str) -> Option<Timestamp> {
+pub(crate) fn parse_http_date(s: &str) -> Option<Timestamp> {
     jiff::fmt::rfc2822::parse(s.trim())
         .ok()
         .map(|z| z.timestamp())
@@ -532,16 +533,10 @@ pub fn parse_http_date(s: &str) -> Option<Timestamp> {
 /// The parts of a `Status` body we use.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StatusBody {
-    /// `kind`, `Status` when it is one.
-    #[serde(default)]
-    pub kind: String,
+pub(crate) struct StatusBody {
     /// Human message.
     #[serde(default)]
     pub message: String,
-    /// Machine reason (`Conflict`, `NotFound`, `Expired`...).
-    #[serde(default)]
-    pub reason: String,
     /// `details`.
     #[serde(default)]
     pub details: Option<StatusDetails>,
@@ -553,7 +548,7 @@ pub struct StatusBody {
 /// `Status.details`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StatusDetails {
+pub(crate) struct StatusDetails {
     /// Seconds to wait.
     #[serde(default)]
     pub retry_after_seconds: Option<u32>,
@@ -561,7 +556,7 @@ pub struct StatusDetails {
 
 /// `Status.metadata`.
 #[derive(Debug, Default, Deserialize)]
-pub struct StatusMeta {
+pub(crate) struct StatusMeta {
     /// Continue token for an inconsistent continuation (410).
     #[serde(default, rename = "continue")]
     pub continue_token: Option<String>,
@@ -608,7 +603,7 @@ pub struct Api {
     timeout: Option<Duration>,
     /// Cut short Retry-After waits and backoff on Ctrl-C.
     pub stop: crate::stop::Stop,
-    /// Largest body read ([`MAX_BODY_BYTES`]; lower in tests).
+    /// Largest body read (`MAX_BODY_BYTES`; lower in tests).
     pub max_body: usize,
     /// The server's clock.
     pub clock: Arc<ServerClock>,
@@ -617,15 +612,15 @@ pub struct Api {
     /// Backoff for transient failures.
     pub backoff: Backoff,
     /// Which endpoint watch streams are open (usage freshness).
-    pub watch_tap: WatchTap,
+    pub(crate) watch_tap: WatchTap,
 }
 
 /// Content type of a JSON body.
 pub const JSON: &str = "application/json";
 /// Content type of a merge patch.
-pub const MERGE_PATCH: &str = "application/merge-patch+json";
+pub(crate) const MERGE_PATCH: &str = "application/merge-patch+json";
 /// Field manager our writes are recorded under.
-pub const FIELD_MANAGER: &str = "kubectl-cilium-gc";
+pub(crate) const FIELD_MANAGER: &str = "kubectl-cilium-gc";
 
 impl Api {
     /// Wrap a client whose stack carries `watch_tap`'s layer.
@@ -669,7 +664,7 @@ impl Api {
     /// Send one request, once. Counts throttles and server errors. A 429's
     /// `Retry-After` is the caller's to honour, for this request only: there
     /// is no run-wide gate, so one throttled request never holds the others.
-    pub async fn send_once(
+    pub(crate) async fn send_once(
         &self,
         method: Method,
         path_and_query: &str,
@@ -843,7 +838,7 @@ impl Api {
 /// Largest answer body read: a 500-identity page is well under 2 MiB, a
 /// 10000-item page with many labels under 40; past this the server (or
 /// something posing as it) is not sending a Kubernetes list.
-pub const MAX_BODY_BYTES: usize = 256 << 20;
+pub(crate) const MAX_BODY_BYTES: usize = 256 << 20;
 
 fn transport_failure(e: &(dyn std::error::Error + 'static)) -> Answer {
     Answer {

@@ -33,9 +33,9 @@ use crate::sweep::{self, Action, ItemResult, SweepConfig};
 use crate::usage::UsageHandle;
 
 /// How long to wait for the endpoint watchers' first full list.
-pub const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 /// Run-level errors kept in the report; the rest are counted.
-pub const MAX_REPORTED_ERRORS: usize = 1000;
+pub(crate) const MAX_REPORTED_ERRORS: usize = 1000;
 
 /// What a run reports to the person watching, and asks them: progress and
 /// the confirmation before the first write. The engine has no terminal;
@@ -912,7 +912,7 @@ fn mark_not_attempted(run: &mut Run, plan: &Plan) {
 }
 
 /// `--max-deletions` / `--max-percent`: why the plan is too big, if it is.
-pub fn blast_radius(candidates: u64, scanned: u64, s: &GcSettings) -> Option<String> {
+pub(crate) fn blast_radius(candidates: u64, scanned: u64, s: &GcSettings) -> Option<String> {
     if let Some(max) = s.max_deletions {
         if candidates > max {
             return Some(format!(

@@ -57,7 +57,7 @@ impl Identity {
 
 /// An identity id written as a JSON float: only an integral, non-negative
 /// value in range names one (`60021.0` is 60021; `1.5` names nothing).
-pub fn integral_id(f: f64) -> Option<u64> {
+pub(crate) fn integral_id(f: f64) -> Option<u64> {
     // 2^64 is exactly representable; every smaller integral f64 fits a u64.
     (f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 18_446_744_073_709_551_616.0)
         .then_some(f as u64)
@@ -222,7 +222,10 @@ pub fn decode_identity(raw: &RawValue) -> Result<Identity, Malformed> {
 /// [`decode_identity`], keeping `metadata.labels` only when `keep_labels`
 /// (only `-l` reads them). Either way every label must be a string, and the
 /// namespace label is read.
-pub fn decode_identity_with(raw: &RawValue, keep_labels: bool) -> Result<Identity, Malformed> {
+pub(crate) fn decode_identity_with(
+    raw: &RawValue,
+    keep_labels: bool,
+) -> Result<Identity, Malformed> {
     let text = raw.get();
     let bad = |problem: String| {
         let (name, namespace) = salvage_names(text);

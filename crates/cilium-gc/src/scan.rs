@@ -18,7 +18,7 @@ use crate::stats::Stats;
 use crate::stop::Stop;
 
 /// Default identities per page.
-pub const PAGE_SIZE: u32 = 500;
+pub(crate) const PAGE_SIZE: u32 = 500;
 /// How many 410s in a row (with no page read between them) a list
 /// tolerates, and how many restarts from the first page in all. Continuing
 /// with the server's token always makes progress, so 410s separated by
@@ -85,7 +85,7 @@ fn urlencode(s: &str) -> String {
 /// List every identity, calling `on_item` once per identity (or malformed
 /// object), in list order. Retries each page up to `max_retries` times.
 /// Labels are decoded only when `keep_labels` (a selector needs them).
-pub async fn scan_identities(
+pub(crate) async fn scan_identities(
     api: &Api,
     page_size: u32,
     max_retries: u32,
@@ -118,7 +118,7 @@ pub async fn scan_identities(
     .await
 }
 
-/// The page loop under [`scan_identities`]: list the collection at
+/// The page loop under `scan_identities`: list the collection at
 /// `path_base`, page by page, and hand every item to `on_raw` undecoded.
 ///
 /// Handles 410 Expired as the module doc says (continue with the server's

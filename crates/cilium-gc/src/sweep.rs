@@ -30,11 +30,11 @@ use crate::usage::{UsageHandle, USAGE_STALL_LIMIT};
 
 /// 429s tolerated for one item before it is reported failed. Throttling is
 /// expected under a server-side rate cap, so this is far above `--max-retries`.
-pub const MAX_THROTTLED_PER_ITEM: u32 = 64;
+pub(crate) const MAX_THROTTLED_PER_ITEM: u32 = 64;
 
 /// What to do to each target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// Delete a stale identity.
     Delete,
     /// Annotate an unmarked unused identity with a heartbeat mark.
@@ -53,7 +53,7 @@ impl Action {
 
 /// Settings of a sweep.
 #[derive(Debug, Clone)]
-pub struct SweepConfig {
+pub(crate) struct SweepConfig {
     /// Parallel workers.
     pub concurrency: u32,
     /// Writes per second (0: unlimited).
@@ -77,7 +77,7 @@ pub struct SweepConfig {
 
 /// The result for one identity.
 #[derive(Debug, Clone)]
-pub struct ItemResult {
+pub(crate) struct ItemResult {
     /// What happened.
     pub outcome: Outcome,
     /// The last decision made on it.
@@ -101,7 +101,7 @@ struct Ctx<'a> {
 
 /// Process every target; returns one result per target, in input order.
 /// `on_done` is called as each item finishes (progress).
-pub async fn sweep(
+pub(crate) async fn sweep(
     api: &Api,
     usage: &UsageHandle,
     targets: Vec<Identity>,
@@ -434,7 +434,7 @@ async fn write(ctx: &Ctx<'_>, ident: &Identity) -> crate::cluster::Answer {
 
 /// RFC 3339 in UTC with up to nanoseconds, trailing zeros trimmed: Go's
 /// `time.RFC3339Nano`, as the operator writes marks.
-pub fn rfc3339_nano(t: Timestamp) -> String {
+pub(crate) fn rfc3339_nano(t: Timestamp) -> String {
     t.to_string()
 }
 

@@ -16,18 +16,18 @@ use crate::preflight::{self, Crds};
 use crate::report::{ConfigSource, ConfigValue, IdRange};
 
 /// Cilium's default `identity-gc-interval`.
-pub const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(15 * 60);
+pub(crate) const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(15 * 60);
 /// A heartbeat timeout under this is flagged: agents get too little time
 /// to reclaim an identity before it is deleted under them.
-pub const LOW_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+pub(crate) const LOW_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// Utilisation from which the space is a warning.
-pub const WARNING_PERCENT: f64 = 80.0;
+pub(crate) const WARNING_PERCENT: f64 = 80.0;
 /// Utilisation from which the space is critical.
-pub const CRITICAL_PERCENT: f64 = 95.0;
+pub(crate) const CRITICAL_PERCENT: f64 = 95.0;
 /// A key needs this many distinct values to be a churn driver.
-pub const MIN_DISTINCT_VALUES: u64 = 10;
+pub(crate) const MIN_DISTINCT_VALUES: u64 = 10;
 /// Exhaustion closer than this (at the current rate) is a finding.
-pub const EXHAUSTION_HORIZON: Duration = Duration::from_secs(7 * 24 * 3600);
+pub(crate) const EXHAUSTION_HORIZON: Duration = Duration::from_secs(7 * 24 * 3600);
 
 const HOUR: i64 = 3600;
 const DAY: i64 = 24 * HOUR;
@@ -414,7 +414,7 @@ fn age_and_rate(
 /// driver (their values are namespaces, service accounts, the cluster, or
 /// the workload names network policies select on: excluding `app` would
 /// make every policy that selects `app: x` match nothing).
-pub fn protected_key(key: &str) -> bool {
+pub(crate) fn protected_key(key: &str) -> bool {
     let (source, name) = key.split_once(':').unwrap_or(("", key));
     source == "reserved"
         || name == crate::model::NAMESPACE_LABEL
@@ -527,7 +527,7 @@ fn churn(input: &Input, states: &[State]) -> Churn {
 
 /// Whether a field manager is a Cilium agent. Agents write as `cilium-agent`
 /// (and forks as `*-agent`); the operator as `cilium-operator*`.
-pub fn agent_like(manager: &str) -> bool {
+pub(crate) fn agent_like(manager: &str) -> bool {
     manager.to_ascii_lowercase().contains("agent")
 }
 
@@ -690,7 +690,7 @@ const DEFAULT_PATTERNS: [&str; 17] = [
 /// Cilium's identity label filter: the built-in patterns plus the `labels`
 /// setting (space-separated), evaluated as `filterLabels` does.
 #[derive(Debug, Clone)]
-pub struct LabelFilter {
+pub(crate) struct LabelFilter {
     patterns: Vec<LabelPattern>,
     /// An inclusive user pattern exists: only included labels count.
     whitelist: bool,
@@ -699,7 +699,7 @@ pub struct LabelFilter {
 impl LabelFilter {
     /// Parse the `labels` value; patterns that do not compile are skipped
     /// and returned as problems (the agent would refuse to start on them).
-    pub fn new(labels: &str) -> (LabelFilter, Vec<String>) {
+    pub(crate) fn new(labels: &str) -> (LabelFilter, Vec<String>) {
         let mut problems = Vec::new();
         let mut patterns: Vec<LabelPattern> = DEFAULT_PATTERNS
             .iter()
@@ -727,7 +727,7 @@ impl LabelFilter {
     /// Whether a security label `source:key` would be identity-relevant:
     /// accepted when nothing excludes it and no inclusive user pattern is
     /// set, or when the longest inclusive match beats the shortest exclusion.
-    pub fn accepts(&self, label: &str) -> bool {
+    pub(crate) fn accepts(&self, label: &str) -> bool {
         let (source, key) = label.split_once(':').unwrap_or(("", label));
         let (mut included, mut ignored) = (0, 0);
         for p in &self.patterns {
@@ -746,7 +746,7 @@ impl LabelFilter {
 }
 
 /// The exclusion pattern for one `source:key`, in Cilium's syntax.
-pub fn exclusion(label: &str) -> String {
+pub(crate) fn exclusion(label: &str) -> String {
     match label.split_once(':') {
         Some((source, key)) => format!("{source}:!{}", quote_meta(key)),
         None => format!("!{}", quote_meta(label)),

@@ -34,8 +34,8 @@
 //!     known to carry it.
 //! - **Operator restarts**: restart counts and start times of its pods.
 //! - **Held by an agent, used by no endpoint** (the #35946 pattern): unused,
-//!   unmarked, last written by an agent within [`AGENT_RECENT`], and older
-//!   than [`POD_START`]. One snapshot cannot tell such an identity from one
+//!   unmarked, last written by an agent within `AGENT_RECENT`, and older
+//!   than `POD_START`. One snapshot cannot tell such an identity from one
 //!   a pod is just starting to use; the finding says so.
 
 use std::collections::BTreeMap;
@@ -50,14 +50,14 @@ use super::types::{
 };
 
 /// A mark older than this many expected collection times is overdue.
-pub const OVERDUE_FACTOR: f64 = 3.0;
+pub(crate) const OVERDUE_FACTOR: f64 = 3.0;
 /// An agent write within this long counts as recent: agents resync the
 /// identities they hold every 5 minutes (#35946), so a held identity is
 /// rewritten at least that often.
-pub const AGENT_RECENT: Duration = Duration::from_secs(15 * 60);
+pub(crate) const AGENT_RECENT: Duration = Duration::from_secs(15 * 60);
 /// Longer than any pod takes to start: an identity this old that no
 /// endpoint uses is not one a starting pod is about to use.
-pub const POD_START: Duration = Duration::from_secs(10 * 60);
+pub(crate) const POD_START: Duration = Duration::from_secs(10 * 60);
 
 /// What `diagnose` read of the Cilium workloads; `problem` says why not,
 /// when it could not (the permission is optional).
@@ -74,7 +74,7 @@ pub struct Workloads {
 }
 
 /// `major.minor.patch` of an image tag like `quay.io/cilium/cilium:v1.15.6@sha256:..`.
-pub fn image_version(image: &str) -> Option<(u64, u64, u64)> {
+pub(crate) fn image_version(image: &str) -> Option<(u64, u64, u64)> {
     let no_digest = image.split('@').next()?;
     let (_, tag) = no_digest.rsplit_once(':')?;
     if tag.contains('/') {
@@ -102,7 +102,7 @@ const PULL: &str = "https://github.com/cilium/cilium/pull/";
 
 /// Known identity-GC defects of these versions. `None` versions (a tag that
 /// is not a version) match nothing: the caller says to check by hand.
-pub fn known_defects(
+pub(crate) fn known_defects(
     operator: Option<(u64, u64, u64)>,
     agent: Option<(u64, u64, u64)>,
 ) -> Vec<KnownDefect> {
@@ -263,7 +263,7 @@ fn dur(seconds: f64) -> String {
     crate::humanize::human_duration(seconds)
 }
 
-/// The findings `h` supports, for [`super::analyze`]'s list.
+/// The findings `h` supports, for [`fn@super::analyze`]'s list.
 pub fn findings(h: &GcHealth, heartbeat_timeout: Duration, now: Timestamp) -> Vec<Finding> {
     let cilium = h.cilium.as_ref();
     [

@@ -3,8 +3,8 @@
 //!
 //! This module is the I/O shell: connect, discover the CRDs, read
 //! `cilium-config`, sync the endpoint watchers, list every identity raw, and
-//! hand plain data ([`Input`]) to the pure [`analyze`]; [`redact`] and the
-//! text view ([`text`]) are pure too.
+//! hand plain data ([`Input`]) to the pure [`fn@analyze`]; [`redact`] and the
+//! text view (`text`) are pure too.
 //!
 //! *Exit codes:* 0 when a diagnosis was written, whatever it found —
 //! findings never change the exit code, so a CronJob can archive the
@@ -47,7 +47,7 @@ pub struct DiagnoseOptions {
 }
 
 /// Retries per request for the few reads a diagnosis makes.
-pub const MAX_RETRIES: u32 = 5;
+pub(crate) const MAX_RETRIES: u32 = 5;
 
 /// Why no diagnosis could be made. Each variant maps to one exit code
 /// ([`DiagnoseError::exit`]); none is worth retrying at once.
@@ -95,7 +95,7 @@ struct SecurityLabels {
 
 /// Decode one CiliumIdentity with its full `security-labels` map: what
 /// [`decode_identity`] keeps, plus the labels (which `scan` drops).
-pub fn decode_record(raw: &RawValue) -> Result<IdentityRecord, Malformed> {
+pub(crate) fn decode_record(raw: &RawValue) -> Result<IdentityRecord, Malformed> {
     let identity = decode_identity(raw)?;
     // decode_identity already read security-labels as a string map, so this
     // cannot fail where it succeeded; be lenient anyway.
@@ -248,7 +248,7 @@ pub async fn collect(
 /// optional permission, like `cilium-config`: what cannot be read is said
 /// in `problem` and the diagnosis goes on without it.
 #[tracing::instrument(skip(api))]
-pub async fn fetch_workloads(api: &Api, namespace: &str) -> gc_health::Workloads {
+pub(crate) async fn fetch_workloads(api: &Api, namespace: &str) -> gc_health::Workloads {
     use crate::retry::Class;
     let mut w = gc_health::Workloads::default();
     let mut problems = Vec::new();

@@ -22,7 +22,7 @@ use crate::watch_tap::WatchTap;
 /// default grows to 30 s, during which no write could go out). Reset by
 /// every event received, as kube-runtime's `StreamBackoff` does.
 #[derive(Debug, Clone)]
-pub struct WatchBackoff {
+pub(crate) struct WatchBackoff {
     attempt: u32,
     policy: crate::retry::Backoff,
 }
@@ -66,7 +66,12 @@ fn api_resource(kind: Kind, version: &str) -> ApiResource {
 
 impl UsageHandle {
     /// Start the watchers. Returns at once; call [`UsageHandle::wait_ready`].
-    pub fn start(client: kube::Client, tap: WatchTap, sources: Sources, stats: Arc<Stats>) -> Self {
+    pub(crate) fn start(
+        client: kube::Client,
+        tap: WatchTap,
+        sources: Sources,
+        stats: Arc<Stats>,
+    ) -> Self {
         let handle = UsageHandle::with_tap(tap);
         let kinds = [
             (Kind::Endpoint, sources.endpoints),
