@@ -36,7 +36,7 @@ pub struct DurationError {
 /// How to reach the API server: kubectl's connection flags, as values.
 ///
 /// kubectl passes none of its flags to plugins, so the plugin parses them and
-/// hands them here; `crate::cluster::load_config` applies them as kubectl does.
+/// hands them here; `crate::cluster` applies them as kubectl does.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectOptions {
     /// `--kubeconfig` (else `$KUBECONFIG`, else `~/.kube/config`).
