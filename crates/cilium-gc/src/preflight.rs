@@ -144,28 +144,8 @@ pub(crate) fn settings_from_config(
     let cluster_id = number("cluster-id", &cluster_id, 0);
     let max_connected_clusters = number("max-connected-clusters", &max_cc, 255);
     let cluster_values_unparseable = !warnings.is_empty();
-    let config_heartbeat_timeout = data
-        .and_then(|d| d.get("identity-heartbeat-timeout"))
-        .and_then(|v| crate::settings::parse_duration(v.trim()).ok());
-    let config_timeout = crate::settings::parse_duration(&timeout_raw).unwrap_or_else(|_| {
-        warnings.push(format!(
-            "cilium-config identity-heartbeat-timeout={timeout_raw:?} is not a duration; assuming 30m"
-        ));
-        DEFAULT_HEARTBEAT_TIMEOUT
-    });
-    let heartbeat_timeout = match flag_timeout {
-        Some(t) => {
-            if let Some(v) = values
-                .iter_mut()
-                .find(|v| v.key == "identity-heartbeat-timeout")
-            {
-                v.value = humantime::format_duration(t).to_string();
-                v.source = ConfigSource::Flag;
-            }
-            t
-        }
-        None => config_timeout,
-    };
+    let (heartbeat_timeout, config_heartbeat_timeout) =
+        heartbeat_timeout(data, &timeout_raw, flag_timeout, &mut values, &mut warnings);
     if data.is_none() {
         warnings.push(format!(
             "cilium-config could not be read; the allocation mode is unknown (see --identity-allocation-mode); using Cilium's defaults identity-management-mode=agent, cluster-id=0, max-connected-clusters=255, identity-heartbeat-timeout={}",
@@ -187,6 +167,41 @@ pub(crate) fn settings_from_config(
         config_heartbeat_timeout,
         cluster_values_unparseable,
     }
+}
+
+/// The heartbeat timeout the run judges marks by (the flag's, else
+/// cilium-config's, else 30m with a warning), and cilium-config's own value
+/// when it parses. A flag is recorded as the value's source.
+fn heartbeat_timeout(
+    data: Option<&BTreeMap<String, String>>,
+    timeout_raw: &str,
+    flag_timeout: Option<Duration>,
+    values: &mut [ConfigValue],
+    warnings: &mut Vec<String>,
+) -> (Duration, Option<Duration>) {
+    let config_heartbeat_timeout = data
+        .and_then(|d| d.get("identity-heartbeat-timeout"))
+        .and_then(|v| crate::settings::parse_duration(v.trim()).ok());
+    let config_timeout = crate::settings::parse_duration(timeout_raw).unwrap_or_else(|_| {
+        warnings.push(format!(
+            "cilium-config identity-heartbeat-timeout={timeout_raw:?} is not a duration; assuming 30m"
+        ));
+        DEFAULT_HEARTBEAT_TIMEOUT
+    });
+    let heartbeat_timeout = match flag_timeout {
+        Some(t) => {
+            if let Some(v) = values
+                .iter_mut()
+                .find(|v| v.key == "identity-heartbeat-timeout")
+            {
+                v.value = humantime::format_duration(t).to_string();
+                v.source = ConfigSource::Flag;
+            }
+            t
+        }
+        None => config_timeout,
+    };
+    (heartbeat_timeout, config_heartbeat_timeout)
 }
 
 /// Cilium's own check of `cluster-id` against `max-connected-clusters`

@@ -135,8 +135,7 @@ pub async fn list_raw(
     mut on_raw: impl FnMut(&RawValue),
 ) -> Result<(), ScanError> {
     let mut token: Option<String> = None;
-    // 410s since the last page read; restarts from the first page, in all.
-    let (mut restarts, mut from_scratch) = (0, 0);
+    let mut restarts = Restarts::default();
     let mut undecodable = 0;
     // Continue tokens handed out since the list last (re)started: a server
     // that hands one out twice would page forever.
@@ -155,21 +154,7 @@ pub async fn list_raw(
             Class::Success => {}
             Class::Expired { continue_token } => {
                 Stats::bump(&api.stats.list_restarts);
-                restarts += 1;
-                if continue_token.is_none() {
-                    from_scratch += 1;
-                }
-                if restarts.max(from_scratch) > MAX_LIST_RESTARTS {
-                    return Err(ScanError::TooManyRestarts(MAX_LIST_RESTARTS));
-                }
-                tracing::warn!(
-                    "identity list expired (410); {}",
-                    if continue_token.is_some() {
-                        "continuing with the server's token"
-                    } else {
-                        "restarting the list"
-                    }
-                );
+                restarts.expired(continue_token.is_some())?;
                 token = continue_token;
                 tokens.clear();
                 continue;
@@ -194,7 +179,7 @@ pub async fn list_raw(
             }
         };
         undecodable = 0;
-        restarts = 0;
+        restarts.since_page = 0;
         Stats::bump(&api.stats.list_pages);
         for raw in &page.items {
             on_raw(raw);
@@ -209,6 +194,37 @@ pub async fn list_raw(
             Some(t) => token = Some(t),
             None => return Ok(()),
         }
+    }
+}
+
+/// How often the list expired (410): in a row since the last page read,
+/// and restarts from the first page in all. Either beyond
+/// [`MAX_LIST_RESTARTS`] ends the list.
+#[derive(Default)]
+struct Restarts {
+    since_page: u32,
+    from_scratch: u32,
+}
+
+impl Restarts {
+    /// One more 410; `continued` when the server offered a token to go on.
+    fn expired(&mut self, continued: bool) -> Result<(), ScanError> {
+        self.since_page += 1;
+        if !continued {
+            self.from_scratch += 1;
+        }
+        if self.since_page.max(self.from_scratch) > MAX_LIST_RESTARTS {
+            return Err(ScanError::TooManyRestarts(MAX_LIST_RESTARTS));
+        }
+        tracing::warn!(
+            "identity list expired (410); {}",
+            if continued {
+                "continuing with the server's token"
+            } else {
+                "restarting the list"
+            }
+        );
+        Ok(())
     }
 }
 

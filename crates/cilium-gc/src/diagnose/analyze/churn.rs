@@ -21,6 +21,18 @@ pub(crate) fn protected_key(key: &str) -> bool {
 pub(super) const WORKLOAD_KEYS: &[&str] = &["app", "k8s-app", "name", "component", "tier", "role"];
 
 pub(super) fn churn(input: &Input, states: &[State]) -> Churn {
+    let (namespaces_by_identities, namespaces_by_stale) = namespaces(input, states);
+    Churn {
+        label_keys: label_keys(input),
+        namespaces_by_identities,
+        namespaces_by_stale,
+        duplicates: duplicates(input),
+    }
+}
+
+/// Each label key: on how many identities, with how many distinct values,
+/// and whether it drives churn. The top 20, and every high-cardinality one.
+fn label_keys(input: &Input) -> Vec<LabelKeyStat> {
     let total = input.identities.len() as u64;
     let mut keys: HashMap<&str, (u64, HashSet<&str>)> = HashMap::new();
     for r in &input.identities {
@@ -55,7 +67,12 @@ pub(super) fn churn(input: &Input, states: &[State]) -> Churn {
         i += 1;
         i <= 20 || k.high_cardinality
     });
+    label_keys
+}
 
+/// The namespaces with the most identities, and with the most stale ones
+/// (ten each).
+fn namespaces(input: &Input, states: &[State]) -> (Vec<NamespaceStat>, Vec<NamespaceStat>) {
     let mut ns: BTreeMap<&str, NamespaceStat> = BTreeMap::new();
     for (r, s) in input.identities.iter().zip(states) {
         let Some(name) = r.identity.namespace.as_deref() else {
@@ -77,7 +94,12 @@ pub(super) fn churn(input: &Input, states: &[State]) -> Churn {
     let mut by_stale: Vec<NamespaceStat> = ns.into_values().filter(|n| n.stale > 0).collect();
     by_stale.sort_by_key(|n| std::cmp::Reverse(n.stale));
     by_stale.truncate(10);
+    (by_identities, by_stale)
+}
 
+/// Identities with exactly the same security labels: each group beyond its
+/// first member is surplus.
+fn duplicates(input: &Input) -> Duplicates {
     let mut groups: HashMap<&BTreeMap<String, String>, Vec<&str>> = HashMap::new();
     for r in &input.identities {
         if !r.security_labels.is_empty() {
@@ -105,16 +127,10 @@ pub(super) fn churn(input: &Input, states: &[State]) -> Churn {
             .cmp(&a.identities.len())
             .then_with(|| a.identities.cmp(&b.identities))
     });
-    let duplicates = Duplicates {
+    Duplicates {
         groups: dup.len() as u64,
         surplus: dup.iter().map(|g| g.identities.len() as u64 - 1).sum(),
         examples: dup.into_iter().take(10).collect(),
-    };
-    Churn {
-        label_keys,
-        namespaces_by_identities: by_identities,
-        namespaces_by_stale: by_stale,
-        duplicates,
     }
 }
 

@@ -23,11 +23,11 @@ use crate::policy::{self, decide, Reason, Rules};
 use crate::preflight::{self, Crds};
 use crate::report::{ConfigSource, ConfigValue, IdRange};
 use ages::*;
-use churn::*;
 pub(crate) use churn::agent_like;
+use churn::*;
 use findings::*;
-use labels::*;
 pub(crate) use labels::LabelFilter;
+use labels::*;
 
 /// Cilium's default `identity-gc-interval`.
 pub(crate) const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(15 * 60);
