@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::cluster::Api;
+use crate::cluster::{Api, ServerError};
 use crate::model::{decode_identity_with, Identity, Kind, Malformed};
 use crate::retry::Class;
 use crate::stats::Stats;
@@ -30,13 +30,19 @@ pub const MAX_LIST_RESTARTS: u32 = 5;
 pub enum ScanError {
     /// 401/403 on list.
     #[error("listing ciliumidentities: permission denied: {0}")]
-    Denied(String),
+    Denied(#[source] ServerError),
     /// The CRD is not installed (404 on the collection).
     #[error("listing ciliumidentities: the CiliumIdentity CRD is not installed ({0})")]
-    NotInstalled(String),
+    NotInstalled(#[source] ServerError),
     /// Retries ran out, or the server answered something unusable.
     #[error("listing ciliumidentities: {0}")]
-    Failed(String),
+    Failed(#[source] ServerError),
+    /// Pages kept arriving garbled (truncated, not JSON) after every retry.
+    #[error("listing ciliumidentities: undecodable list page: {0}")]
+    Undecodable(#[source] serde_json::Error),
+    /// The server handed out a continue token twice: it would page forever.
+    #[error("listing ciliumidentities: the server returned a continue token it had already returned ({0} pages into the list): it would page forever; stopping")]
+    RepeatedContinue(usize),
     /// Too many 410s in a row, or too many restarts from the first page.
     #[error("listing ciliumidentities: the list expired {0} times (the API server compacts faster than we can page); try a larger --page-size")]
     TooManyRestarts(u32),
@@ -160,10 +166,10 @@ pub async fn list_raw(
                 continue;
             }
             Class::Unauthorized | Class::Forbidden => {
-                return Err(ScanError::Denied(answer.message))
+                return Err(ScanError::Denied(answer.into_error()))
             }
-            Class::NotFound => return Err(ScanError::NotInstalled(answer.message)),
-            _ => return Err(ScanError::Failed(answer.message)),
+            Class::NotFound => return Err(ScanError::NotInstalled(answer.into_error())),
+            _ => return Err(ScanError::Failed(answer.into_error())),
         }
         let page: Page = match serde_json::from_slice(&answer.body) {
             Ok(p) => p,
@@ -172,7 +178,7 @@ pub async fn list_raw(
                 Stats::bump(&api.stats.server_errors);
                 undecodable += 1;
                 if undecodable > max_retries {
-                    return Err(ScanError::Failed(format!("undecodable list page: {e}")));
+                    return Err(ScanError::Undecodable(e));
                 }
                 Stats::bump(&api.stats.retries);
                 continue;
@@ -186,10 +192,7 @@ pub async fn list_raw(
         }
         match page.metadata.continue_token.filter(|t| !t.is_empty()) {
             Some(t) if !tokens.insert(t.clone()) => {
-                return Err(ScanError::Failed(format!(
-                    "the server returned a continue token it had already returned ({} pages into the list): it would page forever; stopping",
-                    tokens.len()
-                )))
+                return Err(ScanError::RepeatedContinue(tokens.len()))
             }
             Some(t) => token = Some(t),
             None => return Ok(()),

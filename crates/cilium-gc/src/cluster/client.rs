@@ -57,6 +57,18 @@ pub(crate) struct StatusMeta {
     pub continue_token: Option<String>,
 }
 
+/// A failed answer as an error: its HTTP status (0 when no answer came)
+/// and its one-line message (the Status message, the text body, or the
+/// transport error). Kept whole so callers can still tell a 403 from a 503.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct ServerError {
+    /// HTTP status, 0 when no answer came.
+    pub code: u16,
+    /// What the server said, on one line.
+    pub message: String,
+}
+
 /// One answer from the server, or the failure to get one.
 #[derive(Debug)]
 pub struct Answer {
@@ -72,6 +84,14 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// This answer as an error, for a caller that cannot go on with it.
+    pub fn into_error(self) -> ServerError {
+        ServerError {
+            code: self.code,
+            message: self.message,
+        }
+    }
+
     /// No answer came (a timeout, or the run stopped waiting): transient,
     /// and the request may or may not have been applied.
     pub fn lost(message: impl Into<String>) -> Self {

@@ -34,6 +34,35 @@ pub enum ConnectError {
     /// No kubeconfig and not inside a pod.
     #[error("no kubeconfig found ($KUBECONFIG, ~/.kube/config) and not running in a pod; pass --kubeconfig or --server")]
     NoConfig,
+    /// A URL (`--server`, a proxy) does not parse.
+    #[error("{what}: {raw:?} is not a URL: {source}")]
+    Url {
+        /// Which setting: the flag, or where the proxy came from.
+        what: &'static str,
+        /// The value as given.
+        raw: String,
+        /// Why it is not a URL.
+        #[source]
+        source: http::uri::InvalidUri,
+    },
+    /// The `--certificate-authority` file cannot be read.
+    #[error("--certificate-authority: {}: {source}", .path.display())]
+    CertificateAuthority {
+        /// The file.
+        path: PathBuf,
+        /// Why it cannot be read.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `--certificate-authority` file holds no usable certificate.
+    #[error("--certificate-authority: {}: {source}", .path.display())]
+    CertificateBundle {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with its content.
+        #[source]
+        source: PemError,
+    },
     /// A flag value is unusable.
     #[error("{flag}: {problem}")]
     Flag {
@@ -216,9 +245,10 @@ fn parse_server(s: &str) -> Result<http::Uri, ConnectError> {
     } else {
         format!("https://{s}")
     };
-    with_scheme.parse().map_err(|e| ConnectError::Flag {
-        flag: "--server",
-        problem: format!("{s:?} is not a URL: {e}"),
+    with_scheme.parse().map_err(|source| ConnectError::Url {
+        what: "--server",
+        raw: s.to_owned(),
+        source,
     })
 }
 
@@ -240,14 +270,17 @@ fn apply_overrides(config: &mut Config, args: &ConnectOptions) -> Result<(), Con
         };
     }
     if let Some(ca) = &args.certificate_authority {
-        let pem = std::fs::read(ca).map_err(|e| ConnectError::Flag {
-            flag: "--certificate-authority",
-            problem: format!("{}: {e}", ca.display()),
+        let pem = std::fs::read(ca).map_err(|source| ConnectError::CertificateAuthority {
+            path: ca.clone(),
+            source,
         })?;
-        config.root_cert = Some(pem_certs(&pem).map_err(|problem| ConnectError::Flag {
-            flag: "--certificate-authority",
-            problem: format!("{}: {problem}", ca.display()),
-        })?);
+        config.root_cert =
+            Some(
+                pem_certs(&pem).map_err(|source| ConnectError::CertificateBundle {
+                    path: ca.clone(),
+                    source,
+                })?,
+            );
         config.root_cert_file = None;
     }
     if args.insecure_skip_tls_verify {
@@ -276,16 +309,27 @@ fn apply_overrides(config: &mut Config, args: &ConnectOptions) -> Result<(), Con
     Ok(())
 }
 
+/// What is wrong with a certificate bundle.
+#[derive(Debug, thiserror::Error)]
+pub enum PemError {
+    /// The PEM reader refused it.
+    #[error("not a PEM certificate bundle: {0}")]
+    NotPem(#[source] rustls_pki_types::pem::Error),
+    /// It is PEM, with no certificate in it.
+    #[error("no certificate found")]
+    Empty,
+}
+
 /// DER certificates from a PEM bundle (rustls-pki-types' PEM reader).
-fn pem_certs(pem: &[u8]) -> Result<Vec<Vec<u8>>, String> {
+fn pem_certs(pem: &[u8]) -> Result<Vec<Vec<u8>>, PemError> {
     use rustls_pki_types::pem::PemObject;
     use rustls_pki_types::CertificateDer;
     let certs = CertificateDer::pem_slice_iter(pem)
         .map(|c| c.map(|der| der.to_vec()))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("not a PEM certificate bundle: {e}"))?;
+        .map_err(PemError::NotPem)?;
     if certs.is_empty() {
-        return Err("no certificate found".into());
+        return Err(PemError::Empty);
     }
     Ok(certs)
 }

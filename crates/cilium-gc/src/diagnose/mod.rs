@@ -348,16 +348,20 @@ fn operator_pods(list: &serde_json::Value) -> Vec<types::OperatorPodStatus> {
 mod tests {
     use super::*;
 
+    fn server(code: u16) -> crate::cluster::ServerError {
+        crate::cluster::ServerError {
+            code,
+            message: code.to_string(),
+        }
+    }
+
     #[test]
     fn errors_map_to_documented_exit_codes() {
         let cases = [
             (DiagnoseError::CrdMissing, 3),
-            (
-                DiagnoseError::List(ScanError::NotInstalled("404".into())),
-                3,
-            ),
-            (DiagnoseError::List(ScanError::Denied("403".into())), 2),
-            (DiagnoseError::List(ScanError::Failed("503".into())), 2),
+            (DiagnoseError::List(ScanError::NotInstalled(server(404))), 3),
+            (DiagnoseError::List(ScanError::Denied(server(403))), 2),
+            (DiagnoseError::List(ScanError::Failed(server(503))), 2),
             (
                 DiagnoseError::Discovery(crate::preflight::DiscoveryError::Request {
                     version: "v2",
