@@ -9,7 +9,7 @@ use http::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::cluster::{Api, JSON};
+use crate::cluster::{ApiClient, JSON};
 use crate::model::{Kind, CILIUM_GROUP};
 use crate::rbac::Permission;
 use crate::report::{Check, CheckName, ConfigSource, ConfigValue};
@@ -389,7 +389,7 @@ pub enum DiscoveryError {
 
 /// Discover which Cilium CRDs are served. A 404 (text or JSON) means the
 /// group version is not served.
-pub(crate) async fn fetch_crds(api: &Api, max_retries: u32) -> Result<Crds, DiscoveryError> {
+pub(crate) async fn fetch_crds(api: &ApiClient, max_retries: u32) -> Result<Crds, DiscoveryError> {
     let mut crds = Crds::default();
     for version in ["v2", "v2alpha1"] {
         let a = api
@@ -428,7 +428,7 @@ struct ConfigMap {
 /// Read `cilium-config`; `Ok(None)` when it is missing or unreadable
 /// (defaults are assumed, and the report says so).
 pub(crate) async fn fetch_cilium_config(
-    api: &Api,
+    api: &ApiClient,
     namespace: &str,
     max_retries: u32,
 ) -> (Option<BTreeMap<String, String>>, Option<String>) {
@@ -471,7 +471,7 @@ struct ReviewStatus {
 /// A review that cannot be made is treated as allowed (the run then meets
 /// the real 403 and stops cleanly), with a warning.
 pub(crate) async fn fetch_missing_permissions(
-    api: &Api,
+    api: &ApiClient,
     crds: Crds,
     wanted: &[Permission],
     cilium_namespace: &str,

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::cluster::{Api, ServerError};
+use crate::cluster::{ApiClient, ServerError};
 use crate::model::{decode_identity_with, Identity, Kind, Malformed};
 use crate::retry::Class;
 use crate::stats::Stats;
@@ -92,7 +92,7 @@ fn urlencode(s: &str) -> String {
 /// object), in list order. Retries each page up to `max_retries` times.
 /// Labels are decoded only when `keep_labels` (a selector needs them).
 pub(crate) async fn scan_identities(
-    api: &Api,
+    api: &ApiClient,
     page_size: u32,
     max_retries: u32,
     keep_labels: bool,
@@ -133,7 +133,7 @@ pub(crate) async fn scan_identities(
 /// 401/403, 404 (CRD not installed), retries exhausted, too many 410s, or a
 /// stop; none of these is worth retrying at once.
 pub async fn list_raw(
-    api: &Api,
+    api: &ApiClient,
     path_base: &str,
     page_size: u32,
     max_retries: u32,

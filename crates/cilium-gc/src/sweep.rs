@@ -18,7 +18,7 @@ use http::Method;
 use jiff::Timestamp;
 use serde_json::json;
 
-use crate::cluster::{Api, FIELD_MANAGER, JSON, MERGE_PATCH};
+use crate::cluster::{ApiClient, FIELD_MANAGER, JSON, MERGE_PATCH};
 use crate::model::{decode_identity, Identity, Kind, HEARTBEAT_ANNOTATION};
 use crate::pace::Pace;
 use crate::policy::{decide, Reason, Rules};
@@ -91,7 +91,7 @@ pub(crate) struct ItemResult {
 }
 
 struct Ctx<'a> {
-    api: &'a Api,
+    api: &'a ApiClient,
     usage: &'a UsageHandle,
     cfg: &'a SweepConfig,
     action: Action,
@@ -102,7 +102,7 @@ struct Ctx<'a> {
 /// Process every target; returns one result per target, in input order.
 /// `on_done` is called as each item finishes (progress).
 pub(crate) async fn sweep(
-    api: &Api,
+    api: &ApiClient,
     usage: &UsageHandle,
     targets: Vec<Identity>,
     action: Action,

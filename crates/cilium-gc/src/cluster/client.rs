@@ -110,9 +110,10 @@ impl Answer {
 }
 
 /// The API as this tool uses it: raw requests with our own clock,
-/// timeout and counters around them.
+/// timeout and counters around them. (Not `Api`: that is kube's typed
+/// handle, which the usage watchers use beside this one.)
 #[derive(Clone)]
-pub struct Api {
+pub struct ApiClient {
     client: Client,
     /// Per-request timeout; `None` is no limit (`--request-timeout 0`).
     timeout: Option<Duration>,
@@ -137,7 +138,7 @@ pub(crate) const MERGE_PATCH: &str = "application/merge-patch+json";
 /// Field manager our writes are recorded under.
 pub(crate) const FIELD_MANAGER: &str = "kubectl-cilium-gc";
 
-impl Api {
+impl ApiClient {
     /// Wrap a client whose stack carries `watch_tap`'s layer.
     pub fn new(
         client: Client,
@@ -145,7 +146,7 @@ impl Api {
         timeout: Option<Duration>,
         stats: Arc<Stats>,
     ) -> Self {
-        Api {
+        ApiClient {
             watch_tap,
             client,
             timeout,
@@ -161,14 +162,17 @@ impl Api {
     pub async fn connect(
         args: &ConnectOptions,
         stats: Arc<Stats>,
-    ) -> Result<(Api, Endpoint), ConnectError> {
+    ) -> Result<(ApiClient, Endpoint), ConnectError> {
         let (config, endpoint) = load_config(args).await?;
         let tap = WatchTap::default();
         let client = kube::client::ClientBuilder::try_from(config)
             .map_err(ConnectError::Client)?
             .with_layer(&WatchTapLayer(tap.clone()))
             .build();
-        Ok((Api::new(client, tap, endpoint.timeout, stats), endpoint))
+        Ok((
+            ApiClient::new(client, tap, endpoint.timeout, stats),
+            endpoint,
+        ))
     }
 
     /// The kube client, for kube-runtime watchers.

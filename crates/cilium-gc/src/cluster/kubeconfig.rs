@@ -301,7 +301,7 @@ fn apply_overrides(config: &mut Config, args: &ConnectOptions) -> Result<(), Con
         }
         config.auth_info.impersonate_groups = Some(args.as_group.clone());
     }
-    // `--request-timeout` is applied by `Api` around single requests, never
+    // `--request-timeout` is applied by `ApiClient` around single requests, never
     // as the client's read timeout: that would cut every watch quiet for
     // longer (no event, no bookmark) and make the usage watchers re-list.
     // We own retries: every 429/503/504 is counted and honours Retry-After.

@@ -17,7 +17,7 @@ mod kubeconfig;
 mod proxy;
 
 pub use crate::watch_tap::WatchTap;
-pub use client::{error_chain, Answer, Api, ServerError, JSON};
+pub use client::{error_chain, Answer, ApiClient, ServerError, JSON};
 pub(crate) use client::{FIELD_MANAGER, MERGE_PATCH};
 pub use clock::ServerClock;
 pub use kubeconfig::{request_timeout, ConnectError, Endpoint, PemError};

@@ -26,7 +26,7 @@ use serde_json::value::RawValue;
 pub use analyze::{analyze, IdentityRecord, Input};
 pub use types::{schema, Diagnosis};
 
-use crate::cluster::{Api, ConnectError};
+use crate::cluster::{ApiClient, ConnectError};
 use crate::exit::Exit;
 use crate::model::{decode_identity, Kind, Malformed};
 use crate::scan::{self, ScanError};
@@ -131,7 +131,7 @@ pub async fn diagnose(
         )));
     }
     let stats = Arc::new(Stats::default());
-    let (mut api, endpoint) = Api::connect(kube, stats.clone()).await?;
+    let (mut api, endpoint) = ApiClient::connect(kube, stats.clone()).await?;
     api.stop = stop.clone();
     for w in &endpoint.warnings {
         tracing::warn!("{w}");
@@ -149,7 +149,7 @@ pub async fn diagnose(
 
 /// The server's `gitVersion` from `/version`; `None` when it cannot be read
 /// (some servers forbid it): the diagnosis goes on without it.
-async fn kubernetes_version(api: &Api) -> Option<String> {
+async fn kubernetes_version(api: &ApiClient) -> Option<String> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Version {
@@ -167,7 +167,7 @@ async fn kubernetes_version(api: &Api) -> Option<String> {
 /// and missing from the list really is gone (a dangling reference).
 #[tracing::instrument(skip_all)]
 pub async fn collect(
-    api: &Api,
+    api: &ApiClient,
     args: &DiagnoseOptions,
     stop: &Stop,
     stats: Arc<Stats>,
@@ -248,7 +248,7 @@ pub async fn collect(
 /// optional permission, like `cilium-config`: what cannot be read is said
 /// in `problem` and the diagnosis goes on without it.
 #[tracing::instrument(skip(api))]
-pub(crate) async fn fetch_workloads(api: &Api, namespace: &str) -> gc_health::Workloads {
+pub(crate) async fn fetch_workloads(api: &ApiClient, namespace: &str) -> gc_health::Workloads {
     use crate::retry::Class;
     let mut w = gc_health::Workloads::default();
     let mut problems = Vec::new();

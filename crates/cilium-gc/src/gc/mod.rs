@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 
-use crate::cluster::{Api, Endpoint};
+use crate::cluster::{ApiClient, Endpoint};
 use crate::exit::Exit;
 use crate::model::Kind;
 use crate::policy::{self, Narrowing, Policy, Rules};
@@ -164,7 +164,7 @@ fn test_panic_at(place: &str) -> bool {
 
 /// What the read-only phases hand to the write phase.
 struct Prepared {
-    api: Api,
+    api: ApiClient,
     usage: UsageHandle,
     plan: Plan,
     rules: Rules,
@@ -205,10 +205,10 @@ impl Run<'_> {
 
     /// Connect and check the server answers, recording where we are (never a
     /// credential) and any insecure-connection warning.
-    async fn connect(&mut self) -> ControlFlow<Exit, (Api, Endpoint)> {
+    async fn connect(&mut self) -> ControlFlow<Exit, (ApiClient, Endpoint)> {
         let (s, stop) = (self.settings, self.stop);
         let run = &mut self.report;
-        let (mut api, endpoint) = match Api::connect(self.kube, self.stats.clone()).await {
+        let (mut api, endpoint) = match ApiClient::connect(self.kube, self.stats.clone()).await {
             Ok(x) => x,
             Err(e) => {
                 run.error(ErrorKind::Connection, e.to_string());
@@ -238,7 +238,7 @@ impl Run<'_> {
     /// the run.
     async fn check_cluster(
         &mut self,
-        api: &Api,
+        api: &ApiClient,
     ) -> ControlFlow<Exit, (preflight::Crds, CiliumSettings)> {
         let (s, kube) = (self.settings, self.kube);
         let run = &mut self.report;
@@ -296,7 +296,11 @@ impl Run<'_> {
 
     /// cilium-config (read, or stated by flags), with what could not be read
     /// recorded as warnings.
-    async fn read_cilium_config(api: &Api, s: &GcSettings, run: &mut Draft) -> CiliumSettings {
+    async fn read_cilium_config(
+        api: &ApiClient,
+        s: &GcSettings,
+        run: &mut Draft,
+    ) -> CiliumSettings {
         let (data, config_problem) =
             preflight::fetch_cilium_config(api, &s.scan.cilium_namespace, s.max_retries).await;
         if let Some(p) = config_problem {
@@ -333,7 +337,7 @@ impl Run<'_> {
     /// `run`) and wait for their first full list: nothing is decided before.
     async fn sync_usage(
         &mut self,
-        api: &Api,
+        api: &ApiClient,
         crds: preflight::Crds,
         cilium: &CiliumSettings,
     ) -> ControlFlow<Exit, UsageHandle> {
@@ -366,7 +370,7 @@ impl Run<'_> {
     /// `-n`, `--min-age`) is applied here, once.
     async fn scan_and_plan(
         &mut self,
-        api: &Api,
+        api: &ApiClient,
         cilium: &CiliumSettings,
         usage: &UsageHandle,
     ) -> ControlFlow<Exit, (Plan, Policy)> {
@@ -604,7 +608,7 @@ fn endpoints_readable_check(usage: &UsageHandle, allow: bool) -> report::Check {
 /// Reach the server (`/version`) so an unreachable server or rejected
 /// credentials fail early with a clear message.
 async fn reach(
-    api: &Api,
+    api: &ApiClient,
     endpoint: &Endpoint,
     s: &GcSettings,
     run: &mut Draft,

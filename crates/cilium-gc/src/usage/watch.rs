@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kube::api::{Api as KubeApi, ApiResource};
+use kube::api::{Api, ApiResource};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use tokio::time::Instant;
@@ -111,7 +111,7 @@ impl UsageHandle {
     }
 
     async fn run(self, kind: Kind, version: &'static str, client: kube::Client, stats: Arc<Stats>) {
-        let api: KubeApi<UsageObject> = KubeApi::all_with(client, &api_resource(kind, version));
+        let api: Api<UsageObject> = Api::all_with(client, &api_resource(kind, version));
         let mut config = watcher::Config::default().page_size(PAGE_SIZE);
         // Bookmarks keep a quiet stream alive and its resourceVersion
         // current, so a resume after a normal end replays little.
