@@ -552,7 +552,7 @@ fn main() {
 /// `c` concurrent GETs of one identity through the plugin's own client, in
 /// this process, for `d`: (answers, errors, seconds).
 fn hammer(kubeconfig: &Path, c: usize, d: Duration) -> (u64, u64, f64) {
-    use cilium_gc::cluster::Api;
+    use cilium_gc::cluster::ApiClient;
     use cilium_gc::retry::Class;
     use cilium_gc::settings::ConnectOptions;
     use cilium_gc::stats::Stats;
@@ -562,7 +562,7 @@ fn hammer(kubeconfig: &Path, c: usize, d: Duration) -> (u64, u64, f64) {
             kubeconfig: Some(kubeconfig.to_owned()),
             ..ConnectOptions::default()
         };
-        let (api, _) = Api::connect(&args, Arc::new(Stats::default()))
+        let (api, _) = ApiClient::connect(&args, Arc::new(Stats::default()))
             .await
             .expect("connect");
         let path = "/apis/cilium.io/v2/ciliumidentities/1000";

@@ -1,5 +1,5 @@
 //! `diagnose` as the CLI runs it: signals, `--demo-scenario`, output, exit
-//! code. The diagnosis itself ([`cilium_gc::diagnose`]) is the engine's.
+//! code. The diagnosis itself ([`mod@cilium_gc::diagnose`]) is the engine's.
 //!
 //! *Exit codes:* 0 when a diagnosis was written, whatever it found —
 //! findings never change the exit code, so a CronJob can archive the
@@ -116,6 +116,7 @@ async fn diagnosis(
 #[cfg(test)]
 mod tests {
     use cilium_gc::cluster::ConnectError;
+    use cilium_gc::cluster::ServerError;
     use cilium_gc::scan::ScanError;
 
     use super::*;
@@ -124,8 +125,14 @@ mod tests {
     fn errors_map_to_documented_exit_codes() {
         let cases = [
             DiagnoseError::CrdMissing,
-            DiagnoseError::List(ScanError::NotInstalled("404".into())),
-            DiagnoseError::List(ScanError::Denied("403".into())),
+            DiagnoseError::List(ScanError::NotInstalled(ServerError {
+                code: 404,
+                message: "404".into(),
+            })),
+            DiagnoseError::List(ScanError::Denied(ServerError {
+                code: 403,
+                message: "403".into(),
+            })),
             DiagnoseError::Discovery(cilium_gc::preflight::DiscoveryError::Request {
                 version: "v2",
                 message: "refused".into(),

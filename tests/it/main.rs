@@ -38,10 +38,6 @@ mod stopping;
 /// The binary: help, exit codes, stdout, jq, signals, kubectl discovery.
 mod cli;
 
-/// The simulated API server's wire semantics, pinned against its answers
-/// and real `kubectl`.
-mod sim;
-
 /// Issue 12: fail closed, leak nothing (credentials, refusals, proxies,
 /// bad input, misbehaving servers).
 mod safety;

@@ -528,10 +528,10 @@ async fn raw_server(answer: fn(&str) -> (u16, String, Vec<u8>)) -> String {
     url
 }
 
-fn api_at(url: &str) -> cilium_gc::cluster::Api {
+fn api_at(url: &str) -> cilium_gc::cluster::ApiClient {
     let config = kube::Config::new(url.parse().unwrap());
     let client = kube::Client::try_from(config).unwrap();
-    cilium_gc::cluster::Api::new(
+    cilium_gc::cluster::ApiClient::new(
         client,
         Default::default(),
         Some(Duration::from_secs(10)),

@@ -1,82 +1,14 @@
 //! The Cilium resources the simulated server serves, and what it reads out
-//! of them: written for the simulator alone, so that the ground truth of
-//! the tests (which identity an endpoint protects) never shares a bug with
-//! the engine's decoding.
+//! of them. The kinds, their paths and the id rule are the shared
+//! vocabulary (`cilium-gc-kinds`, facts fixed by Cilium, pinned by its
+//! tests); reading the ids out of an endpoint object is written here for
+//! the simulator alone, so that the ground truth of the tests (which
+//! identity an endpoint protects) never shares a bug with the engine's
+//! decoding.
 
 use serde_json::Value;
 
-/// Annotation cilium-operator sets on an unused identity.
-pub const HEARTBEAT_ANNOTATION: &str = "io.cilium.heartbeat";
-/// Label carrying the pod namespace an identity was allocated for.
-pub const NAMESPACE_LABEL: &str = "io.kubernetes.pod.namespace";
-/// Cilium's API group.
-pub const CILIUM_GROUP: &str = "cilium.io";
-
-/// One of the three Cilium resources the simulator serves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Kind {
-    /// `ciliumidentities.cilium.io/v2`, cluster-scoped.
-    Identity,
-    /// `ciliumendpoints.cilium.io/v2`, namespaced.
-    Endpoint,
-    /// `ciliumendpointslices.cilium.io/v2alpha1`, cluster-scoped.
-    EndpointSlice,
-}
-
-impl Kind {
-    /// Plural resource name, as in URLs and RBAC rules.
-    pub fn plural(self) -> &'static str {
-        match self {
-            Kind::Identity => "ciliumidentities",
-            Kind::Endpoint => "ciliumendpoints",
-            Kind::EndpointSlice => "ciliumendpointslices",
-        }
-    }
-    /// API version of the served resource.
-    pub fn version(self) -> &'static str {
-        match self {
-            Kind::Identity | Kind::Endpoint => "v2",
-            Kind::EndpointSlice => "v2alpha1",
-        }
-    }
-    /// The Kind, as in objects.
-    pub fn kind(self) -> &'static str {
-        match self {
-            Kind::Identity => "CiliumIdentity",
-            Kind::Endpoint => "CiliumEndpoint",
-            Kind::EndpointSlice => "CiliumEndpointSlice",
-        }
-    }
-    /// Name of the CustomResourceDefinition object.
-    pub fn crd_name(self) -> String {
-        format!("{}.{}", self.plural(), CILIUM_GROUP)
-    }
-    /// Collection path across the whole cluster (all namespaces for endpoints).
-    pub fn collection_path(self) -> String {
-        format!(
-            "/apis/{}/{}/{}",
-            CILIUM_GROUP,
-            self.version(),
-            self.plural()
-        )
-    }
-    /// Path of one cluster-scoped object.
-    pub fn object_path(self, name: &str) -> String {
-        format!("{}/{}", self.collection_path(), name)
-    }
-}
-
-/// An identity's numeric id from its name: decimal digits only, no sign,
-/// no leading zeros (Cilium's `strconv.ParseUint` of a name it wrote).
-pub fn parse_id(name: &str) -> Option<u64> {
-    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    if name.len() > 1 && name.starts_with('0') {
-        return None;
-    }
-    name.parse().ok()
-}
+pub use cilium_gc_kinds::{parse_id, Kind, CILIUM_GROUP, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL};
 
 /// An id as an agent may have written it: a JSON integer, or a string of
 /// digits; zero means "no identity yet".
@@ -123,10 +55,6 @@ mod tests {
 
     #[test]
     fn ids_as_agents_write_them() {
-        assert_eq!(parse_id("256"), Some(256));
-        for bad in ["", "0256", "-1", "1e3", "x"] {
-            assert_eq!(parse_id(bad), None, "{bad}");
-        }
         let cep = |id: Value| json!({"status": {"identity": {"id": id}}});
         assert_eq!(referenced_ids(Kind::Endpoint, &cep(json!(300))), vec![300]);
         assert_eq!(

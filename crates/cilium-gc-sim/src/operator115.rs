@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::kinds::{parse_id, Kind, HEARTBEAT_ANNOTATION};
 use crate::object::Writer;
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 use crate::Simulator;
 
 /// The field manager the pass writes as.
@@ -61,14 +61,7 @@ impl Simulator {
         let writer = Writer::actor(OPERATOR_1_15);
         // The informer's view when the pass starts: objects with their
         // resourceVersions, as cached.
-        let cache: Vec<(String, u64, Box<str>, Value)> = store
-            .keys(Kind::Identity)
-            .into_iter()
-            .filter_map(|k| {
-                let o = store.get(Kind::Identity, &k)?;
-                Some((k, o.rv, o.uid.clone(), o.value()))
-            })
-            .collect();
+        let cache = informer_cache(store);
         let now = app.clock.now();
         let timeout = jiff::SignedDuration::try_from(heartbeat_timeout).unwrap_or_default();
         let mut pass = OperatorPass {
@@ -110,18 +103,7 @@ impl Simulator {
                 Some(_) => Ok(()),
                 None => {
                     pace.tick().await;
-                    let stamp = now.to_string();
-                    let r = store.modify(Kind::Identity, &key, &writer, now, false, |cur| {
-                        let mut v = cur.clone();
-                        if v["metadata"]["resourceVersion"].as_str() != Some(rv.to_string().as_str()) {
-                            return Err(StoreError::Conflict(format!(
-                                "Operation cannot be fulfilled on ciliumidentities.cilium.io \"{key}\": the object has been modified"
-                            )));
-                        }
-                        v["metadata"]["annotations"][HEARTBEAT_ANNOTATION] = Value::String(stamp);
-                        Ok(v)
-                    });
-                    r.map(|_| pass.marked += 1)
+                    mark(store, &key, rv, &writer, now).map(|()| pass.marked += 1)
                 }
             };
             match result {
@@ -135,4 +117,44 @@ impl Simulator {
         }
         pass
     }
+}
+
+/// One cached identity: key, resourceVersion, uid and the object.
+type Cached = (String, u64, Box<str>, Value);
+
+/// The informer's view when the pass starts: every identity with its
+/// resourceVersion, as cached.
+fn informer_cache(store: &Store) -> Vec<Cached> {
+    store
+        .keys(Kind::Identity)
+        .into_iter()
+        .filter_map(|k| {
+            let o = store.get(Kind::Identity, &k)?;
+            Some((k, o.rv, o.uid.clone(), o.value()))
+        })
+        .collect()
+}
+
+/// Mark an unmarked identity now, as the operator does: an update that
+/// fails with a conflict when the cached resourceVersion is stale.
+fn mark(
+    store: &Store,
+    key: &str,
+    rv: u64,
+    writer: &Writer,
+    now: jiff::Timestamp,
+) -> Result<(), StoreError> {
+    let stamp = now.to_string();
+    store
+        .modify(Kind::Identity, key, writer, now, false, |cur| {
+            let mut v = cur.clone();
+            if v["metadata"]["resourceVersion"].as_str() != Some(rv.to_string().as_str()) {
+                return Err(StoreError::Conflict(format!(
+                    "Operation cannot be fulfilled on ciliumidentities.cilium.io \"{key}\": the object has been modified"
+                )));
+            }
+            v["metadata"]["annotations"][HEARTBEAT_ANNOTATION] = Value::String(stamp);
+            Ok(v)
+        })
+        .map(|_| ())
 }

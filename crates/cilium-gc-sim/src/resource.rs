@@ -239,6 +239,41 @@ pub fn list(
         Ok(f) => f,
         Err(resp) => return *resp,
     };
+    let prefix = namespace.map(|ns| format!("{ns}/")).unwrap_or_default();
+    let ListPosition { at, start, limit } = match list_position(app, r, &prefix, force_expire) {
+        Ok(p) => p,
+        Err(resp) => return *resp,
+    };
+    let page = match app
+        .store
+        .list(kind, at, &prefix, start.as_deref(), limit, |k, o| {
+            filter.matches(k, o)
+        }) {
+        Ok(p) => p,
+        Err(StoreError::Expired(_)) => return status::expired_list(),
+        Err(e) => return status::internal_error(&e.to_string()),
+    };
+    note_seen(app, kind, &page.items);
+    let mut meta = json!({"resourceVersion": page.rv.to_string()});
+    if let Some(last) = &page.more_after {
+        let rel = last.strip_prefix(&prefix).unwrap_or(last);
+        meta["continue"] = json!(encode_token(page.rv as i64, &format!("{rel}\u{0}")));
+        if filter.is_empty() {
+            meta["remainingItemCount"] = json!(page.remaining);
+        }
+    }
+    status::bytes_response(200, render_list(kind, meta, &page.items, r.metadata_only()))
+}
+
+/// Where a list reads from (`resourceVersion`, `resourceVersionMatch`,
+/// `continue`), where it starts, and its page size, validated as the
+/// apiserver validates them; the error answer otherwise.
+fn list_position(
+    app: &App,
+    r: &Req,
+    prefix: &str,
+    force_expire: bool,
+) -> Result<ListPosition, Box<Response<Body>>> {
     let rv_param = r
         .query
         .get("resourceVersion")
@@ -256,26 +291,32 @@ pub fn list(
         .and_then(|l| l.parse::<usize>().ok())
         .filter(|l| *l > 0);
     if !rv_match.is_empty() && rv_param.is_empty() {
-        return status::invalid(
+        return Err(Box::new(status::invalid(
             "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
             json!({"group":"meta.k8s.io","kind":"ListOptions","causes":[{"reason":"FieldValueForbidden","message":"Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided","field":"resourceVersionMatch"}]}),
-        );
+        )));
     }
     if !cont.is_empty() && !matches!(rv_param, "" | "0") {
-        return status::bad_request(
+        return Err(Box::new(status::bad_request(
             "specifying resource version is not allowed when using continue",
-        );
+        )));
     }
-    let prefix = namespace.map(|ns| format!("{ns}/")).unwrap_or_default();
     let (at, start) = if !cont.is_empty() {
         let (rv, start) = match decode_token(cont) {
             Ok(t) => t,
-            Err(e) => return status::bad_request(&format!("invalid continue token: {e}")),
+            Err(e) => {
+                return Err(Box::new(status::bad_request(&format!(
+                    "invalid continue token: {e}"
+                ))))
+            }
         };
         let start = format!("{prefix}{start}");
         if rv > 0 && (force_expire || (rv as u64) < app.store.compacted_rv()) {
-            let rel = start.strip_prefix(&prefix).unwrap_or(&start);
-            return status::expired_continue(Some(encode_token(-1, &format!("{rel}\u{0}"))));
+            let rel = start.strip_prefix(prefix).unwrap_or(&start);
+            return Err(Box::new(status::expired_continue(Some(encode_token(
+                -1,
+                &format!("{rel}\u{0}"),
+            )))));
         }
         let at = if rv > 0 {
             ReadAt::Exact(rv as u64)
@@ -299,27 +340,18 @@ pub fn list(
     } else if rv_param.is_empty() {
         (ReadAt::Latest, None)
     } else {
-        return status::bad_request(&format!("invalid resource version: {rv_param}"));
+        return Err(Box::new(status::bad_request(&format!(
+            "invalid resource version: {rv_param}"
+        ))));
     };
-    let page = match app
-        .store
-        .list(kind, at, &prefix, start.as_deref(), limit, |k, o| {
-            filter.matches(k, o)
-        }) {
-        Ok(p) => p,
-        Err(StoreError::Expired(_)) => return status::expired_list(),
-        Err(e) => return status::internal_error(&e.to_string()),
-    };
-    note_seen(app, kind, &page.items);
-    let mut meta = json!({"resourceVersion": page.rv.to_string()});
-    if let Some(last) = &page.more_after {
-        let rel = last.strip_prefix(&prefix).unwrap_or(last);
-        meta["continue"] = json!(encode_token(page.rv as i64, &format!("{rel}\u{0}")));
-        if filter.is_empty() {
-            meta["remainingItemCount"] = json!(page.remaining);
-        }
-    }
-    status::bytes_response(200, render_list(kind, meta, &page.items, r.metadata_only()))
+    Ok(ListPosition { at, start, limit })
+}
+
+/// Where a list reads: at which resourceVersion, from which key, how many.
+struct ListPosition {
+    at: ReadAt,
+    start: Option<String>,
+    limit: Option<usize>,
 }
 
 // ---- get ----
@@ -527,54 +559,9 @@ pub fn patch(
         .trim()
         .to_owned();
     let mut writer = Writer::client(r.manager());
-    let op: Edit = match ct.as_str() {
-        "application/merge-patch+json" | "application/apply-patch+yaml" => {
-            let apply = ct.ends_with("yaml");
-            if apply {
-                if !r.query.contains_key("fieldManager") {
-                    return status::invalid(
-                        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
-                        json!({"group":"meta.k8s.io","kind":"PatchOptions"}),
-                    );
-                }
-                writer.operation = "Apply";
-            }
-            let p: Value = match if apply {
-                serde_saphyr::from_slice(&r.body).map_err(|e| e.to_string())
-            } else {
-                serde_json::from_slice(&r.body).map_err(|e| e.to_string())
-            } {
-                Ok(p) => p,
-                Err(e) => return status::bad_request(&format!("error decoding patch: {e}")),
-            };
-            let modified = status::modified_message(res(kind), name);
-            Box::new(move |cur: &Value| {
-                if let Some(want) = rv_of(&p) {
-                    if Some(want) != rv_of(cur) {
-                        return Err(StoreError::Conflict(modified));
-                    }
-                }
-                let mut new = cur.clone();
-                json_patch::merge(&mut new, &p);
-                Ok(new)
-            })
-        }
-        "application/json-patch+json" => {
-            let p: json_patch::Patch = match serde_json::from_slice(&r.body) {
-                Ok(p) => p,
-                Err(e) => return status::bad_request(&format!("error decoding patch: {e}")),
-            };
-            Box::new(move |cur: &Value| {
-                let mut new = cur.clone();
-                json_patch::patch(&mut new, &p).map_err(|_| {
-                    StoreError::Invalid(
-                        "the server rejected our request due to an error in our request".into(),
-                    )
-                })?;
-                Ok(new)
-            })
-        }
-        _ => return status::unsupported_patch(),
+    let op = match patch_edit(kind, name, &ct, r, &mut writer) {
+        Ok(op) => op,
+        Err(resp) => return *resp,
     };
     let result = app.store.modify(
         kind,
@@ -597,6 +584,75 @@ pub fn patch(
             status::invalid(&m, json!({}))
         }
         Err(e) => store_error(kind, name, e),
+    }
+}
+
+/// The edit a PATCH body asks for, by content type (merge, apply, JSON
+/// patch), or the apiserver's answer to a patch it cannot take. An apply
+/// patch is recorded as an `Apply` by its field manager.
+fn patch_edit(
+    kind: Kind,
+    name: &str,
+    ct: &str,
+    r: &Req,
+    writer: &mut Writer,
+) -> Result<Edit, Box<Response<Body>>> {
+    match ct {
+        "application/merge-patch+json" | "application/apply-patch+yaml" => {
+            let apply = ct.ends_with("yaml");
+            if apply {
+                if !r.query.contains_key("fieldManager") {
+                    return Err(Box::new(status::invalid(
+                        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+                        json!({"group":"meta.k8s.io","kind":"PatchOptions"}),
+                    )));
+                }
+                writer.operation = "Apply";
+            }
+            let p: Value = match if apply {
+                serde_saphyr::from_slice(&r.body).map_err(|e| e.to_string())
+            } else {
+                serde_json::from_slice(&r.body).map_err(|e| e.to_string())
+            } {
+                Ok(p) => p,
+                Err(e) => {
+                    return Err(Box::new(status::bad_request(&format!(
+                        "error decoding patch: {e}"
+                    ))))
+                }
+            };
+            let modified = status::modified_message(res(kind), name);
+            Ok(Box::new(move |cur: &Value| {
+                if let Some(want) = rv_of(&p) {
+                    if Some(want) != rv_of(cur) {
+                        return Err(StoreError::Conflict(modified));
+                    }
+                }
+                let mut new = cur.clone();
+                json_patch::merge(&mut new, &p);
+                Ok(new)
+            }))
+        }
+        "application/json-patch+json" => {
+            let p: json_patch::Patch = match serde_json::from_slice(&r.body) {
+                Ok(p) => p,
+                Err(e) => {
+                    return Err(Box::new(status::bad_request(&format!(
+                        "error decoding patch: {e}"
+                    ))))
+                }
+            };
+            Ok(Box::new(move |cur: &Value| {
+                let mut new = cur.clone();
+                json_patch::patch(&mut new, &p).map_err(|_| {
+                    StoreError::Invalid(
+                        "the server rejected our request due to an error in our request".into(),
+                    )
+                })?;
+                Ok(new)
+            }))
+        }
+        _ => Err(Box::new(status::unsupported_patch())),
     }
 }
 

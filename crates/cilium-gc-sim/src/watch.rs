@@ -164,6 +164,8 @@ pub fn watch(app: Arc<App>, kind: Kind, namespace: Option<String>, r: &Req) -> R
 }
 
 type Tx = mpsc::Sender<Result<Bytes, std::io::Error>>;
+/// An object with its store key.
+type Keyed = (String, Arc<Obj>);
 
 async fn run(
     app: Arc<App>,
@@ -173,23 +175,8 @@ async fn run(
     mut kill: broadcast::Receiver<()>,
     fate: Option<(Duration, WatchEnd)>,
 ) {
-    let (start, initial) = match rv.parse::<u64>() {
-        Ok(rv) if rv > 0 && !p.send_initial => (rv, Vec::new()),
-        _ => {
-            let prefix = p
-                .namespace
-                .as_ref()
-                .map(|ns| format!("{ns}/"))
-                .unwrap_or_default();
-            match app
-                .store
-                .list(p.kind, ReadAt::Latest, &prefix, None, None, |k, o| {
-                    p.matches(k, o)
-                }) {
-                Ok(page) => (page.rv, page.items),
-                Err(_) => return,
-            }
-        }
+    let Some((start, initial)) = starting_point(&app, &p, &rv) else {
+        return;
     };
     let (past, mut live) = match app.store.watch_from(start) {
         Ok(x) => x,
@@ -225,19 +212,7 @@ async fn run(
     loop {
         tokio::select! {
             _ = &mut deadline => return,
-            _ = &mut early_end => {
-                match end_how {
-                    WatchEnd::Normal => {}
-                    WatchEnd::Drop => {
-                        let cut = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "injected watch drop");
-                        let _ = tx.send(Err(cut)).await;
-                    }
-                    WatchEnd::Expire => {
-                        let _ = tx.send(Ok(error_line(status::too_old_watch_status(last, app.store.compacted_rv())))).await;
-                    }
-                }
-                return;
-            }
+            _ = &mut early_end => return end_early(&app, &tx, end_how, last).await,
             _ = tx.closed() => return,
             _ = kill.recv() => {
                 let _ = tx.send(Ok(error_line(status::too_old_watch_status(last, app.store.compacted_rv())))).await;
@@ -254,6 +229,46 @@ async fn run(
                 }
                 Err(broadcast::error::RecvError::Closed) => return,
             },
+        }
+    }
+}
+
+/// Where a watch starts: from `rv` with nothing sent first, or (no usable
+/// `rv`, or `sendInitialEvents`) from a fresh list whose items are sent as
+/// ADDED. `None` when that list cannot be read.
+fn starting_point(app: &App, p: &Params, rv: &str) -> Option<(u64, Vec<Keyed>)> {
+    match rv.parse::<u64>() {
+        Ok(rv) if rv > 0 && !p.send_initial => Some((rv, Vec::new())),
+        _ => {
+            let prefix = p
+                .namespace
+                .as_ref()
+                .map(|ns| format!("{ns}/"))
+                .unwrap_or_default();
+            let page = app
+                .store
+                .list(p.kind, ReadAt::Latest, &prefix, None, None, |k, o| {
+                    p.matches(k, o)
+                })
+                .ok()?;
+            Some((page.rv, page.items))
+        }
+    }
+}
+
+/// An injected early end (faults): a normal end, a dropped connection, or
+/// a 410 ERROR event.
+async fn end_early(app: &App, tx: &Tx, how: WatchEnd, last: u64) {
+    match how {
+        WatchEnd::Normal => {}
+        WatchEnd::Drop => {
+            let cut =
+                std::io::Error::new(std::io::ErrorKind::ConnectionReset, "injected watch drop");
+            let _ = tx.send(Err(cut)).await;
+        }
+        WatchEnd::Expire => {
+            let status = status::too_old_watch_status(last, app.store.compacted_rv());
+            let _ = tx.send(Ok(error_line(status))).await;
         }
     }
 }

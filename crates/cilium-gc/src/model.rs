@@ -13,67 +13,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-/// Annotation cilium-operator sets on an unused identity; agents remove it
-/// when they reuse the identity.
-pub const HEARTBEAT_ANNOTATION: &str = "io.cilium.heartbeat";
-/// Label carrying the pod namespace an identity was allocated for.
-pub const NAMESPACE_LABEL: &str = "io.kubernetes.pod.namespace";
-/// API group of all Cilium resources.
-pub const CILIUM_GROUP: &str = "cilium.io";
-
-/// A Cilium resource we read, with where it lives in the API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// `ciliumidentities.cilium.io/v2`, cluster-scoped.
-    Identity,
-    /// `ciliumendpoints.cilium.io/v2`, namespaced.
-    Endpoint,
-    /// `ciliumendpointslices.cilium.io/v2alpha1`, cluster-scoped.
-    EndpointSlice,
-}
-
-impl Kind {
-    /// Plural resource name, as in URLs and RBAC rules.
-    pub fn plural(self) -> &'static str {
-        match self {
-            Kind::Identity => "ciliumidentities",
-            Kind::Endpoint => "ciliumendpoints",
-            Kind::EndpointSlice => "ciliumendpointslices",
-        }
-    }
-    /// API version of the served resource.
-    pub fn version(self) -> &'static str {
-        match self {
-            Kind::Identity | Kind::Endpoint => "v2",
-            Kind::EndpointSlice => "v2alpha1",
-        }
-    }
-    /// The Kind, as in objects.
-    pub fn kind(self) -> &'static str {
-        match self {
-            Kind::Identity => "CiliumIdentity",
-            Kind::Endpoint => "CiliumEndpoint",
-            Kind::EndpointSlice => "CiliumEndpointSlice",
-        }
-    }
-    /// Name of the CustomResourceDefinition object.
-    pub fn crd_name(self) -> String {
-        format!("{}.{}", self.plural(), CILIUM_GROUP)
-    }
-    /// Collection path across the whole cluster (all namespaces for endpoints).
-    pub fn collection_path(self) -> String {
-        format!(
-            "/apis/{}/{}/{}",
-            CILIUM_GROUP,
-            self.version(),
-            self.plural()
-        )
-    }
-    /// Path of one cluster-scoped object.
-    pub fn object_path(self, name: &str) -> String {
-        format!("{}/{}", self.collection_path(), name)
-    }
-}
+pub use cilium_gc_kinds::{parse_id, Kind, CILIUM_GROUP, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL};
 
 /// The newest `managedFields` entry: our best guess at who changed an object
 /// last (a client program, not a user; audit logs name users).
@@ -115,17 +55,9 @@ impl Identity {
     }
 }
 
-/// Parse an identity name: plain decimal digits only (no sign, no spaces).
-pub fn parse_id(name: &str) -> Option<u64> {
-    if name.is_empty() || name.len() > 19 || !name.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    name.parse().ok()
-}
-
 /// An identity id written as a JSON float: only an integral, non-negative
 /// value in range names one (`60021.0` is 60021; `1.5` names nothing).
-pub fn integral_id(f: f64) -> Option<u64> {
+pub(crate) fn integral_id(f: f64) -> Option<u64> {
     // 2^64 is exactly representable; every smaller integral f64 fits a u64.
     (f.is_finite() && f >= 0.0 && f.fract() == 0.0 && f < 18_446_744_073_709_551_616.0)
         .then_some(f as u64)
@@ -290,7 +222,10 @@ pub fn decode_identity(raw: &RawValue) -> Result<Identity, Malformed> {
 /// [`decode_identity`], keeping `metadata.labels` only when `keep_labels`
 /// (only `-l` reads them). Either way every label must be a string, and the
 /// namespace label is read.
-pub fn decode_identity_with(raw: &RawValue, keep_labels: bool) -> Result<Identity, Malformed> {
+pub(crate) fn decode_identity_with(
+    raw: &RawValue,
+    keep_labels: bool,
+) -> Result<Identity, Malformed> {
     let text = raw.get();
     let bad = |problem: String| {
         let (name, namespace) = salvage_names(text);
@@ -449,13 +384,5 @@ mod tests {
         ))
         .unwrap_err();
         assert_eq!(err.name.as_deref(), Some("9"));
-    }
-
-    #[test]
-    fn parse_id_is_strict() {
-        assert_eq!(parse_id("256"), Some(256));
-        for bad in ["", "-1", "+5", " 5", "5a", "abc", "99999999999999999999999"] {
-            assert_eq!(parse_id(bad), None, "{bad}");
-        }
     }
 }

@@ -43,16 +43,16 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use tokio::time::Instant;
 
 /// Writes remembered to judge whether throttling is sustained.
-pub const WINDOW: usize = 40;
+pub(crate) const WINDOW: usize = 40;
 /// Share of throttled writes in the window that halves the rate.
-pub const DECREASE_SHARE: f64 = 0.3;
+pub(crate) const DECREASE_SHARE: f64 = 0.3;
 /// Share of `--qps` given back per successful write.
-pub const RECOVERY_STEP: f64 = 0.02;
+pub(crate) const RECOVERY_STEP: f64 = 0.02;
 
 /// Additive-increase, multiplicative-decrease of the write rate. Pure: fed
 /// outcomes, it answers the rate; tested without a clock.
 #[derive(Debug, Clone)]
-pub struct Aimd {
+pub(crate) struct Aimd {
     qps: f64,
     rate: f64,
     lowest: f64,
@@ -61,7 +61,7 @@ pub struct Aimd {
 
 impl Aimd {
     /// Start at `qps` (positive).
-    pub fn new(qps: f64) -> Self {
+    pub(crate) fn new(qps: f64) -> Self {
         Aimd {
             qps,
             rate: qps,
@@ -72,22 +72,23 @@ impl Aimd {
 
     /// The lowest rate adaptation may reach: 5% of `--qps`, at least one
     /// write per second (or `--qps` itself when that is lower).
-    pub fn floor(&self) -> f64 {
+    pub(crate) fn floor(&self) -> f64 {
         (self.qps * 0.05).max(1.0).min(self.qps)
     }
 
     /// The current rate.
-    pub fn rate(&self) -> f64 {
+    #[cfg(test)]
+    pub(crate) fn rate(&self) -> f64 {
         self.rate
     }
 
     /// The lowest rate so far.
-    pub fn lowest(&self) -> f64 {
+    pub(crate) fn lowest(&self) -> f64 {
         self.lowest
     }
 
     /// Record one write's outcome; returns the new rate when it changed.
-    pub fn record(&mut self, throttled: bool) -> Option<f64> {
+    pub(crate) fn record(&mut self, throttled: bool) -> Option<f64> {
         if self.window.len() == WINDOW {
             self.window.pop_front();
         }
@@ -107,7 +108,7 @@ impl Aimd {
 
 /// What the limiter did over a run, for the report.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PaceSummary {
+pub(crate) struct PaceSummary {
     /// Wall time spent below `--qps` because of sustained throttling.
     pub throttled: Duration,
     /// The lowest rate adaptation reached.
@@ -123,7 +124,7 @@ struct State {
 
 /// The shared limiter of a sweep; `None` inside when `--qps 0` (unlimited:
 /// only per-request `Retry-After` paces us then).
-pub struct Pace {
+pub(crate) struct Pace {
     burst: u32,
     state: Option<Mutex<State>>,
 }
@@ -142,7 +143,7 @@ fn limiter(rate: f64, burst: u32) -> Arc<DefaultDirectRateLimiter> {
 
 impl Pace {
     /// A limiter at `qps` writes per second (0: unlimited) with `burst`.
-    pub fn new(qps: f64, burst: u32) -> Self {
+    pub(crate) fn new(qps: f64, burst: u32) -> Self {
         let burst = burst.max(1);
         Pace {
             burst,
@@ -165,7 +166,7 @@ impl Pace {
 
     /// Wait for one write's cell. Cancelling the wait (a stop) never makes
     /// us faster than the rate.
-    pub async fn until_ready(&self) {
+    pub(crate) async fn until_ready(&self) {
         let l = self.lock().map(|s| s.limiter.clone());
         if let Some(l) = l {
             l.until_ready().await;
@@ -173,7 +174,7 @@ impl Pace {
     }
 
     /// Record one write's outcome (429 or not) and adapt the rate.
-    pub fn record(&self, throttled: bool) {
+    pub(crate) fn record(&self, throttled: bool) {
         let burst = self.burst;
         let Some(mut s) = self.lock() else { return };
         if let Some(rate) = s.aimd.record(throttled) {
@@ -188,12 +189,13 @@ impl Pace {
     }
 
     /// The current rate (`None`: unlimited).
-    pub fn rate(&self) -> Option<f64> {
+    #[cfg(test)]
+    pub(crate) fn rate(&self) -> Option<f64> {
         self.lock().map(|s| s.aimd.rate())
     }
 
     /// Throttled time and lowest rate so far (`None`: unlimited).
-    pub fn summary(&self) -> Option<PaceSummary> {
+    pub(crate) fn summary(&self) -> Option<PaceSummary> {
         let s = self.lock()?;
         let open = s.below_since.map_or(Duration::ZERO, |t| t.elapsed());
         Some(PaceSummary {

@@ -76,7 +76,7 @@ pub struct Decision {
 
 impl Decision {
     /// Whether the identity may be deleted now.
-    pub fn is_candidate(&self) -> bool {
+    pub(crate) fn is_candidate(&self) -> bool {
         self.reason == Reason::Stale
     }
 }
@@ -117,7 +117,7 @@ pub struct Policy {
 }
 
 /// Smallest identity a cluster allocates; below are reserved identities.
-pub const MIN_LOCAL_IDENTITY: u64 = 256;
+pub(crate) const MIN_LOCAL_IDENTITY: u64 = 256;
 
 /// The local identity range of a cluster, as Cilium computes it: the cluster id
 /// takes the bits above the local identity bits (16 with up to 255 connected

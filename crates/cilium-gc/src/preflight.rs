@@ -1,6 +1,6 @@
 //! Checks before any write: is this a cluster where deleting identities is
 //! safe and allowed? Fetch, then interpret: the `fetch_*` functions do the
-//! requests, [`settings_from_config`] and [`evaluate`] are pure.
+//! requests, `settings_from_config` and `evaluate` are pure.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -9,14 +9,14 @@ use http::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::cluster::{Api, JSON};
+use crate::cluster::{ApiClient, JSON};
 use crate::model::{Kind, CILIUM_GROUP};
 use crate::rbac::Permission;
 use crate::report::{Check, CheckName, ConfigSource, ConfigValue};
 use crate::retry::Class;
 
 /// Cilium's default `identity-heartbeat-timeout`.
-pub const DEFAULT_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+pub(crate) const DEFAULT_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
 /// Which Cilium CRDs the API server serves (from discovery).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -34,7 +34,7 @@ pub struct Crds {
 
 impl Crds {
     /// The version to read CiliumEndpointSlices at.
-    pub fn slices_version(&self) -> &'static str {
+    pub(crate) fn slices_version(&self) -> &'static str {
         if self.slices_v2 {
             "v2"
         } else {
@@ -45,12 +45,14 @@ impl Crds {
 
 /// The Cilium settings a run depends on, with where each came from.
 #[derive(Debug, Clone)]
-pub struct CiliumSettings {
+pub(crate) struct CiliumSettings {
     /// `identity-allocation-mode` (absent means crd).
     pub allocation_mode: String,
     /// `identity-management-mode` (absent means agent).
     pub management_mode: String,
-    /// `enable-cilium-endpoint-slice`.
+    /// `enable-cilium-endpoint-slice`. Read back only by the tests: which
+    /// endpoint sources are watched follows the served CRDs.
+    #[allow(dead_code)]
     pub slices_enabled: bool,
     /// `disable-endpoint-crd`.
     pub endpoint_crd_disabled: bool,
@@ -79,7 +81,7 @@ impl CiliumSettings {
     /// Use the allocation mode the user stated, when cilium-config could not
     /// be read (a readable cilium-config always wins). Recorded as a flag
     /// value in the report.
-    pub fn state_allocation_mode(&mut self, mode: Option<&str>) {
+    pub(crate) fn state_allocation_mode(&mut self, mode: Option<&str>) {
         let Some(mode) = mode else { return };
         if self.config_read {
             return;
@@ -98,7 +100,7 @@ impl CiliumSettings {
 }
 
 /// Interpret `cilium-config` data (None when it could not be read).
-pub fn settings_from_config(
+pub(crate) fn settings_from_config(
     data: Option<&BTreeMap<String, String>>,
     flag_timeout: Option<Duration>,
 ) -> CiliumSettings {
@@ -142,28 +144,8 @@ pub fn settings_from_config(
     let cluster_id = number("cluster-id", &cluster_id, 0);
     let max_connected_clusters = number("max-connected-clusters", &max_cc, 255);
     let cluster_values_unparseable = !warnings.is_empty();
-    let config_heartbeat_timeout = data
-        .and_then(|d| d.get("identity-heartbeat-timeout"))
-        .and_then(|v| crate::settings::parse_duration(v.trim()).ok());
-    let config_timeout = crate::settings::parse_duration(&timeout_raw).unwrap_or_else(|_| {
-        warnings.push(format!(
-            "cilium-config identity-heartbeat-timeout={timeout_raw:?} is not a duration; assuming 30m"
-        ));
-        DEFAULT_HEARTBEAT_TIMEOUT
-    });
-    let heartbeat_timeout = match flag_timeout {
-        Some(t) => {
-            if let Some(v) = values
-                .iter_mut()
-                .find(|v| v.key == "identity-heartbeat-timeout")
-            {
-                v.value = humantime::format_duration(t).to_string();
-                v.source = ConfigSource::Flag;
-            }
-            t
-        }
-        None => config_timeout,
-    };
+    let (heartbeat_timeout, config_heartbeat_timeout) =
+        heartbeat_timeout(data, &timeout_raw, flag_timeout, &mut values, &mut warnings);
     if data.is_none() {
         warnings.push(format!(
             "cilium-config could not be read; the allocation mode is unknown (see --identity-allocation-mode); using Cilium's defaults identity-management-mode=agent, cluster-id=0, max-connected-clusters=255, identity-heartbeat-timeout={}",
@@ -187,12 +169,47 @@ pub fn settings_from_config(
     }
 }
 
+/// The heartbeat timeout the run judges marks by (the flag's, else
+/// cilium-config's, else 30m with a warning), and cilium-config's own value
+/// when it parses. A flag is recorded as the value's source.
+fn heartbeat_timeout(
+    data: Option<&BTreeMap<String, String>>,
+    timeout_raw: &str,
+    flag_timeout: Option<Duration>,
+    values: &mut [ConfigValue],
+    warnings: &mut Vec<String>,
+) -> (Duration, Option<Duration>) {
+    let config_heartbeat_timeout = data
+        .and_then(|d| d.get("identity-heartbeat-timeout"))
+        .and_then(|v| crate::settings::parse_duration(v.trim()).ok());
+    let config_timeout = crate::settings::parse_duration(timeout_raw).unwrap_or_else(|_| {
+        warnings.push(format!(
+            "cilium-config identity-heartbeat-timeout={timeout_raw:?} is not a duration; assuming 30m"
+        ));
+        DEFAULT_HEARTBEAT_TIMEOUT
+    });
+    let heartbeat_timeout = match flag_timeout {
+        Some(t) => {
+            if let Some(v) = values
+                .iter_mut()
+                .find(|v| v.key == "identity-heartbeat-timeout")
+            {
+                v.value = humantime::format_duration(t).to_string();
+                v.source = ConfigSource::Flag;
+            }
+            t
+        }
+        None => config_timeout,
+    };
+    (heartbeat_timeout, config_heartbeat_timeout)
+}
+
 /// Cilium's own check of `cluster-id` against `max-connected-clusters`
 /// (pkg/clustermesh/types `ValidateClusterID` and the option's validation):
 /// `max-connected-clusters` is 255 or 511, and `cluster-id` at most that.
 /// An agent refuses to start otherwise, so the local identity range we
 /// would compute from such values means nothing.
-pub fn cluster_id_check(s: &CiliumSettings) -> Check {
+pub(crate) fn cluster_id_check(s: &CiliumSettings) -> Check {
     let problem = if s.cluster_values_unparseable {
         Some("cluster-id or max-connected-clusters in cilium-config is not a number".to_owned())
     } else if !matches!(s.max_connected_clusters, 255 | 511) {
@@ -226,7 +243,7 @@ pub fn cluster_id_check(s: &CiliumSettings) -> Check {
 /// A `--heartbeat-timeout` shorter than cilium-config's
 /// `identity-heartbeat-timeout` deletes identities the operator would still
 /// keep; refused for writes unless `allow_short`, a warning for scans.
-pub fn heartbeat_check(
+pub(crate) fn heartbeat_check(
     s: &CiliumSettings,
     flag: Option<Duration>,
     allow_short: bool,
@@ -252,7 +269,7 @@ pub fn heartbeat_check(
 }
 
 /// Which usage sources to watch.
-pub fn usage_sources(crds: Crds, s: &CiliumSettings) -> crate::usage::Sources {
+pub(crate) fn usage_sources(crds: Crds, s: &CiliumSettings) -> crate::usage::Sources {
     crate::usage::Sources {
         endpoints: crds.endpoints && !s.endpoint_crd_disabled,
         slices: crds.slices,
@@ -262,7 +279,7 @@ pub fn usage_sources(crds: Crds, s: &CiliumSettings) -> crate::usage::Sources {
 
 /// The checks that need no endpoint data. A failed check refuses the run
 /// when `writing` (scan only reports it, except a missing identity CRD).
-pub fn evaluate(crds: Crds, s: &CiliumSettings, missing: &[Permission]) -> Vec<Check> {
+pub(crate) fn evaluate(crds: Crds, s: &CiliumSettings, missing: &[Permission]) -> Vec<Check> {
     let mut checks = vec![Check {
         name: CheckName::IdentityCrd,
         passed: crds.identities,
@@ -313,7 +330,7 @@ pub fn evaluate(crds: Crds, s: &CiliumSettings, missing: &[Permission]) -> Vec<C
 }
 
 /// `delete ciliumidentities.cilium.io (cluster-wide)`.
-pub fn describe_permission(p: &Permission) -> String {
+pub(crate) fn describe_permission(p: &Permission) -> String {
     let res = if p.group.is_empty() {
         p.resource.to_owned()
     } else {
@@ -323,7 +340,7 @@ pub fn describe_permission(p: &Permission) -> String {
 }
 
 /// The zero-endpoints check, once usage is synced.
-pub fn endpoints_check(endpoints: u64, slices: u64, identities: u64, force: bool) -> Check {
+pub(crate) fn endpoints_check(endpoints: u64, slices: u64, identities: u64, force: bool) -> Check {
     let passed = endpoints + slices > 0 || identities == 0;
     Check {
         name: CheckName::EndpointsPresent,
@@ -372,7 +389,7 @@ pub enum DiscoveryError {
 
 /// Discover which Cilium CRDs are served. A 404 (text or JSON) means the
 /// group version is not served.
-pub async fn fetch_crds(api: &Api, max_retries: u32) -> Result<Crds, DiscoveryError> {
+pub(crate) async fn fetch_crds(api: &ApiClient, max_retries: u32) -> Result<Crds, DiscoveryError> {
     let mut crds = Crds::default();
     for version in ["v2", "v2alpha1"] {
         let a = api
@@ -410,8 +427,8 @@ struct ConfigMap {
 
 /// Read `cilium-config`; `Ok(None)` when it is missing or unreadable
 /// (defaults are assumed, and the report says so).
-pub async fn fetch_cilium_config(
-    api: &Api,
+pub(crate) async fn fetch_cilium_config(
+    api: &ApiClient,
     namespace: &str,
     max_retries: u32,
 ) -> (Option<BTreeMap<String, String>>, Option<String>) {
@@ -442,8 +459,8 @@ pub async fn fetch_cilium_config(
 /// Ask SelfSubjectAccessReview for each permission; returns the ones denied.
 /// A review that cannot be made is treated as allowed (the run then meets
 /// the real 403 and stops cleanly), with a warning.
-pub async fn fetch_missing_permissions(
-    api: &Api,
+pub(crate) async fn fetch_missing_permissions(
+    api: &ApiClient,
     crds: Crds,
     wanted: &[Permission],
     cilium_namespace: &str,
@@ -472,8 +489,8 @@ pub async fn fetch_missing_permissions(
 /// Whether the server allows `p` now, by SelfSubjectAccessReview (`version`
 /// is the Cilium API version of the resource). `Err` with the answer's
 /// message when the review could not be made.
-pub async fn review(
-    api: &Api,
+pub(crate) async fn review(
+    api: &ApiClient,
     p: &Permission,
     version: &str,
     cilium_namespace: &str,

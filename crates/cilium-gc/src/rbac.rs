@@ -41,11 +41,7 @@ pub enum Need {
 const fn cilium(kind: Kind, verb: &'static str, needed_for: Need) -> Permission {
     Permission {
         group: CILIUM_GROUP,
-        resource: match kind {
-            Kind::Identity => "ciliumidentities",
-            Kind::Endpoint => "ciliumendpoints",
-            Kind::EndpointSlice => "ciliumendpointslices",
-        },
+        resource: kind.plural(),
         verb,
         namespaced: false,
         needed_for,

@@ -7,8 +7,6 @@
 //! Field names are camelCase like Kubernetes, times RFC 3339 UTC, durations
 //! seconds as numbers, reasons and outcomes lower-kebab enums.
 
-use std::collections::BTreeMap;
-
 use jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -517,25 +515,6 @@ pub enum ErrorKind {
     Other,
 }
 
-/// Counts of items per outcome (for renderers and tests).
-pub fn outcome_counts(items: &[Item]) -> BTreeMap<&'static str, u64> {
-    let mut m = BTreeMap::new();
-    for i in items {
-        let k = match i.outcome {
-            Outcome::Skipped => "skipped",
-            Outcome::WouldDelete => "would-delete",
-            Outcome::Deleted => "deleted",
-            Outcome::AlreadyGone => "already-gone",
-            Outcome::Reclaimed => "reclaimed",
-            Outcome::Failed => "failed",
-            Outcome::Marked => "marked",
-            Outcome::NotAttempted => "not-attempted",
-        };
-        *m.entry(k).or_insert(0) += 1;
-    }
-    m
-}
-
 /// The JSON Schema of [`Report`], draft 2020-12, with our `$id`.
 ///
 /// This is what `schema/report-v1.json` holds; `tests/it/report.rs` fails when
@@ -551,7 +530,7 @@ pub fn schema() -> serde_json::Value {
 /// Turns a schemars schema into the published form every document of ours
 /// uses: `$schema` then `$id` first, and every unit enum's values listed in
 /// `enum` (see [`schema`] for why). Shared by the report and the diagnosis.
-pub fn publishable_schema(schema: schemars::Schema, id: &str) -> serde_json::Value {
+pub(crate) fn publishable_schema(schema: schemars::Schema, id: &str) -> serde_json::Value {
     let generated = serde_json::to_value(schema).expect("schema serializes");
     let serde_json::Value::Object(generated) = generated else {
         unreachable!("a struct's schema is an object")

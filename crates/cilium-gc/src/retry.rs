@@ -55,7 +55,7 @@ impl Class {
 
 /// Classify an HTTP answer from its status code, `Retry-After` header and
 /// decoded `Status` body (if the body was a Status).
-pub fn classify(
+pub(crate) fn classify(
     code: u16,
     retry_after_header: Option<&str>,
     status_retry_after: Option<u32>,
@@ -84,13 +84,13 @@ pub fn classify(
 /// The longest wait a `Retry-After` can impose: a server (or proxy) asking
 /// for more is wrong, and an unbounded wait would overflow the timer or
 /// hang a CronJob.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(600);
 
 /// `Retry-After` in delta-seconds (what kube-apiserver sends), capped at
 /// [`MAX_RETRY_AFTER`]. An HTTP date is not used by the API server; we
 /// ignore it and fall back to backoff. A huge number (`9.2e18`, or more
 /// digits than a u64 holds) is the cap, not an error.
-pub fn parse_retry_after(v: &str) -> Option<Duration> {
+pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
     let v = v.trim();
     if let Ok(secs) = v.parse::<u64>() {
         return Some(Duration::from_secs(secs).min(MAX_RETRY_AFTER));
@@ -126,7 +126,7 @@ impl Default for Backoff {
 
 impl Backoff {
     /// The delay before retry number `attempt` (0-based).
-    pub fn delay(
+    pub(crate) fn delay(
         &self,
         attempt: u32,
         retry_after: Option<Duration>,

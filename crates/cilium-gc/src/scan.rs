@@ -11,14 +11,14 @@ use std::collections::HashSet;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::cluster::Api;
+use crate::cluster::{ApiClient, ServerError};
 use crate::model::{decode_identity_with, Identity, Kind, Malformed};
 use crate::retry::Class;
 use crate::stats::Stats;
 use crate::stop::Stop;
 
 /// Default identities per page.
-pub const PAGE_SIZE: u32 = 500;
+pub(crate) const PAGE_SIZE: u32 = 500;
 /// How many 410s in a row (with no page read between them) a list
 /// tolerates, and how many restarts from the first page in all. Continuing
 /// with the server's token always makes progress, so 410s separated by
@@ -30,13 +30,19 @@ pub const MAX_LIST_RESTARTS: u32 = 5;
 pub enum ScanError {
     /// 401/403 on list.
     #[error("listing ciliumidentities: permission denied: {0}")]
-    Denied(String),
+    Denied(#[source] ServerError),
     /// The CRD is not installed (404 on the collection).
     #[error("listing ciliumidentities: the CiliumIdentity CRD is not installed ({0})")]
-    NotInstalled(String),
+    NotInstalled(#[source] ServerError),
     /// Retries ran out, or the server answered something unusable.
     #[error("listing ciliumidentities: {0}")]
-    Failed(String),
+    Failed(#[source] ServerError),
+    /// Pages kept arriving garbled (truncated, not JSON) after every retry.
+    #[error("listing ciliumidentities: undecodable list page: {0}")]
+    Undecodable(#[source] serde_json::Error),
+    /// The server handed out a continue token twice: it would page forever.
+    #[error("listing ciliumidentities: the server returned a continue token it had already returned ({0} pages into the list): it would page forever; stopping")]
+    RepeatedContinue(usize),
     /// Too many 410s in a row, or too many restarts from the first page.
     #[error("listing ciliumidentities: the list expired {0} times (the API server compacts faster than we can page); try a larger --page-size")]
     TooManyRestarts(u32),
@@ -85,8 +91,8 @@ fn urlencode(s: &str) -> String {
 /// List every identity, calling `on_item` once per identity (or malformed
 /// object), in list order. Retries each page up to `max_retries` times.
 /// Labels are decoded only when `keep_labels` (a selector needs them).
-pub async fn scan_identities(
-    api: &Api,
+pub(crate) async fn scan_identities(
+    api: &ApiClient,
     page_size: u32,
     max_retries: u32,
     keep_labels: bool,
@@ -118,7 +124,7 @@ pub async fn scan_identities(
     .await
 }
 
-/// The page loop under [`scan_identities`]: list the collection at
+/// The page loop under `scan_identities`: list the collection at
 /// `path_base`, page by page, and hand every item to `on_raw` undecoded.
 ///
 /// Handles 410 Expired as the module doc says (continue with the server's
@@ -127,7 +133,7 @@ pub async fn scan_identities(
 /// 401/403, 404 (CRD not installed), retries exhausted, too many 410s, or a
 /// stop; none of these is worth retrying at once.
 pub async fn list_raw(
-    api: &Api,
+    api: &ApiClient,
     path_base: &str,
     page_size: u32,
     max_retries: u32,
@@ -135,8 +141,7 @@ pub async fn list_raw(
     mut on_raw: impl FnMut(&RawValue),
 ) -> Result<(), ScanError> {
     let mut token: Option<String> = None;
-    // 410s since the last page read; restarts from the first page, in all.
-    let (mut restarts, mut from_scratch) = (0, 0);
+    let mut restarts = Restarts::default();
     let mut undecodable = 0;
     // Continue tokens handed out since the list last (re)started: a server
     // that hands one out twice would page forever.
@@ -155,30 +160,16 @@ pub async fn list_raw(
             Class::Success => {}
             Class::Expired { continue_token } => {
                 Stats::bump(&api.stats.list_restarts);
-                restarts += 1;
-                if continue_token.is_none() {
-                    from_scratch += 1;
-                }
-                if restarts.max(from_scratch) > MAX_LIST_RESTARTS {
-                    return Err(ScanError::TooManyRestarts(MAX_LIST_RESTARTS));
-                }
-                tracing::warn!(
-                    "identity list expired (410); {}",
-                    if continue_token.is_some() {
-                        "continuing with the server's token"
-                    } else {
-                        "restarting the list"
-                    }
-                );
+                restarts.expired(continue_token.is_some())?;
                 token = continue_token;
                 tokens.clear();
                 continue;
             }
             Class::Unauthorized | Class::Forbidden => {
-                return Err(ScanError::Denied(answer.message))
+                return Err(ScanError::Denied(answer.into_error()))
             }
-            Class::NotFound => return Err(ScanError::NotInstalled(answer.message)),
-            _ => return Err(ScanError::Failed(answer.message)),
+            Class::NotFound => return Err(ScanError::NotInstalled(answer.into_error())),
+            _ => return Err(ScanError::Failed(answer.into_error())),
         }
         let page: Page = match serde_json::from_slice(&answer.body) {
             Ok(p) => p,
@@ -187,28 +178,56 @@ pub async fn list_raw(
                 Stats::bump(&api.stats.server_errors);
                 undecodable += 1;
                 if undecodable > max_retries {
-                    return Err(ScanError::Failed(format!("undecodable list page: {e}")));
+                    return Err(ScanError::Undecodable(e));
                 }
                 Stats::bump(&api.stats.retries);
                 continue;
             }
         };
         undecodable = 0;
-        restarts = 0;
+        restarts.since_page = 0;
         Stats::bump(&api.stats.list_pages);
         for raw in &page.items {
             on_raw(raw);
         }
         match page.metadata.continue_token.filter(|t| !t.is_empty()) {
             Some(t) if !tokens.insert(t.clone()) => {
-                return Err(ScanError::Failed(format!(
-                    "the server returned a continue token it had already returned ({} pages into the list): it would page forever; stopping",
-                    tokens.len()
-                )))
+                return Err(ScanError::RepeatedContinue(tokens.len()))
             }
             Some(t) => token = Some(t),
             None => return Ok(()),
         }
+    }
+}
+
+/// How often the list expired (410): in a row since the last page read,
+/// and restarts from the first page in all. Either beyond
+/// [`MAX_LIST_RESTARTS`] ends the list.
+#[derive(Default)]
+struct Restarts {
+    since_page: u32,
+    from_scratch: u32,
+}
+
+impl Restarts {
+    /// One more 410; `continued` when the server offered a token to go on.
+    fn expired(&mut self, continued: bool) -> Result<(), ScanError> {
+        self.since_page += 1;
+        if !continued {
+            self.from_scratch += 1;
+        }
+        if self.since_page.max(self.from_scratch) > MAX_LIST_RESTARTS {
+            return Err(ScanError::TooManyRestarts(MAX_LIST_RESTARTS));
+        }
+        tracing::warn!(
+            "identity list expired (410); {}",
+            if continued {
+                "continuing with the server's token"
+            } else {
+                "restarting the list"
+            }
+        );
+        Ok(())
     }
 }
 

@@ -15,10 +15,10 @@ use kube::client::AuthError;
 
 /// Shortest value treated as a secret: shorter ones (`-v`, `true`) would
 /// scrub ordinary words from messages and protect nothing.
-pub const MIN_SECRET_LEN: usize = 6;
+pub(crate) const MIN_SECRET_LEN: usize = 6;
 
 /// What replaces a credential in text.
-pub const REDACTED: &str = "<redacted>";
+pub(crate) const REDACTED: &str = "<redacted>";
 
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
@@ -27,13 +27,13 @@ static EXEC_PROGRAM: RwLock<Option<String>> = RwLock::new(None);
 
 /// Remember the exec plugin's command, to name it in errors (kube's error
 /// text is not parsed reliably: its env values are quoted JSON).
-pub fn set_exec_program(command: &str) {
+pub(crate) fn set_exec_program(command: &str) {
     *EXEC_PROGRAM.write().unwrap_or_else(|e| e.into_inner()) = Some(command.to_owned());
 }
 
 /// Remember a credential for the rest of the process. An argument shaped
 /// `--flag=value` also registers its value.
-pub fn register(value: &str) {
+pub(crate) fn register(value: &str) {
     let add = |v: &str| {
         let v = v.trim();
         if v.len() >= MIN_SECRET_LEN {
@@ -52,7 +52,7 @@ pub fn register(value: &str) {
 }
 
 /// `text` with every registered credential replaced by [`REDACTED`].
-pub fn scrub(text: &str) -> String {
+pub(crate) fn scrub(text: &str) -> String {
     let g = SECRETS.read().unwrap_or_else(|e| e.into_inner());
     let mut out = text.to_owned();
     for s in g.iter() {
@@ -66,7 +66,7 @@ pub fn scrub(text: &str) -> String {
 /// The whole cause chain of `e` on one line, safe to print: an
 /// authentication error anywhere in it is described by [`auth_message`]
 /// alone, and registered credentials are scrubbed from the rest.
-pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(c) = cur {
         if let Some(auth) = c.downcast_ref::<AuthError>() {
@@ -93,7 +93,7 @@ pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
 /// An authentication failure, named without its secrets: for an exec
 /// plugin, the command (its first word; never arguments, env or output)
 /// and exit status.
-pub fn auth_message(e: &AuthError) -> String {
+pub(crate) fn auth_message(e: &AuthError) -> String {
     match e {
         AuthError::AuthExecRun { cmd, out } => {
             let configured = EXEC_PROGRAM.read().unwrap_or_else(|e| e.into_inner()).clone();

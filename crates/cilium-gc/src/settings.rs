@@ -36,7 +36,7 @@ pub struct DurationError {
 /// How to reach the API server: kubectl's connection flags, as values.
 ///
 /// kubectl passes none of its flags to plugins, so the plugin parses them and
-/// hands them here; [`crate::cluster::load_config`] applies them as kubectl does.
+/// hands them here; `crate::cluster` applies them as kubectl does.
 #[derive(Debug, Clone, Default)]
 pub struct ConnectOptions {
     /// `--kubeconfig` (else `$KUBECONFIG`, else `~/.kube/config`).
@@ -94,13 +94,13 @@ pub struct ScanSettings {
 /// Shortest `--heartbeat-timeout` accepted without
 /// `--allow-short-heartbeat-timeout`: agents refresh the identities they
 /// hold every 5 minutes, so a shorter timeout can outrun a live agent.
-pub const MIN_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+pub(crate) const MIN_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
 /// Slowest `--qps` other than 0: one delete per 1000 s. Below it the
 /// limiter's period overflows, and no run would finish anyway.
-pub const MIN_QPS: f64 = 0.001;
+pub(crate) const MIN_QPS: f64 = 0.001;
 /// Fastest `--qps`: far beyond any API server's write rate.
-pub const MAX_QPS: f64 = 1_000_000.0;
+pub(crate) const MAX_QPS: f64 = 1_000_000.0;
 
 impl Default for ScanSettings {
     fn default() -> Self {
@@ -110,7 +110,7 @@ impl Default for ScanSettings {
             namespaces: Vec::new(),
             min_age: None,
             heartbeat_timeout: None,
-            page_size: 500,
+            page_size: crate::scan::PAGE_SIZE,
             items: ItemsMode::default(),
             identity_allocation_mode: None,
             allow_short_heartbeat_timeout: false,

@@ -29,21 +29,21 @@ pub struct Stats {
     /// Time writes spent waiting out their own `Retry-After`, in ms, summed.
     pub retry_after_wait_ms: AtomicU64,
     /// What the shared write limiter did, over every sweep of the run.
-    pub pace: Mutex<Option<PaceSummary>>,
+    pub(crate) pace: Mutex<Option<PaceSummary>>,
 }
 
 impl Stats {
     /// Add one to a counter.
-    pub fn bump(counter: &AtomicU64) {
+    pub(crate) fn bump(counter: &AtomicU64) {
         counter.fetch_add(1, Ordering::Relaxed);
     }
     /// Add one request's wait for its `Retry-After`.
-    pub fn add_retry_after_wait(&self, d: Duration) {
+    pub(crate) fn add_retry_after_wait(&self, d: Duration) {
         let ms = u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         self.retry_after_wait_ms.fetch_add(ms, Ordering::Relaxed);
     }
     /// Merge one sweep's limiter summary (marks, then deletes).
-    pub fn add_pace(&self, p: PaceSummary) {
+    pub(crate) fn add_pace(&self, p: PaceSummary) {
         let mut g = self.pace.lock().unwrap_or_else(|e| e.into_inner());
         *g = Some(match *g {
             None => p,
@@ -54,7 +54,7 @@ impl Stats {
         });
     }
     /// The merged limiter summary, if any sweep was rate limited.
-    pub fn pace(&self) -> Option<PaceSummary> {
+    pub(crate) fn pace(&self) -> Option<PaceSummary> {
         *self.pace.lock().unwrap_or_else(|e| e.into_inner())
     }
     /// Read a counter.

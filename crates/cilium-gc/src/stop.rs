@@ -3,7 +3,7 @@
 //! Everything before the first write is reads, and a stop cancels it at
 //! once. Workers check [`Stop`] before every write and wait on it while they
 //! wait for the rate limiter, so no delete starts after SIGINT/SIGTERM;
-//! writes already in flight get [`IN_FLIGHT_GRACE`] to be answered, and are
+//! writes already in flight get `IN_FLIGHT_GRACE` to be answered, and are
 //! reported either way. A second SIGINT/SIGTERM exits the process at once,
 //! as people expect of command-line tools: no report then.
 
@@ -35,7 +35,7 @@ pub enum StopReason {
 
 /// How long a write already sent when the run stops may take to be
 /// answered before it is given up (and reported as possibly applied).
-pub const IN_FLIGHT_GRACE: Duration = Duration::from_millis(1500);
+pub(crate) const IN_FLIGHT_GRACE: Duration = Duration::from_millis(1500);
 
 /// A shared stop flag. Cheap to clone.
 #[derive(Debug, Clone, Default)]
@@ -78,7 +78,7 @@ impl Stop {
     }
 
     /// What the first panic said, if there was one.
-    pub fn panic_message(&self) -> Option<String> {
+    pub(crate) fn panic_message(&self) -> Option<String> {
         self.inner
             .panic
             .lock()
@@ -100,7 +100,7 @@ impl Stop {
     }
 
     /// Whether a stop was requested.
-    pub fn is_stopped(&self) -> bool {
+    pub(crate) fn is_stopped(&self) -> bool {
         self.reason().is_some()
     }
 
@@ -117,7 +117,7 @@ impl Stop {
 
     /// Resolves [`IN_FLIGHT_GRACE`] after a stop is requested: how long a
     /// write already sent may still take.
-    pub async fn grace_elapsed(&self) {
+    pub(crate) async fn grace_elapsed(&self) {
         self.wait().await;
         tokio::time::sleep(IN_FLIGHT_GRACE).await;
     }

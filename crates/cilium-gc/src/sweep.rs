@@ -22,7 +22,7 @@ use http::Method;
 use jiff::Timestamp;
 use serde_json::json;
 
-use crate::cluster::{Api, FIELD_MANAGER, JSON, MERGE_PATCH};
+use crate::cluster::{ApiClient, FIELD_MANAGER, JSON, MERGE_PATCH};
 use crate::model::{decode_identity, Identity, Kind, HEARTBEAT_ANNOTATION};
 use crate::pace::Pace;
 use crate::policy::{decide, Reason, Rules};
@@ -34,7 +34,7 @@ use crate::usage::{UsageHandle, USAGE_STALL_LIMIT};
 
 /// 429s tolerated for one item before it is reported failed. Throttling is
 /// expected under a server-side rate cap, so this is far above `--max-retries`.
-pub const MAX_THROTTLED_PER_ITEM: u32 = 64;
+pub(crate) const MAX_THROTTLED_PER_ITEM: u32 = 64;
 
 /// 403s on one item that SelfSubjectAccessReview then allowed, before the
 /// item is reported failed (an admission policy, not RBAC, denies it).
@@ -46,7 +46,7 @@ pub const FORBIDDEN_WINDOW: Duration = Duration::from_secs(10);
 
 /// What to do to each target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// Delete a stale identity.
     Delete,
     /// Annotate an unmarked unused identity with a heartbeat mark.
@@ -65,7 +65,7 @@ impl Action {
 
 /// Settings of a sweep.
 #[derive(Debug, Clone)]
-pub struct SweepConfig {
+pub(crate) struct SweepConfig {
     /// Parallel workers.
     pub concurrency: u32,
     /// Writes per second (0: unlimited).
@@ -89,7 +89,7 @@ pub struct SweepConfig {
 
 /// The result for one identity.
 #[derive(Debug, Clone)]
-pub struct ItemResult {
+pub(crate) struct ItemResult {
     /// What happened.
     pub outcome: Outcome,
     /// The last decision made on it.
@@ -103,7 +103,7 @@ pub struct ItemResult {
 }
 
 struct Ctx<'a> {
-    api: &'a Api,
+    api: &'a ApiClient,
     usage: &'a UsageHandle,
     cfg: &'a SweepConfig,
     action: Action,
@@ -113,8 +113,8 @@ struct Ctx<'a> {
 
 /// Process every target; returns one result per target, in input order.
 /// `on_done` is called as each item finishes (progress).
-pub async fn sweep(
-    api: &Api,
+pub(crate) async fn sweep(
+    api: &ApiClient,
     usage: &UsageHandle,
     targets: Vec<Identity>,
     action: Action,
@@ -534,7 +534,7 @@ async fn write(ctx: &Ctx<'_>, ident: &Identity) -> crate::cluster::Answer {
 
 /// RFC 3339 in UTC with up to nanoseconds, trailing zeros trimmed: Go's
 /// `time.RFC3339Nano`, as the operator writes marks.
-pub fn rfc3339_nano(t: Timestamp) -> String {
+pub(crate) fn rfc3339_nano(t: Timestamp) -> String {
     t.to_string()
 }
 

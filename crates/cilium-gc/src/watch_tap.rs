@@ -26,7 +26,7 @@ use crate::model::Kind;
 
 /// Open streams and the end of the last one, per kind.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct StreamState {
+pub(crate) struct StreamState {
     /// Watch streams open now.
     pub open: u32,
     /// When the last one ended, if one did.
@@ -47,7 +47,7 @@ struct Inner {
 
 impl WatchTap {
     /// The state of `kind`'s watch streams.
-    pub fn state(&self, kind: Kind) -> StreamState {
+    pub(crate) fn state(&self, kind: Kind) -> StreamState {
         self.lock().get(&kind).copied().unwrap_or_default()
     }
 
@@ -62,7 +62,7 @@ impl WatchTap {
     }
 
     /// Record a stream of `kind` opening; it closes when the guard drops.
-    pub fn opened(&self, kind: Kind) -> StreamGuard {
+    pub(crate) fn opened(&self, kind: Kind) -> StreamGuard {
         self.lock().entry(kind).or_default().open += 1;
         self.inner.changed.notify_waiters();
         StreamGuard {
@@ -81,7 +81,7 @@ impl WatchTap {
     }
 
     /// The endpoint kind a request watches, if it is such a watch.
-    pub fn watched_kind(uri: &http::Uri) -> Option<Kind> {
+    pub(crate) fn watched_kind(uri: &http::Uri) -> Option<Kind> {
         let watch = uri.query().is_some_and(|q| {
             q.split('&')
                 .any(|kv| matches!(kv, "watch=true" | "watch=1"))
@@ -98,7 +98,7 @@ impl WatchTap {
 
 /// An open stream; dropping it records the stream's end.
 #[derive(Debug)]
-pub struct StreamGuard {
+pub(crate) struct StreamGuard {
     tap: WatchTap,
     kind: Kind,
 }
@@ -111,7 +111,7 @@ impl Drop for StreamGuard {
 
 /// The tower layer installing the tap on the client.
 #[derive(Debug, Clone)]
-pub struct WatchTapLayer(pub WatchTap);
+pub(crate) struct WatchTapLayer(pub WatchTap);
 
 impl<S> tower::Layer<S> for WatchTapLayer {
     type Service = WatchTapService<S>;
@@ -125,7 +125,7 @@ impl<S> tower::Layer<S> for WatchTapLayer {
 
 /// The service of [`WatchTapLayer`].
 #[derive(Debug, Clone)]
-pub struct WatchTapService<S> {
+pub(crate) struct WatchTapService<S> {
     inner: S,
     tap: WatchTap,
 }
@@ -162,7 +162,7 @@ where
 
 /// A response body that records the end of a watch stream.
 #[derive(Debug)]
-pub struct TappedBody<B> {
+pub(crate) struct TappedBody<B> {
     inner: B,
     guard: Option<StreamGuard>,
 }

@@ -100,7 +100,8 @@ pub fn stale_names(sim: &Simulator, timeout: Duration) -> BTreeSet<String> {
     sim.identity_names()
         .into_iter()
         .filter(|name| {
-            let Ok(id) = name.parse::<u64>() else {
+            // The one id rule, shared by engine and simulator.
+            let Some(id) = cilium_gc::model::parse_id(name) else {
                 return false;
             };
             if used.contains(&id) || !(256..=65535).contains(&id) {

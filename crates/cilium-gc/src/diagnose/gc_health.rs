@@ -34,8 +34,8 @@
 //!     known to carry it.
 //! - **Operator restarts**: restart counts and start times of its pods.
 //! - **Held by an agent, used by no endpoint** (the #35946 pattern): unused,
-//!   unmarked, last written by an agent within [`AGENT_RECENT`], and older
-//!   than [`POD_START`]. One snapshot cannot tell such an identity from one
+//!   unmarked, last written by an agent within `AGENT_RECENT`, and older
+//!   than `POD_START`. One snapshot cannot tell such an identity from one
 //!   a pod is just starting to use; the finding says so.
 
 use std::collections::BTreeMap;
@@ -50,14 +50,14 @@ use super::types::{
 };
 
 /// A mark older than this many expected collection times is overdue.
-pub const OVERDUE_FACTOR: f64 = 3.0;
+pub(crate) const OVERDUE_FACTOR: f64 = 3.0;
 /// An agent write within this long counts as recent: agents resync the
 /// identities they hold every 5 minutes (#35946), so a held identity is
 /// rewritten at least that often.
-pub const AGENT_RECENT: Duration = Duration::from_secs(15 * 60);
+pub(crate) const AGENT_RECENT: Duration = Duration::from_secs(15 * 60);
 /// Longer than any pod takes to start: an identity this old that no
 /// endpoint uses is not one a starting pod is about to use.
-pub const POD_START: Duration = Duration::from_secs(10 * 60);
+pub(crate) const POD_START: Duration = Duration::from_secs(10 * 60);
 
 /// What `diagnose` read of the Cilium workloads; `problem` says why not,
 /// when it could not (the permission is optional).
@@ -74,7 +74,7 @@ pub struct Workloads {
 }
 
 /// `major.minor.patch` of an image tag like `quay.io/cilium/cilium:v1.15.6@sha256:..`.
-pub fn image_version(image: &str) -> Option<(u64, u64, u64)> {
+pub(crate) fn image_version(image: &str) -> Option<(u64, u64, u64)> {
     let no_digest = image.split('@').next()?;
     let (_, tag) = no_digest.rsplit_once(':')?;
     if tag.contains('/') {
@@ -102,7 +102,7 @@ const PULL: &str = "https://github.com/cilium/cilium/pull/";
 
 /// Known identity-GC defects of these versions. `None` versions (a tag that
 /// is not a version) match nothing: the caller says to check by hand.
-pub fn known_defects(
+pub(crate) fn known_defects(
     operator: Option<(u64, u64, u64)>,
     agent: Option<(u64, u64, u64)>,
 ) -> Vec<KnownDefect> {
@@ -200,51 +200,8 @@ pub fn gc_health(
         .filter(|(_, m)| age(*m) > OVERDUE_FACTOR * exp)
         .and_then(|(_, m)| m.checked_add(heartbeat_timeout).ok());
 
-    // Held by an agent, used by no endpoint.
-    let mut by_ns: BTreeMap<String, u64> = BTreeMap::new();
-    let mut held = 0;
-    for &i in unused_unmarked {
-        let r = &identities[i].identity;
-        let (Some(change), Some(created)) = (r.last_change.as_ref(), r.created_at) else {
-            continue;
-        };
-        let Some(t) = change.time else { continue };
-        let recent = now.duration_since(t).as_secs_f64() <= AGENT_RECENT.as_secs_f64();
-        let old = age(created) >= POD_START.as_secs_f64();
-        if agent_like(&change.manager) && recent && old && t > created {
-            held += 1;
-            *by_ns
-                .entry(r.namespace.clone().unwrap_or_else(|| "(none)".into()))
-                .or_default() += 1;
-        }
-    }
-    let mut agent_held_namespaces: Vec<NamespaceCount> = by_ns
-        .into_iter()
-        .map(|(namespace, identities)| NamespaceCount {
-            namespace,
-            identities,
-        })
-        .collect();
-    agent_held_namespaces.sort_by_key(|n| std::cmp::Reverse(n.identities));
-    agent_held_namespaces.truncate(10);
-
-    let cilium = workloads
-        .filter(|w| {
-            !w.operator_images.is_empty()
-                || !w.agent_images.is_empty()
-                || !w.operator_pods.is_empty()
-        })
-        .map(|w| {
-            let (op, ag) = (version_of(&w.operator_images), version_of(&w.agent_images));
-            CiliumWorkloads {
-                operator_images: w.operator_images.clone(),
-                operator_version: op.map(version_string),
-                agent_images: w.agent_images.clone(),
-                agent_version: ag.map(version_string),
-                operator_pods: w.operator_pods.clone(),
-                known_defects: known_defects(op, ag),
-            }
-        });
+    let (held, agent_held_namespaces) = agent_held(identities, unused_unmarked, now);
+    let cilium = workloads.and_then(cilium_workloads);
     GcHealth {
         expected_collection_seconds: expected.as_secs_f64(),
         overdue_marks: buckets[2] + buckets[3],
@@ -259,11 +216,66 @@ pub fn gc_health(
     }
 }
 
+/// Unused identities an agent still holds: unmarked, last written by an
+/// agent within `AGENT_RECENT`, older than `POD_START`. How many, and the
+/// ten namespaces with the most.
+fn agent_held(
+    identities: &[IdentityRecord],
+    unused_unmarked: &[usize],
+    now: Timestamp,
+) -> (u64, Vec<NamespaceCount>) {
+    let age = |t: Timestamp| now.duration_since(t).as_secs_f64();
+    let mut by_ns: BTreeMap<String, u64> = BTreeMap::new();
+    let mut held = 0;
+    for &i in unused_unmarked {
+        let r = &identities[i].identity;
+        let (Some(change), Some(created)) = (r.last_change.as_ref(), r.created_at) else {
+            continue;
+        };
+        let Some(t) = change.time else { continue };
+        let recent = age(t) <= AGENT_RECENT.as_secs_f64();
+        let old = age(created) >= POD_START.as_secs_f64();
+        if agent_like(&change.manager) && recent && old && t > created {
+            held += 1;
+            *by_ns
+                .entry(r.namespace.clone().unwrap_or_else(|| "(none)".into()))
+                .or_default() += 1;
+        }
+    }
+    let mut namespaces: Vec<NamespaceCount> = by_ns
+        .into_iter()
+        .map(|(namespace, identities)| NamespaceCount {
+            namespace,
+            identities,
+        })
+        .collect();
+    namespaces.sort_by_key(|n| std::cmp::Reverse(n.identities));
+    namespaces.truncate(10);
+    (held, namespaces)
+}
+
+/// The Cilium workloads seen, their versions and the known defects of
+/// those versions; `None` when nothing of Cilium was found.
+fn cilium_workloads(w: &Workloads) -> Option<CiliumWorkloads> {
+    if w.operator_images.is_empty() && w.agent_images.is_empty() && w.operator_pods.is_empty() {
+        return None;
+    }
+    let (op, ag) = (version_of(&w.operator_images), version_of(&w.agent_images));
+    Some(CiliumWorkloads {
+        operator_images: w.operator_images.clone(),
+        operator_version: op.map(version_string),
+        agent_images: w.agent_images.clone(),
+        agent_version: ag.map(version_string),
+        operator_pods: w.operator_pods.clone(),
+        known_defects: known_defects(op, ag),
+    })
+}
+
 fn dur(seconds: f64) -> String {
     crate::humanize::human_duration(seconds)
 }
 
-/// The findings `h` supports, for [`super::analyze`]'s list.
+/// The findings `h` supports, for [`fn@super::analyze`]'s list.
 pub fn findings(h: &GcHealth, heartbeat_timeout: Duration, now: Timestamp) -> Vec<Finding> {
     let cilium = h.cilium.as_ref();
     [

@@ -3,8 +3,8 @@
 //!
 //! This module is the I/O shell: connect, discover the CRDs, read
 //! `cilium-config`, sync the endpoint watchers, list every identity raw, and
-//! hand plain data ([`Input`]) to the pure [`analyze`]; [`redact`] and the
-//! text view ([`text`]) are pure too.
+//! hand plain data ([`Input`]) to the pure [`fn@analyze`]; [`redact`] and the
+//! text view (`text`) are pure too.
 //!
 //! *Exit codes:* 0 when a diagnosis was written, whatever it found —
 //! findings never change the exit code, so a CronJob can archive the
@@ -26,7 +26,7 @@ use serde_json::value::RawValue;
 pub use analyze::{analyze, IdentityRecord, Input};
 pub use types::{schema, Diagnosis};
 
-use crate::cluster::{Api, ConnectError};
+use crate::cluster::{ApiClient, ConnectError};
 use crate::exit::Exit;
 use crate::model::{decode_identity, Kind, Malformed};
 use crate::scan::{self, ScanError};
@@ -47,7 +47,7 @@ pub struct DiagnoseOptions {
 }
 
 /// Retries per request for the few reads a diagnosis makes.
-pub const MAX_RETRIES: u32 = 5;
+pub(crate) const MAX_RETRIES: u32 = 5;
 
 /// Why no diagnosis could be made. Each variant maps to one exit code
 /// ([`DiagnoseError::exit`]); none is worth retrying at once.
@@ -95,7 +95,7 @@ struct SecurityLabels {
 
 /// Decode one CiliumIdentity with its full `security-labels` map: what
 /// [`decode_identity`] keeps, plus the labels (which `scan` drops).
-pub fn decode_record(raw: &RawValue) -> Result<IdentityRecord, Malformed> {
+pub(crate) fn decode_record(raw: &RawValue) -> Result<IdentityRecord, Malformed> {
     let identity = decode_identity(raw)?;
     // decode_identity already read security-labels as a string map, so this
     // cannot fail where it succeeded; be lenient anyway.
@@ -131,7 +131,7 @@ pub async fn diagnose(
         )));
     }
     let stats = Arc::new(Stats::default());
-    let (mut api, endpoint) = Api::connect(kube, stats.clone()).await?;
+    let (mut api, endpoint) = ApiClient::connect(kube, stats.clone()).await?;
     api.stop = stop.clone();
     for w in &endpoint.warnings {
         tracing::warn!("{w}");
@@ -149,7 +149,7 @@ pub async fn diagnose(
 
 /// The server's `gitVersion` from `/version`; `None` when it cannot be read
 /// (some servers forbid it): the diagnosis goes on without it.
-async fn kubernetes_version(api: &Api) -> Option<String> {
+async fn kubernetes_version(api: &ApiClient) -> Option<String> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Version {
@@ -167,7 +167,7 @@ async fn kubernetes_version(api: &Api) -> Option<String> {
 /// and missing from the list really is gone (a dangling reference).
 #[tracing::instrument(skip_all)]
 pub async fn collect(
-    api: &Api,
+    api: &ApiClient,
     args: &DiagnoseOptions,
     stop: &Stop,
     stats: Arc<Stats>,
@@ -248,7 +248,7 @@ pub async fn collect(
 /// optional permission, like `cilium-config`: what cannot be read is said
 /// in `problem` and the diagnosis goes on without it.
 #[tracing::instrument(skip(api))]
-pub async fn fetch_workloads(api: &Api, namespace: &str) -> gc_health::Workloads {
+pub(crate) async fn fetch_workloads(api: &ApiClient, namespace: &str) -> gc_health::Workloads {
     use crate::retry::Class;
     let mut w = gc_health::Workloads::default();
     let mut problems = Vec::new();
@@ -348,16 +348,20 @@ fn operator_pods(list: &serde_json::Value) -> Vec<types::OperatorPodStatus> {
 mod tests {
     use super::*;
 
+    fn server(code: u16) -> crate::cluster::ServerError {
+        crate::cluster::ServerError {
+            code,
+            message: code.to_string(),
+        }
+    }
+
     #[test]
     fn errors_map_to_documented_exit_codes() {
         let cases = [
             (DiagnoseError::CrdMissing, 3),
-            (
-                DiagnoseError::List(ScanError::NotInstalled("404".into())),
-                3,
-            ),
-            (DiagnoseError::List(ScanError::Denied("403".into())), 2),
-            (DiagnoseError::List(ScanError::Failed("503".into())), 2),
+            (DiagnoseError::List(ScanError::NotInstalled(server(404))), 3),
+            (DiagnoseError::List(ScanError::Denied(server(403))), 2),
+            (DiagnoseError::List(ScanError::Failed(server(503))), 2),
             (
                 DiagnoseError::Discovery(crate::preflight::DiscoveryError::Request {
                     version: "v2",

@@ -16,7 +16,7 @@
 //! Redacting the input (not the output) means every place a name could
 //! appear, findings' messages and evidence included, only ever sees the
 //! tokens. Free text (warnings, malformed-object messages) goes through
-//! [`Redactor::text`]: the server, the context, every namespace seen (and
+//! `Redactor::text`: the server, the context, every namespace seen (and
 //! `--cilium-namespace`) become their tokens, and the user named in an
 //! authorization message (`User "alice@corp"`) is dropped.
 
@@ -27,7 +27,7 @@ use ring::hmac;
 use super::analyze::Input;
 
 /// Hex digits of every token: 64 bits.
-pub const TOKEN_DIGITS: usize = 16;
+pub(crate) const TOKEN_DIGITS: usize = 16;
 
 /// Keyed pseudonyms for one document.
 pub struct Redactor {
@@ -47,7 +47,7 @@ impl Redactor {
         }
     }
 
-    /// `prefix-` and [`TOKEN_DIGITS`] hex digits of the keyed hash of `s`.
+    /// `prefix-` and `TOKEN_DIGITS` hex digits of the keyed hash of `s`.
     pub fn token(&self, prefix: &str, s: &str) -> String {
         let tag = hmac::sign(&self.key, s.as_bytes());
         let hex: String = tag.as_ref()[..TOKEN_DIGITS / 2]
@@ -86,7 +86,7 @@ pub fn redact(input: &mut Input, extra_namespaces: &[&str]) -> Redactor {
 }
 
 /// As [`redact`], with a given redactor.
-pub fn redact_with(r: &Redactor, input: &mut Input, extra_namespaces: &[&str]) {
+pub(crate) fn redact_with(r: &Redactor, input: &mut Input, extra_namespaces: &[&str]) {
     let server = input.server.take();
     let context = input.context.take();
     input.server = server.as_deref().map(|s| r.token("server", s));

@@ -2,17 +2,17 @@
 //!
 //! kube-runtime watchers over CiliumEndpoints (and CiliumEndpointSlices when
 //! that CRD exists) feed an index of id → reference count. Nothing is decided
-//! before the first full list of every source ([`UsageHandle::wait_ready`]).
+//! before the first full list of every source (`UsageHandle::wait_ready`).
 //!
 //! *Freshness:* per source we know the instant up to which its index is
-//! complete ([`UsageHandle::complete_as_of`]). While its watch stream is open
-//! (seen on the wire by [`crate::watch_tap`]) that is now: the server sends
+//! complete (`UsageHandle::complete_as_of`). While its watch stream is open
+//! (seen on the wire by `crate::watch_tap`) that is now: the server sends
 //! every change, and bookmarks (requested) keep a quiet stream alive. Once
 //! the stream ends or fails, it is the instant it ended; a watch resumed
 //! from its resourceVersion replays what came after, so a normal end and a
 //! quick resume cost nothing. After a full (re-)list, it is when that list
 //! started. A write is sent only while every source is complete as of at
-//! most [`FRESHNESS_LIMIT`] ago ([`UsageHandle::wait_fresh`]); once one has
+//! most [`FRESHNESS_LIMIT`] ago (`UsageHandle::wait_fresh`); once one has
 //! been unknown for the stall limit, the run stops writing. The stall clock
 //! *is* the freshness instant, shared by every waiter: nobody can reset it.
 //!
@@ -40,12 +40,11 @@ use crate::model::Kind;
 use crate::watch_tap::WatchTap;
 pub use decode::UsageObject;
 use index::Source;
-pub use watch::WatchBackoff;
 
 /// Endpoints per page of the watchers' initial list. Independent of the
 /// identity `--page-size`: a watcher restarts its whole list on any error, so
 /// few, large pages make it sync sooner on a struggling API server.
-pub const PAGE_SIZE: u32 = 500;
+pub(crate) const PAGE_SIZE: u32 = 500;
 
 /// How old the usage index may be known complete and a write still go out.
 /// The heartbeat handshake covers the rest: an identity is only a candidate
@@ -61,7 +60,7 @@ pub const FRESHNESS_LIMIT: Duration = Duration::from_secs(10);
 /// before the run stops writing: past this, the watchers are not coming back
 /// soon (list forbidden, server gone), and waiting longer would only hang
 /// the run.
-pub const USAGE_STALL_LIMIT: Duration = Duration::from_secs(60);
+pub(crate) const USAGE_STALL_LIMIT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Default)]
 struct Shared {
@@ -77,19 +76,19 @@ struct Shared {
 
 /// The one malformed-endpoint problem that leaves its identity reference
 /// readable, so does not block deletes.
-pub const NO_NAME: &str = "no readable metadata.name";
+pub(crate) const NO_NAME: &str = "no readable metadata.name";
 
 /// Malformed endpoint objects remembered for the report.
-pub const MAX_MALFORMED: usize = 1000;
+pub(crate) const MAX_MALFORMED: usize = 1000;
 
 /// A live view of identity usage. Cheap to clone.
 #[derive(Debug, Clone, Default)]
-pub struct UsageHandle {
+pub(crate) struct UsageHandle {
     shared: Arc<Shared>,
 }
 
 /// Stops the watchers when dropped; see [`UsageHandle::stop_on_drop`].
-pub struct WatchersGuard<'a>(&'a UsageHandle);
+pub(crate) struct WatchersGuard<'a>(&'a UsageHandle);
 
 impl Drop for WatchersGuard<'_> {
     fn drop(&mut self) {
@@ -99,7 +98,7 @@ impl Drop for WatchersGuard<'_> {
 
 /// What to watch.
 #[derive(Debug, Clone, Copy)]
-pub struct Sources {
+pub(crate) struct Sources {
     /// Watch CiliumEndpoints.
     pub endpoints: bool,
     /// Watch CiliumEndpointSlices.
@@ -112,12 +111,12 @@ pub struct Sources {
 impl UsageHandle {
     /// A guard that stops the watchers when the caller's scope ends, however
     /// it ends (early return, error, signal).
-    pub fn stop_on_drop(&self) -> WatchersGuard<'_> {
+    pub(crate) fn stop_on_drop(&self) -> WatchersGuard<'_> {
         WatchersGuard(self)
     }
 
     /// Stop the watchers (the run is over). Counts stay readable.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         for t in self.shared.tasks.lock().unwrap().drain(..) {
             t.abort();
         }
@@ -125,7 +124,7 @@ impl UsageHandle {
 
     /// Malformed endpoint objects seen so far, as (what, problem), e.g.
     /// ("ciliumendpoint ns/name", "status.identity.id is not an identity id").
-    pub fn malformed(&self) -> Vec<(String, &'static str)> {
+    pub(crate) fn malformed(&self) -> Vec<(String, &'static str)> {
         let g = self.shared.malformed.lock().unwrap();
         g.keys().map(|(what, _, p)| (what.clone(), *p)).collect()
     }
@@ -135,7 +134,7 @@ impl UsageHandle {
     /// know which identity such an endpoint protects, so its presence blocks
     /// deletes unless overridden. An endpoint with no identity yet is normal
     /// and not listed.
-    pub fn unreadable(&self) -> Vec<(String, &'static str)> {
+    pub(crate) fn unreadable(&self) -> Vec<(String, &'static str)> {
         self.malformed()
             .into_iter()
             .filter(|(_, p)| *p != NO_NAME)
@@ -143,14 +142,14 @@ impl UsageHandle {
     }
 
     /// How many endpoints [`UsageHandle::unreadable`] would list.
-    pub fn unreadable_count(&self) -> usize {
+    pub(crate) fn unreadable_count(&self) -> usize {
         let g = self.shared.malformed.lock().unwrap();
         g.keys().filter(|(_, _, p)| *p != NO_NAME).count()
     }
 
     /// Wait until every source has listed fully once (before the first
     /// decision of a run).
-    pub async fn wait_ready(&self) {
+    pub(crate) async fn wait_ready(&self) {
         loop {
             let notified = self.shared.changed.notified();
             if self
@@ -169,7 +168,7 @@ impl UsageHandle {
 
     /// Per source, the instant up to which its index is known complete
     /// (`None`: not listed yet).
-    pub fn complete_as_of(&self, now: Instant) -> Vec<(Kind, Option<Instant>)> {
+    pub(crate) fn complete_as_of(&self, now: Instant) -> Vec<(Kind, Option<Instant>)> {
         let sources = self.shared.sources.lock().unwrap();
         sources
             .iter()
@@ -190,7 +189,7 @@ impl UsageHandle {
 
     /// Whether every source is known complete as of at most
     /// [`FRESHNESS_LIMIT`] ago. Checked right before each write.
-    pub fn is_fresh(&self) -> bool {
+    pub(crate) fn is_fresh(&self) -> bool {
         let now = Instant::now();
         match self.oldest(now) {
             Ok(None) => true,
@@ -203,7 +202,7 @@ impl UsageHandle {
     /// known complete only as of more than `stall` ago (usage lost). The
     /// stall clock is the freshness instant itself, the same for every
     /// waiter, so no waiter can restart it.
-    pub async fn wait_fresh(&self, stall: Duration) -> bool {
+    pub(crate) async fn wait_fresh(&self, stall: Duration) -> bool {
         loop {
             let notified = self.shared.changed.notified();
             let tapped = self.shared.tap.changed();
@@ -230,7 +229,7 @@ impl UsageHandle {
     }
 
     /// Endpoints referencing `id` right now (over all sources).
-    pub fn refs(&self, id: u64) -> u32 {
+    pub(crate) fn refs(&self, id: u64) -> u32 {
         let sources = self.shared.sources.lock().unwrap();
         // A re-list in progress: the previous index or the part of the new
         // list read so far; either one referencing it keeps it in use.
@@ -242,13 +241,13 @@ impl UsageHandle {
     }
 
     /// Number of objects per source right now.
-    pub fn object_count(&self, kind: Kind) -> u64 {
+    pub(crate) fn object_count(&self, kind: Kind) -> u64 {
         let sources = self.shared.sources.lock().unwrap();
         sources.get(&kind).map_or(0, |s| s.live.len() as u64)
     }
 
     /// Distinct identity ids referenced right now.
-    pub fn referenced_ids(&self) -> Vec<u64> {
+    pub(crate) fn referenced_ids(&self) -> Vec<u64> {
         let sources = self.shared.sources.lock().unwrap();
         let mut ids: Vec<u64> = sources
             .values()

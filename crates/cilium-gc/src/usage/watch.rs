@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kube::api::{Api as KubeApi, ApiResource};
+use kube::api::{Api, ApiResource};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use tokio::time::Instant;
@@ -22,7 +22,7 @@ use crate::watch_tap::WatchTap;
 /// default grows to 30 s, during which no write could go out). Reset by
 /// every event received, as kube-runtime's `StreamBackoff` does.
 #[derive(Debug, Clone)]
-pub struct WatchBackoff {
+pub(crate) struct WatchBackoff {
     attempt: u32,
     policy: crate::retry::Backoff,
 }
@@ -66,7 +66,12 @@ fn api_resource(kind: Kind, version: &str) -> ApiResource {
 
 impl UsageHandle {
     /// Start the watchers. Returns at once; call [`UsageHandle::wait_ready`].
-    pub fn start(client: kube::Client, tap: WatchTap, sources: Sources, stats: Arc<Stats>) -> Self {
+    pub(crate) fn start(
+        client: kube::Client,
+        tap: WatchTap,
+        sources: Sources,
+        stats: Arc<Stats>,
+    ) -> Self {
         let handle = UsageHandle::with_tap(tap);
         let kinds = [
             (Kind::Endpoint, sources.endpoints),
@@ -106,7 +111,7 @@ impl UsageHandle {
     }
 
     async fn run(self, kind: Kind, version: &'static str, client: kube::Client, stats: Arc<Stats>) {
-        let api: KubeApi<UsageObject> = KubeApi::all_with(client, &api_resource(kind, version));
+        let api: Api<UsageObject> = Api::all_with(client, &api_resource(kind, version));
         let mut config = watcher::Config::default().page_size(PAGE_SIZE);
         // Bookmarks keep a quiet stream alive and its resourceVersion
         // current, so a resume after a normal end replays little.

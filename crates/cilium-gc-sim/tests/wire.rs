@@ -1,11 +1,12 @@
-//! The simulated API server, pinned against the wire with the real kube
-//! client (and real kubectl when it is on PATH). Each test states the
-//! apiserver behaviour it relies on (see k8s-api-semantics.md).
+//! The simulated API server's wire semantics, pinned against its answers
+//! with the real kube client (and real kubectl when it is on PATH). Each
+//! test states the apiserver behaviour it relies on (see
+//! k8s-api-semantics.md). Only the simulator and kube are used here: the
+//! simulator tests itself, without the engine or the plugin.
 
 use std::path::Path;
 use std::time::Duration;
 
-use crate::support::world::assert_ok;
 use cilium_gc_sim::Kind;
 use cilium_gc_sim::{ActorRates, Denial, Faults, Scenario, Simulator, ThrottleShape};
 use futures::{StreamExt, TryStreamExt};
@@ -18,6 +19,21 @@ use serde_json::{json, Value};
 
 const IDS: &str = "/apis/cilium.io/v2/ciliumidentities";
 const LIMIT: Duration = Duration::from_secs(60);
+
+/// Whether `CI=true`: in CI a test whose tool is missing fails, since
+/// `.ci/run` installs every tool; only a developer's machine may skip.
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// Fail, showing stderr, unless the command succeeded.
+fn assert_ok(out: &std::process::Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
 
 /// Run a test body with a timeout so a hung server fails instead of hanging.
 async fn timed<F: std::future::Future<Output = ()>>(f: F) {
@@ -936,7 +952,7 @@ fn kubectl(home: &Path, kubeconfig: &Path, args: &[&str]) -> Option<std::process
         Ok(o) => Some(o),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             assert!(
-                !crate::support::in_ci(),
+                !in_ci(),
                 "kubectl not found and CI=true: the kubectl tests cannot run (.ci/run installs it)"
             );
             eprintln!("kubectl not found: SKIPPING kubectl test");

@@ -1,0 +1,503 @@
+//! The findings: one function per finding, each judging the diagnosis so
+//! far and adding what it supports.
+
+use super::*;
+
+pub(super) fn n(x: u64) -> String {
+    crate::humanize::thousands(x)
+}
+
+pub(super) fn dur(seconds: f64) -> String {
+    crate::humanize::human_duration(seconds)
+}
+
+/// What every finding may use: the diagnosis so far and the phrases
+/// several of them repeat.
+pub(super) struct Ctx<'a> {
+    input: &'a Input,
+    d: &'a Diagnosis,
+    settings: &'a preflight::CiliumSettings,
+    gc_interval: Option<Duration>,
+    space_line: String,
+    delete_hint: String,
+}
+
+/// The findings collected so far.
+#[derive(Default)]
+pub(super) struct Findings(Vec<Finding>);
+
+impl Findings {
+    fn add(
+        &mut self,
+        severity: Severity,
+        code: FindingCode,
+        message: String,
+        evidence: Vec<String>,
+        suggestion: Option<String>,
+    ) {
+        self.0.push(Finding {
+            severity,
+            code,
+            message,
+            evidence,
+            suggestion,
+        });
+    }
+}
+
+/// Every finding, most severe first: one function per finding, in the
+/// order a reader should meet them (usage first: every count leans on it).
+pub(super) fn findings(
+    input: &Input,
+    d: &Diagnosis,
+    settings: &preflight::CiliumSettings,
+    gc_interval: Option<Duration>,
+) -> Vec<Finding> {
+    let sp = &d.identity_space;
+    let st = &sp.states;
+    let range = format!("{}-{}", sp.local_range.min, sp.local_range.max);
+    let space_line = format!(
+        "{} of {} local ids allocated ({}%), {} free (range {range})",
+        n(sp.allocated),
+        n(sp.capacity),
+        sp.utilisation_percent,
+        n(sp.headroom)
+    );
+    let delete_hint = if st.stale_candidates > 0 {
+        format!(
+            "delete the {} stale candidates (`kubectl cilium-gc scan`, then `kubectl cilium-gc delete`)",
+            n(st.stale_candidates)
+        )
+    } else {
+        "find what keeps allocating (churn drivers below) and let GC catch up (`kubectl cilium-gc delete --mark`)".to_string()
+    };
+    let c = Ctx {
+        input,
+        d,
+        settings,
+        gc_interval,
+        space_line,
+        delete_hint,
+    };
+    let mut out = Findings::default();
+    let all: [fn(&Ctx, &mut Findings); 11] = [
+        usage_unknown,
+        identity_space_nearly_full,
+        exhaustion_soon,
+        stale_backlog,
+        high_cardinality_labels,
+        labels_filter,
+        duplicate_identities,
+        dangling_references,
+        strip_loop,
+        settings_that_defeat_gc,
+        malformed,
+    ];
+    for finding in all {
+        finding(&c, &mut out);
+    }
+    let mut out = out.0;
+    out.sort_by_key(|f| f.severity);
+    out
+}
+
+/// Usage first: every other count leans on it: endpoints that cannot be read, or none at all.
+pub(super) fn usage_unknown(c: &Ctx, out: &mut Findings) {
+    let Ctx {
+        input, settings, d, ..
+    } = c;
+    let sp = &d.identity_space;
+    // Usage first: every other count leans on it.
+    let sources = preflight::usage_sources(input.crds, settings);
+    if !(sources.endpoints || sources.slices) {
+        out.add(
+            Severity::Warning,
+            FindingCode::UsageUnknown,
+            "neither CiliumEndpoints nor CiliumEndpointSlices can be read: every identity is counted as unused".into(),
+            vec![format!(
+                "ciliumendpoints served: {}, disable-endpoint-crd: {}, ciliumendpointslices served: {}",
+                input.crds.endpoints, settings.endpoint_crd_disabled, input.crds.slices
+            )],
+            Some("check the Cilium CRDs and cilium-config before acting on these numbers".into()),
+        );
+    } else if input.endpoints + input.endpoint_slices == 0 && sp.total > 0 {
+        out.add(
+            Severity::Warning,
+            FindingCode::UsageUnknown,
+            format!(
+                "zero CiliumEndpoints and CiliumEndpointSlices while {} identities exist: \"in use\" cannot be trusted",
+                n(sp.total)
+            ),
+            vec!["agents down, or a cluster without pods?".into()],
+            Some("check that cilium-agent runs on every node before deleting anything".into()),
+        );
+    }
+}
+
+/// The local identity range filling up.
+pub(super) fn identity_space_nearly_full(c: &Ctx, out: &mut Findings) {
+    let Ctx {
+        space_line,
+        delete_hint,
+        d,
+        ..
+    } = c;
+    let sp = &d.identity_space;
+    let st = &sp.states;
+    match sp.level {
+        Level::Ok => {}
+        level => out.add(
+            if level == Level::Critical {
+                Severity::Critical
+            } else {
+                Severity::Warning
+            },
+            FindingCode::IdentitySpaceNearlyFull,
+            format!(
+                "the local identity range is {}% full: new pods will fail to get an identity when it runs out",
+                sp.utilisation_percent
+            ),
+            vec![
+                space_line.clone(),
+                format!(
+                    "{} in use, {} stale candidates, {} unused and marked, {} unused and unmarked",
+                    n(st.in_use),
+                    n(st.stale_candidates),
+                    n(st.unused_marked),
+                    n(st.unused_unmarked)
+                ),
+            ],
+            Some(delete_hint.clone()),
+        ),
+    }
+}
+
+/// At the last day's creation rate, when the range runs out.
+pub(super) fn exhaustion_soon(c: &Ctx, out: &mut Findings) {
+    let Ctx { d, space_line, .. } = c;
+    let sp = &d.identity_space;
+    if let Some(secs) = d.age.exhaustion_in_seconds {
+        if secs < EXHAUSTION_HORIZON.as_secs_f64() && sp.headroom > 0 {
+            out.add(
+                if secs < DAY as f64 {
+                    Severity::Critical
+                } else {
+                    Severity::Warning
+                },
+                FindingCode::ExhaustionSoon,
+                format!(
+                    "at the last 24 hours' rate the local range is full in {} if GC stalls",
+                    dur(secs)
+                ),
+                vec![
+                    format!(
+                        "{} identities created in the last 24h ({}/h)",
+                        n(d.age.created_last24h),
+                        d.age.creation_rate_per_hour
+                    ),
+                    space_line.clone(),
+                ],
+                Some("reduce churn (see high-cardinality labels) and keep GC running".into()),
+            );
+        }
+    }
+}
+
+/// Stale identities GC has not removed.
+pub(super) fn stale_backlog(c: &Ctx, out: &mut Findings) {
+    let Ctx { d, .. } = c;
+    let sp = &d.identity_space;
+    let st = &sp.states;
+    if st.stale_candidates > 0 {
+        let severe = st.stale_candidates * 20 >= sp.allocated.max(1);
+        out.add(
+            if severe { Severity::Warning } else { Severity::Info },
+            FindingCode::StaleBacklog,
+            format!(
+                "{} identities are stale (unused, mark older than {}): GC has not removed them",
+                n(st.stale_candidates),
+                dur(d.configuration.heartbeat_timeout_seconds)
+            ),
+            d.churn
+                .namespaces_by_stale
+                .iter()
+                .take(5)
+                .map(|ns| format!("{}: {} stale", ns.namespace, n(ns.stale)))
+                .collect(),
+            Some(
+                "run `kubectl cilium-gc scan`, then `kubectl cilium-gc delete`; check cilium-operator's logs for GC errors".into(),
+            ),
+        );
+    }
+}
+
+/// Label keys with almost one value per identity.
+pub(super) fn high_cardinality_labels(c: &Ctx, out: &mut Findings) {
+    let Ctx { d, .. } = c;
+    let high: Vec<&LabelKeyStat> = d
+        .churn
+        .label_keys
+        .iter()
+        .filter(|k| k.high_cardinality)
+        .collect();
+    if !high.is_empty() {
+        out.add(
+            Severity::Warning,
+            FindingCode::HighCardinalityLabels,
+            format!(
+                "{} security-label {} almost one value per identity: each new value makes a new identity",
+                high.len(),
+                if high.len() == 1 { "key has" } else { "keys have" }
+            ),
+            high.iter()
+                .map(|k| {
+                    format!(
+                        "{}: {} values on {} identities ({}% of all)",
+                        k.key,
+                        n(k.distinct_values),
+                        n(k.identities),
+                        k.share_percent
+                    )
+                })
+                .collect(),
+            Some("exclude them from identities with the `labels` setting (see configuration)".into()),
+        );
+    }
+}
+
+/// The `labels` setting that would keep those keys out of identities.
+pub(super) fn labels_filter(c: &Ctx, out: &mut Findings) {
+    let Ctx { input, d, .. } = c;
+    let cfg = &d.configuration;
+    if let Some(suggested) = &cfg.suggested_labels {
+        let current = config_value(input, "labels");
+        let (code, message) = match current {
+            None => (
+                FindingCode::LabelsFilterMissing,
+                format!(
+                    "no `labels` filter is set, so {} high-cardinality {} into identities",
+                    cfg.leaky_keys.len(),
+                    if cfg.leaky_keys.len() == 1 {
+                        "key goes"
+                    } else {
+                        "keys go"
+                    }
+                ),
+            ),
+            Some(_) => (
+                FindingCode::LabelsFilterLeaky,
+                format!(
+                    "the `labels` filter lets {} high-cardinality {} into identities",
+                    cfg.leaky_keys.len(),
+                    if cfg.leaky_keys.len() == 1 {
+                        "key"
+                    } else {
+                        "keys"
+                    }
+                ),
+            ),
+        };
+        let mut evidence: Vec<String> = vec![format!(
+            "current labels: {}",
+            current.map_or("(not set)".to_string(), |c| format!("{c:?}"))
+        )];
+        evidence.extend(cfg.leaky_keys.iter().map(|k| format!("passes: {k}")));
+        let (after, _) = LabelFilter::new(suggested);
+        for k in cfg.leaky_keys.iter().filter(|k| after.accepts(k)) {
+            evidence.push(format!(
+                "{k} would still pass: an inclusive pattern in labels matches it further than the exclusion; narrow that pattern"
+            ));
+        }
+        out.add(
+            Severity::Warning,
+            code,
+            message,
+            evidence,
+            Some(format!(
+                "set `labels: {suggested:?}` in cilium-config (Helm value `labels`) and restart cilium-agent; identities are recomputed as pods restart, and the old ones become unused and are collected"
+            )),
+        );
+    }
+}
+
+/// Label sets carried by more than one identity.
+pub(super) fn duplicate_identities(c: &Ctx, out: &mut Findings) {
+    let Ctx { d, .. } = c;
+    let dup = &d.churn.duplicates;
+    if dup.groups > 0 {
+        out.add(
+            if dup.surplus >= 100 {
+                Severity::Warning
+            } else {
+                Severity::Info
+            },
+            FindingCode::DuplicateIdentities,
+            format!(
+                "{} label sets are carried by more than one identity ({} surplus identities)",
+                n(dup.groups),
+                n(dup.surplus)
+            ),
+            dup.examples
+                .iter()
+                .take(3)
+                .map(|g| format!("identities {}", g.identities.join(", ")))
+                .collect(),
+            Some(
+                "agents allocated concurrently; the unused copies become stale and are collected"
+                    .into(),
+            ),
+        );
+    }
+}
+
+/// Endpoints referencing identities that do not exist.
+pub(super) fn dangling_references(c: &Ctx, out: &mut Findings) {
+    let Ctx { d, .. } = c;
+    let integ = &d.integrity;
+    if integ.dangling_ids > 0 {
+        out.add(
+            Severity::Warning,
+            FindingCode::DanglingReferences,
+            format!(
+                "{} endpoint {} at {} {} that {} not exist: policy for those endpoints is wrong on other nodes",
+                n(integ.dangling_references),
+                if integ.dangling_references == 1 { "reference points" } else { "references point" },
+                n(integ.dangling_ids),
+                if integ.dangling_ids == 1 { "identity" } else { "identities" },
+                if integ.dangling_ids == 1 { "does" } else { "do" },
+            ),
+            vec![format!(
+                "missing ids: {}",
+                integ
+                    .dangling_examples
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )],
+            Some("something deleted identities still in use; restart the affected pods (or cilium-agent on their nodes) so they allocate again, and find who deletes (audit log)".into()),
+        );
+    }
+}
+
+/// Marks stripped and set again and again.
+pub(super) fn strip_loop(c: &Ctx, out: &mut Findings) {
+    let integ = &c.d.integrity;
+
+    if integ.strip_loop > 0 {
+        let many = integ.strip_loop >= 5;
+        let mut managers: Vec<&str> = integ
+            .strip_loop_examples
+            .iter()
+            .map(|e| e.manager.as_str())
+            .collect();
+        managers.sort_unstable();
+        managers.dedup();
+        out.add(
+            if many { Severity::Warning } else { Severity::Info },
+            FindingCode::MarkStripLoop,
+            format!(
+                "{} unused identities had their heartbeat mark removed by an agent: GC cannot collect them while this repeats",
+                n(integ.strip_loop)
+            ),
+            integ
+                .strip_loop_examples
+                .iter()
+                .take(3)
+                .map(|e| format!("{} changed by {} at {}", e.name, e.manager, e.time))
+                .chain(std::iter::once(format!("managers: {}", managers.join(", "))))
+                .collect(),
+            Some("look for agents still holding references to gone endpoints (cilium-dbg identity list on their nodes) and restart them".into()),
+        );
+    }
+}
+
+/// cilium-config settings that defeat or confuse GC.
+pub(super) fn settings_that_defeat_gc(c: &Ctx, out: &mut Findings) {
+    let Ctx {
+        input,
+        d,
+        settings,
+        gc_interval,
+        space_line,
+        ..
+    } = c;
+    let sp = &d.identity_space;
+    if gc_interval.is_some_and(|d| d.is_zero()) {
+        out.add(
+            if sp.level == Level::Ok {
+                Severity::Warning
+            } else {
+                Severity::Critical
+            },
+            FindingCode::GcDisabled,
+            "identity-gc-interval is 0: cilium-operator never collects unused identities".into(),
+            vec![space_line.clone()],
+            Some("set identity-gc-interval (default 15m0s), or run `kubectl cilium-gc delete --mark` on a schedule".into()),
+        );
+    }
+    if settings.heartbeat_timeout < LOW_HEARTBEAT_TIMEOUT {
+        out.add(
+            Severity::Warning,
+            FindingCode::HeartbeatTimeoutLow,
+            format!(
+                "identity-heartbeat-timeout is {}: agents get little time to reclaim an identity before it is deleted",
+                dur(settings.heartbeat_timeout.as_secs_f64())
+            ),
+            vec![format!("identity-heartbeat-timeout below {}", dur(LOW_HEARTBEAT_TIMEOUT.as_secs_f64()))],
+            Some("use the default 30m0s unless there is a reason not to".into()),
+        );
+    }
+    if settings.allocation_mode != "crd" {
+        out.add(
+            Severity::Warning,
+            FindingCode::NotCrdMode,
+            format!(
+                "identity-allocation-mode is {:?}: identities live in the kvstore; these CiliumIdentity objects are leftovers or mirrors",
+                settings.allocation_mode
+            ),
+            vec![],
+            None,
+        );
+    }
+    if input.config.is_none() {
+        out.add(
+            Severity::Info,
+            FindingCode::ConfigUnavailable,
+            "cilium-config could not be read: Cilium's defaults were assumed".into(),
+            input.warnings.iter().take(3).cloned().collect(),
+            Some("pass --cilium-namespace if Cilium runs elsewhere than kube-system".into()),
+        );
+    }
+}
+
+/// Marks and objects that cannot be read.
+pub(super) fn malformed(c: &Ctx, out: &mut Findings) {
+    let Ctx { input, d, .. } = c;
+    let sp = &d.identity_space;
+    let st = &sp.states;
+    if st.malformed_mark > 0 {
+        out.add(
+            Severity::Info,
+            FindingCode::MalformedMarks,
+            format!(
+                "{} identities have a heartbeat mark that is not a time: GC never deletes them",
+                n(st.malformed_mark)
+            ),
+            vec![],
+            Some("remove the io.cilium.heartbeat annotation from them".into()),
+        );
+    }
+    if !input.malformed.is_empty() {
+        out.add(
+            Severity::Info,
+            FindingCode::MalformedObjects,
+            format!(
+                "{} CiliumIdentity objects could not be decoded",
+                n(input.malformed.len() as u64)
+            ),
+            input.malformed.iter().take(5).cloned().collect(),
+            None,
+        );
+    }
+}

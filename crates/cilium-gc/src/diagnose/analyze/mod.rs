@@ -1,0 +1,346 @@
+//! The diagnosis itself: plain data in ([`Input`]), a [`Diagnosis`] out.
+//! Pure: no I/O, no clock (`now` is passed in), no logging.
+//!
+//! States reuse [`policy::decide`], so "stale" here means exactly what
+//! `scan` and `delete` would act on.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+use jiff::Timestamp;
+
+use super::types::*;
+
+mod ages;
+mod churn;
+mod findings;
+mod labels;
+#[cfg(test)]
+mod tests;
+
+use crate::model::{Change, Identity};
+use crate::policy::{self, decide, Reason, Rules};
+use crate::preflight::{self, Crds};
+use crate::report::{ConfigSource, ConfigValue, IdRange};
+use ages::*;
+pub(crate) use churn::agent_like;
+use churn::*;
+use findings::*;
+pub(crate) use labels::LabelFilter;
+use labels::*;
+
+/// Cilium's default `identity-gc-interval`.
+pub(crate) const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(15 * 60);
+/// A heartbeat timeout under this is flagged: agents get too little time
+/// to reclaim an identity before it is deleted under them.
+pub(crate) const LOW_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+/// Utilisation from which the space is a warning.
+pub(crate) const WARNING_PERCENT: f64 = 80.0;
+/// Utilisation from which the space is critical.
+pub(crate) const CRITICAL_PERCENT: f64 = 95.0;
+/// A key needs this many distinct values to be a churn driver.
+pub(crate) const MIN_DISTINCT_VALUES: u64 = 10;
+/// Exhaustion closer than this (at the current rate) is a finding.
+pub(crate) const EXHAUSTION_HORIZON: Duration = Duration::from_secs(7 * 24 * 3600);
+
+const HOUR: i64 = 3600;
+const DAY: i64 = 24 * HOUR;
+
+/// One CiliumIdentity as the diagnosis needs it: what `scan` decodes, plus
+/// the full `security-labels` map (label keys and values drive churn).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdentityRecord {
+    /// The identity as [`crate::model::decode_identity`] reads it.
+    pub identity: Identity,
+    /// `security-labels`: `source:key` → value.
+    pub security_labels: BTreeMap<String, String>,
+}
+
+/// Everything collected from the cluster. Built by the shell in `mod.rs`
+/// (or by tests), then only read.
+#[derive(Debug, Clone, Default)]
+pub struct Input {
+    /// Every decodable identity.
+    pub identities: Vec<IdentityRecord>,
+    /// Identities that could not be decoded (name and problem), already one line each.
+    pub malformed: Vec<String>,
+    /// Identity id → endpoint references to it, from CEPs and CESs.
+    pub refs: BTreeMap<u64, u32>,
+    /// CiliumEndpoints seen.
+    pub endpoints: u64,
+    /// CiliumEndpointSlices seen.
+    pub endpoint_slices: u64,
+    /// Which CRDs are served.
+    pub crds: Crds,
+    /// `cilium-config` data, `None` when it could not be read.
+    pub config: Option<BTreeMap<String, String>>,
+    /// Problems met while collecting.
+    pub warnings: Vec<String>,
+    /// API server URL.
+    pub server: Option<String>,
+    /// kubeconfig context.
+    pub context: Option<String>,
+    /// Whether `--redact` was applied to this input.
+    pub redacted: bool,
+    /// The Cilium workloads (images, operator pods); `None` when not collected.
+    pub workloads: Option<super::gc_health::Workloads>,
+}
+
+/// The state of one identity, as the diagnosis counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    InUse,
+    Stale,
+    Marked,
+    Unmarked,
+    TooYoung,
+    NotLocal,
+    MalformedMark,
+}
+
+impl State {
+    fn unused(self) -> bool {
+        !matches!(self, State::InUse | State::NotLocal)
+    }
+}
+
+/// The config keys reported, with Cilium's defaults.
+const CONFIG_KEYS: [(&str, &str); 8] = [
+    ("identity-allocation-mode", "crd"),
+    ("enable-cilium-endpoint-slice", "false"),
+    ("disable-endpoint-crd", "false"),
+    ("identity-gc-interval", "15m0s"),
+    ("identity-heartbeat-timeout", "30m0s"),
+    ("identity-gc-rate-limit", "2500"),
+    ("identity-gc-rate-interval", "1m0s"),
+    ("labels", ""),
+];
+
+/// Build the diagnosis of `input` as of `now` (the server's clock).
+pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
+    let settings = preflight::settings_from_config(input.config.as_ref(), None);
+    let mut warnings = input.warnings.clone();
+    warnings.extend(settings.warnings.iter().cloned());
+    let gc_interval = gc_interval(input, &mut warnings);
+    let range = policy::local_range(settings.cluster_id, settings.max_connected_clusters);
+    let policy = Rules {
+        local_range: range.clone(),
+        heartbeat_timeout: settings.heartbeat_timeout,
+    };
+    // An unmarked unused identity is only overdue once the operator has had
+    // a GC pass since it was created.
+    let young_window = match gc_interval {
+        Some(d) if !d.is_zero() => d,
+        _ => settings.heartbeat_timeout,
+    };
+
+    let states: Vec<State> = input
+        .identities
+        .iter()
+        .map(|r| state_of(r, input, &policy, young_window, now))
+        .collect();
+
+    let identity_space = identity_space(input, &states, &range);
+    let age = age_and_rate(input, &identity_space, settings.heartbeat_timeout, now);
+    let churn = churn(input, &states);
+    let integrity = integrity(input, &states, &range);
+    let modifiers = modifiers(input);
+    let configuration = configuration(input, &churn, settings.heartbeat_timeout, gc_interval);
+
+    let mut d = Diagnosis {
+        schema: SCHEMA_ID.into(),
+        api_version: crate::report::API_VERSION.into(),
+        kind: KIND.into(),
+        tool: crate::gc::tool(),
+        cluster: DiagnosedCluster {
+            server: input.server.clone(),
+            context: input.context.clone(),
+            kubernetes_version: None,
+            endpoint_crd: input.crds.endpoints,
+            endpoint_slice_crd: input.crds.slices,
+            endpoints: input.endpoints,
+            endpoint_slices: input.endpoint_slices,
+        },
+        generated_at: now,
+        redacted: input.redacted,
+        findings: Vec::new(),
+        identity_space,
+        age,
+        churn,
+        integrity,
+        modifiers,
+        configuration,
+        warnings,
+        gc_health: None,
+    };
+    let health = gc_health(input, &states, settings.heartbeat_timeout, gc_interval, now);
+    d.findings = findings(input, &d, &settings, gc_interval);
+    let gc_enabled = gc_interval.is_some_and(|d| !d.is_zero());
+    d.findings.extend(
+        super::gc_health::findings(&health, settings.heartbeat_timeout, now)
+            .into_iter()
+            // GC disabled (gc-disabled says so): marks cannot be "overdue".
+            .filter(|f| gc_enabled || f.code != FindingCode::GcNotCompleting),
+    );
+    d.findings.sort_by_key(|f| f.severity);
+    if let Some(p) = &health.workloads_problem {
+        d.warnings.push(p.clone());
+    }
+    d.gc_health = Some(health);
+    d
+}
+
+/// cilium-config's `identity-gc-interval` (default 15m); an unreadable one
+/// is assumed to be the default, with a warning.
+fn gc_interval(input: &Input, warnings: &mut Vec<String>) -> Option<Duration> {
+    let gc_raw = config_value(input, "identity-gc-interval").unwrap_or("15m0s");
+    match crate::settings::parse_duration(gc_raw) {
+        Ok(d) => Some(d),
+        Err(_) => {
+            warnings.push(format!(
+                "cilium-config identity-gc-interval={gc_raw:?} is not a duration; assuming 15m"
+            ));
+            Some(DEFAULT_GC_INTERVAL)
+        }
+    }
+}
+
+/// Whether the operator's GC keeps up: the stale identities' marks and the
+/// unused unmarked ones, judged by `gc_health`.
+fn gc_health(
+    input: &Input,
+    states: &[State],
+    heartbeat_timeout: Duration,
+    gc_interval: Option<Duration>,
+    now: Timestamp,
+) -> GcHealth {
+    let stale_marks: Vec<(usize, Timestamp)> = states
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s == State::Stale)
+        .filter_map(|(i, _)| {
+            let mark = input.identities[i].identity.mark.as_deref()?;
+            Some((i, policy::parse_mark(mark)?))
+        })
+        .collect();
+    let unused_unmarked: Vec<usize> = states
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| matches!(s, State::Unmarked | State::TooYoung))
+        .map(|(i, _)| i)
+        .collect();
+    super::gc_health::gc_health(
+        &input.identities,
+        &stale_marks,
+        &unused_unmarked,
+        input.workloads.as_ref(),
+        heartbeat_timeout,
+        gc_interval.filter(|d| !d.is_zero()),
+        now,
+    )
+}
+
+fn config_value<'a>(input: &'a Input, key: &str) -> Option<&'a str> {
+    input
+        .config
+        .as_ref()
+        .and_then(|c| c.get(key))
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty())
+}
+
+fn state_of(
+    r: &IdentityRecord,
+    input: &Input,
+    policy: &Rules,
+    young_window: Duration,
+    now: Timestamp,
+) -> State {
+    let refs = r
+        .identity
+        .numeric_id()
+        .and_then(|id| input.refs.get(&id).copied())
+        .unwrap_or(0);
+    match decide(&r.identity, refs, policy, now).reason {
+        Reason::InUse => State::InUse,
+        Reason::NotLocal => State::NotLocal,
+        Reason::Stale => State::Stale,
+        Reason::MarkTooRecent => State::Marked,
+        Reason::MalformedMark => State::MalformedMark,
+        // No filters are set, so Filtered cannot happen; count it as young.
+        Reason::Filtered => State::TooYoung,
+        Reason::Unmarked => {
+            let young = r
+                .identity
+                .created_at
+                .is_some_and(|c| age_seconds(now, c) < young_window.as_secs() as i64);
+            if young {
+                State::TooYoung
+            } else {
+                State::Unmarked
+            }
+        }
+    }
+}
+
+/// Age in whole seconds; negative when `t` is in the future (clock skew).
+fn age_seconds(now: Timestamp, t: Timestamp) -> i64 {
+    now.as_second() - t.as_second()
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        return 0.0;
+    }
+    (part as f64 * 1000.0 / whole as f64).round() / 10.0
+}
+
+fn identity_space(
+    input: &Input,
+    states: &[State],
+    range: &std::ops::RangeInclusive<u64>,
+) -> IdentitySpace {
+    let mut c = StateCounts::default();
+    for s in states {
+        *match s {
+            State::InUse => &mut c.in_use,
+            State::Stale => &mut c.stale_candidates,
+            State::Marked => &mut c.unused_marked,
+            State::Unmarked => &mut c.unused_unmarked,
+            State::TooYoung => &mut c.too_young,
+            State::NotLocal => &mut c.not_local,
+            State::MalformedMark => &mut c.malformed_mark,
+        } += 1;
+    }
+    let capacity = range.end() - range.start() + 1;
+    let allocated = input
+        .identities
+        .iter()
+        .filter(|r| {
+            r.identity
+                .numeric_id()
+                .is_some_and(|id| range.contains(&id))
+        })
+        .count() as u64;
+    // Exact comparison, not the rounded percent: 94.96% is not critical.
+    let level = if allocated as f64 >= capacity as f64 * CRITICAL_PERCENT / 100.0 {
+        Level::Critical
+    } else if allocated as f64 >= capacity as f64 * WARNING_PERCENT / 100.0 {
+        Level::Warning
+    } else {
+        Level::Ok
+    };
+    IdentitySpace {
+        total: input.identities.len() as u64,
+        states: c,
+        local_range: IdRange {
+            min: *range.start(),
+            max: *range.end(),
+        },
+        capacity,
+        allocated,
+        utilisation_percent: percent(allocated, capacity),
+        headroom: capacity.saturating_sub(allocated),
+        level,
+    }
+}

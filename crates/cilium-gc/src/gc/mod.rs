@@ -1,0 +1,646 @@
+//! One scan or delete run, end to end, always ending in a [`Report`].
+//!
+//! Order matters for safety: connect; preflight (CRDs, cilium-config,
+//! permissions) before anything else; usage watchers synced before the first
+//! decision; the list scanned and decided; the zero-endpoints and
+//! blast-radius checks and the confirmation before the first write; then the
+//! marks and deletes. Any stop (signal, lost permission, refusal) still
+//! produces a complete report with the exit code it explains.
+
+use std::ops::ControlFlow;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+
+use crate::cluster::{ApiClient, Endpoint};
+use crate::exit::Exit;
+use crate::model::Kind;
+use crate::policy::{self, Narrowing, Policy, Rules};
+use crate::preflight::{self, CiliumSettings};
+use crate::report::{self, Abort, AbortReason, CheckName, ErrorKind, Mode, Outcome, Report};
+use crate::retry::Class;
+use crate::scan::{self, ScanError};
+use crate::settings::{ConnectOptions, GcSettings};
+use crate::stats::Stats;
+use crate::stop::{Stop, StopReason};
+use crate::sweep::{self, Action, SweepConfig};
+use crate::usage::UsageHandle;
+
+mod draft;
+mod observer;
+mod plan;
+
+pub use draft::tool;
+use draft::{options, round3, Draft};
+pub use observer::{Headless, Observer, Ui};
+use plan::{apply, blast_radius, mark_not_attempted, Plan};
+
+/// How long to wait for the endpoint watchers' first full list.
+pub(crate) const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+/// Run-level errors kept in the report; the rest are counted.
+pub(crate) const MAX_REPORTED_ERRORS: usize = 1000;
+
+/// Run scan or delete against the cluster the flags name.
+///
+/// Always returns a report, however the run ends: a signal stops it within
+/// a second or two at any phase, and a panic anywhere (caught here for this
+/// task, reported through [`Stop::fail`] by the panic hook for others) ends
+/// it with `aborted: internal-error` and what was known so far.
+pub async fn run(kube: &ConnectOptions, s: &GcSettings, stop: &Stop, ui: &Ui) -> (Report, Exit) {
+    let mut run = Run {
+        kube,
+        settings: s,
+        stop,
+        ui,
+        stats: Arc::new(Stats::default()),
+        report: Draft::new(s, kube),
+    };
+    let executed = AssertUnwindSafe(run.execute()).catch_unwind().await;
+    let exit = executed.unwrap_or_else(|payload| {
+        stop.fail(panic_text(payload.as_ref()));
+        Exit::Unexpected
+    });
+    run.finish(exit)
+}
+
+/// One scan or delete run: what it was asked (settings, connection), who
+/// watches it (the observer in `ui`), how it is stopped, what it counts,
+/// and the report it builds. Its phases are its methods, in the order they
+/// run; what one phase hands the next (the client, the usage view, the
+/// plan) is passed along, not stored.
+struct Run<'a> {
+    kube: &'a ConnectOptions,
+    settings: &'a GcSettings,
+    stop: &'a Stop,
+    ui: &'a Ui,
+    stats: Arc<Stats>,
+    report: Draft,
+}
+
+impl Run<'_> {
+    /// The report, however the run ended: what the usage view and the
+    /// clock still have to say, and the exit a stop turns the run's into.
+    fn finish(mut self, exit: Exit) -> (Report, Exit) {
+        self.ui.progress.finish();
+        self.report_usage_and_clock();
+        let exit = match self.stop.reason() {
+            Some(StopReason::Interrupt) => Exit::Interrupted,
+            Some(StopReason::Terminate) => Exit::Terminated,
+            Some(StopReason::InternalError) => Exit::Unexpected,
+            _ => exit,
+        };
+        let run = &mut self.report;
+        if matches!(exit, Exit::Interrupted | Exit::Terminated) {
+            run.interrupted = true;
+            if run.aborted.is_none() {
+                run.aborted = Some(Abort {
+                    reason: AbortReason::Interrupted,
+                    message: "stopped by signal: no delete was started after it".into(),
+                });
+            }
+        }
+        if self.stop.reason() == Some(StopReason::InternalError) {
+            let what = self.stop.panic_message().unwrap_or_default();
+            let m = format!(
+                "internal error: {what} (a bug: please report it; run with RUST_BACKTRACE=1 for a backtrace)"
+            );
+            run.error(ErrorKind::Other, m.clone());
+            run.abort(AbortReason::InternalError, m, exit);
+        }
+        (self.report.finish(exit, &self.stats), exit)
+    }
+
+    /// Stop the usage view and report its malformed endpoints; say so when
+    /// mark ages were judged by the local clock.
+    fn report_usage_and_clock(&mut self) {
+        let run = &mut self.report;
+        if let Some(usage) = run.usage.take() {
+            usage.stop();
+            for (what, problem) in usage.malformed() {
+                run.summary.malformed += 1;
+                let effect = if problem == crate::usage::NO_NAME {
+                    "its identity reference was read"
+                } else if self.settings.allow_unreadable_endpoints {
+                    "which identity it uses is unknown; deletes went on because of --allow-unreadable-endpoints"
+                } else {
+                    "which identity it uses is unknown, so it blocks deletes"
+                };
+                run.error(
+                    ErrorKind::MalformedObject,
+                    format!("{what}: {problem} ({effect})"),
+                );
+            }
+        }
+        if let Some(clock) = run.server_clock.take() {
+            if clock.local_clock_used() && run.summary.scanned > 0 {
+                let m = "the API server sent no usable Date header: heartbeat mark ages were judged by this machine's clock, which may be skewed from the cluster's";
+                tracing::warn!("{m}");
+                run.error(ErrorKind::Warning, m);
+            }
+        }
+    }
+}
+
+/// The text of a panic payload (`panic!` with a literal or a format).
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
+}
+
+/// Test-only: `KUBECTL_CILIUM_GC_TEST_PANIC=<place>` makes the run panic at
+/// `place` (`plan`: in the run's own task, after the scan; `background`: in
+/// another task, as a watcher bug would), so tests can prove that a bug
+/// still ends in a report. Honoured here and nowhere else.
+pub const TEST_PANIC_ENV: &str = "KUBECTL_CILIUM_GC_TEST_PANIC";
+
+fn test_panic_at(place: &str) -> bool {
+    std::env::var(TEST_PANIC_ENV).is_ok_and(|p| p == place)
+}
+
+/// What the read-only phases hand to the write phase.
+struct Prepared {
+    api: ApiClient,
+    usage: UsageHandle,
+    plan: Plan,
+    rules: Rules,
+}
+
+impl Run<'_> {
+    /// Every phase, in order; the exit code of the one the run ended in.
+    async fn execute(&mut self) -> Exit {
+        // Everything before the first write only reads (and asks): a stop
+        // cancels it where it is, a hung request included.
+        let stop = self.stop;
+        let prepared = tokio::select! {
+            p = self.prepare() => p,
+            _ = stop.wait() => return Exit::Interrupted,
+        };
+        match prepared {
+            ControlFlow::Continue(p) => self.write_phase(p).await,
+            ControlFlow::Break(exit) => exit,
+        }
+    }
+
+    /// Connect, preflight, sync usage, scan and decide, the checks on the
+    /// plan and the confirmation: reads only. Breaks with the exit code when
+    /// the run ends here (a scan, a refusal, an error).
+    async fn prepare(&mut self) -> ControlFlow<Exit, Box<Prepared>> {
+        let (api, endpoint) = self.connect().await?;
+        let (crds, cilium) = self.check_cluster(&api).await?;
+        let usage = self.sync_usage(&api, crds, &cilium).await?;
+        let (plan, policy) = self.scan_and_plan(&api, &cilium, &usage).await?;
+        self.gate_writes(&plan, &usage, &endpoint).await?;
+        ControlFlow::Continue(Box::new(Prepared {
+            api,
+            usage,
+            plan,
+            rules: policy.rules,
+        }))
+    }
+
+    /// Connect and check the server answers, recording where we are (never a
+    /// credential) and any insecure-connection warning.
+    async fn connect(&mut self) -> ControlFlow<Exit, (ApiClient, Endpoint)> {
+        let (s, stop) = (self.settings, self.stop);
+        let run = &mut self.report;
+        let (mut api, endpoint) = match ApiClient::connect(self.kube, self.stats.clone()).await {
+            Ok(x) => x,
+            Err(e) => {
+                run.error(ErrorKind::Connection, e.to_string());
+                return ControlFlow::Break(run.abort(
+                    AbortReason::ReadFailed,
+                    e.to_string(),
+                    Exit::Usage,
+                ));
+            }
+        };
+        api.stop = stop.clone();
+        run.server_clock = Some(api.clock.clone());
+        for w in &endpoint.warnings {
+            tracing::warn!("{w}");
+            run.error(ErrorKind::Insecure, w.clone());
+        }
+        run.cluster.server = Some(endpoint.server.clone());
+        run.cluster.context = endpoint.context.clone();
+        match reach(&api, &endpoint, s, run).await {
+            Ok(()) => ControlFlow::Continue((api, endpoint)),
+            Err(exit) => ControlFlow::Break(exit),
+        }
+    }
+
+    /// Preflight, before anything is written: the CRDs, cilium-config, our
+    /// permissions, cluster id and heartbeat timeout. A failed check refuses
+    /// the run.
+    async fn check_cluster(
+        &mut self,
+        api: &ApiClient,
+    ) -> ControlFlow<Exit, (preflight::Crds, CiliumSettings)> {
+        let (s, kube) = (self.settings, self.kube);
+        let run = &mut self.report;
+        let crds = match preflight::fetch_crds(api, s.max_retries).await {
+            Ok(c) => c,
+            Err(e) => {
+                return ControlFlow::Break(run.abort(
+                    AbortReason::ReadFailed,
+                    e.to_string(),
+                    Exit::Unexpected,
+                ))
+            }
+        };
+        let cilium = Self::read_cilium_config(api, s, run).await;
+        run.options = options(s, kube, Some(&cilium));
+        let wanted = crate::rbac::required(s.writes(), s.mark, crds.slices);
+        let (missing, perm_warnings) = preflight::fetch_missing_permissions(
+            api,
+            crds,
+            &wanted,
+            &s.scan.cilium_namespace,
+            s.max_retries,
+        )
+        .await;
+        for w in perm_warnings {
+            run.error(ErrorKind::Preflight, w);
+        }
+        run.preflight.checks = preflight::evaluate(crds, &cilium, &missing);
+        if !s.writes() && !cilium.allocation_mode_known {
+            Self::scan_assumes_crd_mode(run);
+        }
+        run.preflight
+            .checks
+            .push(preflight::cluster_id_check(&cilium));
+        let hb = preflight::heartbeat_check(
+            &cilium,
+            s.scan.heartbeat_timeout,
+            s.scan.allow_short_heartbeat_timeout,
+            s.writes(),
+        );
+        if !s.writes() && hb.message.contains("shorter") {
+            run.error(ErrorKind::Preflight, hb.message.clone());
+        }
+        run.preflight.checks.push(hb);
+        if let Some(failed) = run.preflight.checks.iter().find(|c| !c.passed).cloned() {
+            run.error(ErrorKind::Preflight, failed.message.clone());
+            return ControlFlow::Break(run.abort(
+                AbortReason::PreflightRefused,
+                failed.message,
+                Exit::Refused,
+            ));
+        }
+        ControlFlow::Continue((crds, cilium))
+    }
+
+    /// cilium-config (read, or stated by flags), with what could not be read
+    /// recorded as warnings.
+    async fn read_cilium_config(
+        api: &ApiClient,
+        s: &GcSettings,
+        run: &mut Draft,
+    ) -> CiliumSettings {
+        let (data, config_problem) =
+            preflight::fetch_cilium_config(api, &s.scan.cilium_namespace, s.max_retries).await;
+        if let Some(p) = config_problem {
+            run.error(ErrorKind::ConfigUnavailable, p);
+        }
+        let mut cilium = preflight::settings_from_config(data.as_ref(), s.scan.heartbeat_timeout);
+        cilium.state_allocation_mode(s.scan.identity_allocation_mode.as_deref());
+        for w in &cilium.warnings {
+            tracing::warn!("{w}");
+            run.error(ErrorKind::ConfigUnavailable, w.clone());
+        }
+        run.cluster.cilium_config = cilium.values.clone();
+        cilium
+    }
+
+    /// A scan writes nothing: with the allocation mode unknown it says so and
+    /// goes on (a delete refuses).
+    fn scan_assumes_crd_mode(run: &mut Draft) {
+        if let Some(c) = run
+            .preflight
+            .checks
+            .iter_mut()
+            .find(|c| c.name == CheckName::AllocationMode)
+        {
+            c.passed = true;
+            c.message = "cilium-config could not be read, so the identity allocation mode is unknown: this scan assumes crd (delete would refuse without --identity-allocation-mode crd)".into();
+            tracing::warn!("{}", c.message);
+            let m = c.message.clone();
+            run.error(ErrorKind::ConfigUnavailable, m);
+        }
+    }
+
+    /// Start the endpoint watchers (live for the rest of the run, stopped in
+    /// `run`) and wait for their first full list: nothing is decided before.
+    async fn sync_usage(
+        &mut self,
+        api: &ApiClient,
+        crds: preflight::Crds,
+        cilium: &CiliumSettings,
+    ) -> ControlFlow<Exit, UsageHandle> {
+        let (ui, stats) = (self.ui, &self.stats);
+        let run = &mut self.report;
+        let usage = UsageHandle::start(
+            api.client(),
+            api.watch_tap.clone(),
+            preflight::usage_sources(crds, cilium),
+            stats.clone(),
+        );
+        run.usage = Some(usage.clone());
+        ui.progress.listing("syncing endpoints");
+        if tokio::time::timeout(SYNC_TIMEOUT, usage.wait_ready())
+            .await
+            .is_err()
+        {
+            let m = format!(
+                "the endpoint watchers did not complete their first list within {}s",
+                SYNC_TIMEOUT.as_secs()
+            );
+            return ControlFlow::Break(run.abort(AbortReason::ReadFailed, m, Exit::Unexpected));
+        }
+        run.summary.endpoints = usage.object_count(Kind::Endpoint);
+        run.summary.endpoint_slices = usage.object_count(Kind::EndpointSlice);
+        ControlFlow::Continue(usage)
+    }
+
+    /// List every identity and decide each one: the plan. Narrowing (`-l`,
+    /// `-n`, `--min-age`) is applied here, once.
+    async fn scan_and_plan(
+        &mut self,
+        api: &ApiClient,
+        cilium: &CiliumSettings,
+        usage: &UsageHandle,
+    ) -> ControlFlow<Exit, (Plan, Policy)> {
+        let (s, ui, stop) = (self.settings, self.ui, self.stop);
+        let run = &mut self.report;
+        let policy = Policy {
+            rules: Rules {
+                local_range: policy::local_range(cilium.cluster_id, cilium.max_connected_clusters),
+                heartbeat_timeout: cilium.heartbeat_timeout,
+            },
+            narrowing: Narrowing {
+                selector: s.selector.clone(),
+                namespaces: s.scan.namespaces.clone(),
+                min_age: s.scan.min_age,
+            },
+        };
+        ui.progress.listing("listing identities");
+        let mut plan = Plan::default();
+        let scanned = scan::scan_identities(
+            api,
+            s.scan.page_size,
+            s.max_retries,
+            s.selector.is_some(),
+            stop,
+            |item| {
+                ui.progress.listed();
+                plan.take(item, usage, &policy, api.clock.now(), s, run);
+            },
+        )
+        .await;
+        if let Err(e) = scanned {
+            return ControlFlow::Break(match e {
+                ScanError::Interrupted => Exit::Interrupted,
+                ScanError::Denied(_) => {
+                    run.abort(AbortReason::PermissionLost, e.to_string(), Exit::Refused)
+                }
+                ScanError::NotInstalled(_) => {
+                    run.abort(AbortReason::PreflightRefused, e.to_string(), Exit::Refused)
+                }
+                _ => run.abort(AbortReason::ReadFailed, e.to_string(), Exit::Unexpected),
+            });
+        }
+        if test_panic_at("plan") {
+            panic!("injected by {TEST_PANIC_ENV}=plan");
+        }
+        run.summary.candidates = plan.candidates.len() as u64;
+        ControlFlow::Continue((plan, policy))
+    }
+
+    /// The checks that need the scan, then the limits and the confirmation. A
+    /// `scan` ends here (its candidates become `wouldDelete`); a `delete` goes
+    /// on to write only if every gate passes.
+    async fn gate_writes(
+        &mut self,
+        plan: &Plan,
+        usage: &UsageHandle,
+        endpoint: &Endpoint,
+    ) -> ControlFlow<Exit> {
+        let (s, ui) = (self.settings, self.ui);
+        let run = &mut self.report;
+        let candidates = run.summary.candidates;
+        let ep = preflight::endpoints_check(
+            run.summary.endpoints,
+            run.summary.endpoint_slices,
+            run.summary.scanned,
+            s.force,
+        );
+        let ep_failed = !ep.passed;
+        run.preflight.forced = s.force
+            && run.summary.endpoints + run.summary.endpoint_slices == 0
+            && run.summary.scanned > 0;
+        run.preflight.checks.push(ep.clone());
+        if s.mode == Mode::Scan {
+            if ep_failed {
+                run.error(ErrorKind::Preflight, ep.message);
+            }
+            for &i in &plan.candidate_items {
+                if let Some(i) = i {
+                    run.items[i].outcome = Outcome::WouldDelete;
+                }
+            }
+            return ControlFlow::Break(Exit::Success);
+        }
+        if ep_failed {
+            mark_not_attempted(run, plan);
+            return ControlFlow::Break(run.abort(
+                AbortReason::PreflightRefused,
+                ep.message,
+                Exit::Refused,
+            ));
+        }
+        let readable = endpoints_readable_check(usage, s.allow_unreadable_endpoints);
+        run.preflight.checks.push(readable.clone());
+        let refusal = if !readable.passed {
+            Some((
+                AbortReason::PreflightRefused,
+                readable.message,
+                Exit::Refused,
+            ))
+        } else if let Some(why) = blast_radius(candidates, run.summary.scanned, s) {
+            Some((AbortReason::BlastRadius, why, Exit::BlastRadius))
+        } else if !plan::confirm(s, plan, endpoint, ui).await {
+            Some((
+                AbortReason::NotConfirmed,
+                "not confirmed: nothing was changed".to_owned(),
+                Exit::Usage,
+            ))
+        } else {
+            None
+        };
+        match refusal {
+            Some((reason, why, exit)) => {
+                mark_not_attempted(run, plan);
+                run.summary.not_attempted = candidates;
+                ControlFlow::Break(run.abort(reason, why, exit))
+            }
+            None => ControlFlow::Continue(()),
+        }
+    }
+
+    /// The marks and the deletes. Stop-aware item by item (see `sweep`), so a
+    /// signal lets the writes in flight be answered and reported.
+    async fn write_phase(&mut self, p: Box<Prepared>) -> Exit {
+        let (s, stop, ui) = (self.settings, self.stop, self.ui);
+        let run = &mut self.report;
+        let Prepared {
+            api,
+            usage,
+            plan,
+            rules,
+        } = *p;
+        let cfg = SweepConfig {
+            concurrency: s.concurrency,
+            qps: s.qps,
+            burst: s.burst,
+            max_conflict_retries: s.max_conflict_retries,
+            max_retries: s.max_retries,
+            dry_run: s.mode == Mode::DryRunServer,
+            allow_unreadable_endpoints: s.allow_unreadable_endpoints,
+            rules,
+        };
+        if test_panic_at("background") {
+            tokio::spawn(async { panic!("injected by {TEST_PANIC_ENV}=background") });
+        }
+        let Plan {
+            candidates: targets,
+            candidate_items,
+            to_mark,
+            mark_items,
+            ..
+        } = plan;
+        if s.mark && !to_mark.is_empty() {
+            ui.progress.start_phase("marking", to_mark.len() as u64);
+            let results = sweep::sweep(&api, &usage, to_mark, Action::Mark, &cfg, stop, |_| {
+                ui.progress.inc()
+            })
+            .await;
+            apply(run, &mark_items, results);
+        }
+        ui.progress.start_phase("deleting", targets.len() as u64);
+        let started = Instant::now();
+        let results = sweep::sweep(&api, &usage, targets, Action::Delete, &cfg, stop, |_| {
+            ui.progress.inc()
+        })
+        .await;
+        let elapsed = started.elapsed().as_secs_f64();
+        apply(run, &candidate_items, results);
+        if elapsed > 0.0 {
+            run.summary.delete_rate_per_second = round3(run.summary.deleted as f64 / elapsed);
+        }
+        match stop.reason() {
+            Some(reason) => writes_stopped(run, reason, &usage),
+            None if run.summary.failed > 0 => Exit::PartialFailure,
+            None => Exit::Success,
+        }
+    }
+}
+
+/// Why the writes stopped early, in the report, and the exit it means.
+fn writes_stopped(run: &mut Draft, reason: StopReason, usage: &UsageHandle) -> Exit {
+    match reason {
+        StopReason::PermissionLost => run.abort(
+            AbortReason::PermissionLost,
+            "permission lost during the run (401/403): no further writes were started",
+            Exit::Refused,
+        ),
+        StopReason::UsageLost => {
+            let m = format!(
+                "endpoint usage was not known complete for {}s (the endpoint watchers could not list or watch CiliumEndpoints/Slices), so which identities are in use is unknown: no further writes were started",
+                crate::usage::USAGE_STALL_LIMIT.as_secs()
+            );
+            run.error(ErrorKind::Watcher, m.clone());
+            run.abort(AbortReason::UsageLost, m, Exit::Unexpected)
+        }
+        StopReason::UnreadableEndpoint => {
+            let c = endpoints_readable_check(usage, false);
+            run.preflight.checks.push(c.clone());
+            let m = format!(
+                "{} (appeared during the deletes: no further writes were started)",
+                c.message
+            );
+            run.abort(AbortReason::PreflightRefused, m, Exit::Refused)
+        }
+        _ => Exit::Interrupted,
+    }
+}
+
+/// Endpoints whose identity reference cannot be read block deletes: such
+/// an endpoint may protect any identity. Names the first few.
+fn endpoints_readable_check(usage: &UsageHandle, allow: bool) -> report::Check {
+    const SHOWN: usize = 5;
+    let bad = usage.unreadable();
+    let mut names: Vec<String> = bad
+        .iter()
+        .take(SHOWN)
+        .map(|(what, problem)| format!("{what} ({problem})"))
+        .collect();
+    if bad.len() > SHOWN {
+        names.push(format!("and {} more", bad.len() - SHOWN));
+    }
+    let list = names.join(", ");
+    report::Check {
+        name: CheckName::EndpointsReadable,
+        passed: bad.is_empty() || allow,
+        message: if bad.is_empty() {
+            "every endpoint's identity reference is readable".into()
+        } else if allow {
+            format!("{} endpoints have an unreadable identity reference: {list}; deleting anyway because of --allow-unreadable-endpoints", bad.len())
+        } else {
+            format!("{} endpoints have an unreadable identity reference, so the identities they use are unknown: {list}; refusing to delete. Fix them, or pass --allow-unreadable-endpoints", bad.len())
+        },
+    }
+}
+
+/// Reach the server (`/version`) so an unreachable server or rejected
+/// credentials fail early with a clear message.
+async fn reach(
+    api: &ApiClient,
+    endpoint: &Endpoint,
+    s: &GcSettings,
+    run: &mut Draft,
+) -> Result<(), Exit> {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Version {
+        git_version: Option<String>,
+    }
+    let a = api.get("/version", s.max_retries.min(2)).await;
+    match a.class {
+        Class::Success => {
+            run.cluster.kubernetes_version = a.json::<Version>().ok().and_then(|v| v.git_version);
+            Ok(())
+        }
+        Class::Unauthorized => {
+            let m = format!(
+                "the API server at {} rejected the credentials (401 Unauthorized)",
+                endpoint.server
+            );
+            run.error(ErrorKind::Forbidden, m.clone());
+            Err(run.abort(AbortReason::PreflightRefused, m, Exit::Refused))
+        }
+        // Some servers forbid /version to unprivileged users: not fatal.
+        Class::Forbidden | Class::NotFound => Ok(()),
+        _ => {
+            let m = format!(
+                "cannot reach the API server at {}: {}",
+                endpoint.server, a.message
+            );
+            run.error(ErrorKind::Connection, m.clone());
+            Err(run.abort(AbortReason::ReadFailed, m, Exit::Usage))
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! Who watches a run: progress and the confirmation before the first write
+//! go through an [`Observer`] the caller provides (the plugin's terminal,
+//! or nobody).
+
+/// What a run reports to the person watching, and asks them: progress and
+/// the confirmation before the first write. The engine has no terminal;
+/// the plugin implements this on stderr and stdin.
+pub trait Observer: Send + Sync {
+    /// A list starts (`what`: "listing identities", ...).
+    fn listing(&self, _what: &str) {}
+    /// One more object listed.
+    fn listed(&self) {}
+    /// A write phase starts with `total` items.
+    fn start_phase(&self, _label: &str, _total: u64) {}
+    /// One more item of the phase done.
+    fn inc(&self) {}
+    /// The run is over: clear any display.
+    fn finish(&self) {}
+    /// Ask to go ahead with `question`; `None` when nobody can be asked.
+    fn confirm(&self, _question: &str) -> Option<bool> {
+        None
+    }
+}
+
+/// Nobody watching: no progress, no one to ask.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Headless;
+
+impl Observer for Headless {}
+
+/// How the run talks to the person at the terminal, if any.
+#[derive(Clone)]
+pub struct Ui {
+    /// Progress display and the confirmation prompt.
+    pub progress: std::sync::Arc<dyn Observer>,
+}
+
+impl std::fmt::Debug for Ui {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ui").finish_non_exhaustive()
+    }
+}
+
+impl Ui {
+    /// Report to and ask `observer`.
+    pub fn new(observer: impl Observer + 'static) -> Self {
+        Ui {
+            progress: std::sync::Arc::new(observer),
+        }
+    }
+    /// No terminal at all (tests, demo in CI).
+    pub fn headless() -> Self {
+        Ui::new(Headless)
+    }
+}

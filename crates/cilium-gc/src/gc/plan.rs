@@ -1,0 +1,212 @@
+//! The plan a scan builds (what to delete, what to mark, which report item
+//! each one is) and what becomes of it: refused, or the sweep's results.
+
+use jiff::Timestamp;
+
+use crate::cluster::Endpoint;
+use crate::model::{Identity, Malformed};
+use crate::policy::{self, Policy, Reason};
+use crate::report::{ErrorKind, Item, ItemsMode, Mode, Outcome};
+use crate::settings::GcSettings;
+use crate::sweep::ItemResult;
+use crate::usage::UsageHandle;
+
+use super::draft::Draft;
+use super::Ui;
+
+/// What the scan decided: counts, items, and what to write.
+#[derive(Default)]
+pub(super) struct Plan {
+    pub(super) candidates: Vec<Identity>,
+    pub(super) candidate_items: Vec<Option<usize>>,
+    pub(super) to_mark: Vec<Identity>,
+    pub(super) mark_items: Vec<Option<usize>>,
+}
+
+impl Plan {
+    pub(super) fn take(
+        &mut self,
+        item: Result<Identity, Malformed>,
+        usage: &UsageHandle,
+        policy: &Policy,
+        now: Timestamp,
+        s: &GcSettings,
+        run: &mut Draft,
+    ) {
+        let mut identity = match item {
+            Ok(i) => i,
+            Err(bad) => {
+                run.summary.malformed += 1;
+                let name = bad.name.as_deref().unwrap_or("<no name>");
+                run.error(
+                    ErrorKind::MalformedObject,
+                    format!("ciliumidentity {name}: {} (skipped)", bad.problem),
+                );
+                return;
+            }
+        };
+        run.summary.scanned += 1;
+        let refs = identity.numeric_id().map_or(0, |id| usage.refs(id));
+        // Narrowing is judged here, once; the sweep re-judges only usage
+        // and the mark (`policy::decide`), so the labels can go.
+        let d = policy::plan(&identity, refs, policy, now);
+        run.summary.reasons.add(d.reason);
+        identity.labels = Default::default();
+        let candidate = d.is_candidate();
+        let markable = s.mark && d.reason == Reason::Unmarked;
+        let keep = match s.scan.items {
+            ItemsMode::All => true,
+            ItemsMode::Unused => d.reason != Reason::InUse,
+            ItemsMode::Actionable => candidate || markable,
+            ItemsMode::None => false,
+        };
+        let index = keep.then(|| {
+            run.items.push(Item {
+                name: identity.name.clone(),
+                id: identity.numeric_id(),
+                namespace: identity.namespace.clone(),
+                created_at: identity.created_at,
+                marked_at: d.marked_at,
+                reason: d.reason,
+                outcome: Outcome::Skipped,
+                attempts: 0,
+                conflicts: Vec::new(),
+                last_error: None,
+            });
+            run.items.len() - 1
+        });
+        if candidate {
+            self.candidates.push(identity);
+            self.candidate_items.push(index);
+        } else if markable {
+            self.to_mark.push(identity);
+            self.mark_items.push(index);
+        }
+    }
+}
+
+pub(super) fn mark_not_attempted(run: &mut Draft, plan: &Plan) {
+    for i in plan
+        .candidate_items
+        .iter()
+        .chain(&plan.mark_items)
+        .flatten()
+    {
+        run.items[*i].outcome = Outcome::NotAttempted;
+    }
+}
+
+/// `--max-deletions` / `--max-percent`: why the plan is too big, if it is.
+pub(super) fn blast_radius(candidates: u64, scanned: u64, s: &GcSettings) -> Option<String> {
+    if let Some(max) = s.max_deletions {
+        if candidates > max {
+            return Some(format!(
+                "{candidates} identities would be deleted, more than --max-deletions {max}: nothing was deleted"
+            ));
+        }
+    }
+    if let Some(p) = s.max_percent {
+        let share = if scanned == 0 {
+            0.0
+        } else {
+            candidates as f64 * 100.0 / scanned as f64
+        };
+        if share > p {
+            return Some(format!(
+                "{candidates} of {scanned} identities ({share:.1}%) would be deleted, more than --max-percent {p}: nothing was deleted"
+            ));
+        }
+    }
+    None
+}
+
+/// Ask the person watching unless `--yes` (or a dry run, which changes
+/// nothing); without anyone to ask, the answer is no. The observer is asked
+/// on a thread of its own, so a signal at the prompt stops the run at once
+/// (that thread is left blocked on its input and ends with the process).
+pub(super) async fn confirm(s: &GcSettings, plan: &Plan, endpoint: &Endpoint, ui: &Ui) -> bool {
+    if s.yes
+        || s.mode == Mode::DryRunServer
+        || (plan.candidates.is_empty() && plan.to_mark.is_empty())
+    {
+        return true;
+    }
+    let question = format!(
+        "About to delete {} stale identities{} on {}{}.",
+        plan.candidates.len(),
+        if s.mark {
+            format!(" and mark {} unmarked ones", plan.to_mark.len())
+        } else {
+            String::new()
+        },
+        endpoint.server,
+        endpoint
+            .context
+            .as_deref()
+            .map(|c| format!(" (context {c})"))
+            .unwrap_or_default(),
+    );
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let observer = ui.progress.clone();
+    let asked = std::thread::Builder::new()
+        .name("confirm".into())
+        .spawn(move || {
+            let _ = tx.send(observer.confirm(&question));
+        });
+    if asked.is_err() {
+        return false;
+    }
+    matches!(rx.await, Ok(Some(true)))
+}
+
+pub(super) fn apply(run: &mut Draft, indices: &[Option<usize>], results: Vec<ItemResult>) {
+    for (index, r) in indices.iter().zip(results) {
+        let s = &mut run.summary;
+        match r.outcome {
+            Outcome::Deleted => s.deleted += 1,
+            Outcome::AlreadyGone => s.already_gone += 1,
+            Outcome::Reclaimed => s.reclaimed += 1,
+            Outcome::Failed => s.failed += 1,
+            Outcome::Marked => s.marked += 1,
+            Outcome::NotAttempted => s.not_attempted += 1,
+            Outcome::Skipped | Outcome::WouldDelete => {}
+        }
+        if let Some(i) = index {
+            let item = &mut run.items[*i];
+            item.outcome = r.outcome;
+            item.reason = r.reason;
+            item.attempts = r.attempts;
+            item.conflicts = r.conflicts;
+            item.last_error = r.last_error;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::settings::{ScanSettings, WriteSettings};
+
+    fn limits(max_deletions: Option<u64>, max_percent: Option<f64>) -> GcSettings {
+        let w = WriteSettings {
+            max_deletions,
+            max_percent,
+            ..WriteSettings::default()
+        };
+        GcSettings::for_delete(ScanSettings::default(), w).unwrap()
+    }
+
+    #[test]
+    fn blast_radius_limits() {
+        assert!(blast_radius(10, 100, &limits(None, None)).is_none());
+        assert!(blast_radius(10, 100, &limits(Some(10), None)).is_none());
+        assert!(blast_radius(11, 100, &limits(Some(10), None))
+            .unwrap()
+            .contains("--max-deletions 10"));
+        assert!(blast_radius(50, 100, &limits(None, Some(50.0))).is_none());
+        assert!(blast_radius(51, 100, &limits(None, Some(50.0)))
+            .unwrap()
+            .contains("51.0%"));
+        assert!(blast_radius(0, 0, &limits(None, Some(1.0))).is_none());
+    }
+}
