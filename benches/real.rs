@@ -13,6 +13,7 @@
 //! - the delete phase: `delete --yes --qps 0 --concurrency 32` of the N/4
 //!   stale identities (the report's `deleteRatePerSecond`), against
 //!   `kubectl delete --wait=false` of the same number.
+//!
 //! Prints a Markdown table on stderr and the figures as JSON on stdout;
 //! `bench/results-real.json` keeps the last full run.
 

@@ -38,11 +38,11 @@ pub(crate) const MAX_THROTTLED_PER_ITEM: u32 = 64;
 
 /// 403s on one item that SelfSubjectAccessReview then allowed, before the
 /// item is reported failed (an admission policy, not RBAC, denies it).
-pub const MAX_FORBIDDEN_PER_ITEM: u32 = 3;
+pub(crate) const MAX_FORBIDDEN_PER_ITEM: u32 = 3;
 
 /// How long a 403 on a write is confirmed by SelfSubjectAccessReview before
 /// the permission counts as lost.
-pub const FORBIDDEN_WINDOW: Duration = Duration::from_secs(10);
+pub(crate) const FORBIDDEN_WINDOW: Duration = Duration::from_secs(10);
 
 /// What to do to each target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
