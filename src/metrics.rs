@@ -157,7 +157,7 @@ fn register_counts(reg: &mut Registry, s: &cilium_gc::report::Summary) {
         (
             "deleted_identities",
             "Identities deleted by the last run (validated, with --dry-run=server)",
-            s.deleted,
+            s.deleted + s.validated,
         ),
         (
             "failed_identities",

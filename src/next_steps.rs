@@ -98,11 +98,11 @@ fn what_is_left(report: &Report, steps: &mut Vec<String>) {
             thousands(r.stale),
             plural(r.stale, "identity is", "identities are"),
         )),
-        Mode::DryRunServer if s.deleted > 0 => steps.push(format!(
+        Mode::DryRunServer if s.validated > 0 => steps.push(format!(
             "The server accepted {} {}: run `kubectl cilium-gc delete` without \
              --dry-run=server to delete them",
-            thousands(s.deleted),
-            plural(s.deleted, "deletion", "deletions"),
+            thousands(s.validated),
+            plural(s.validated, "deletion", "deletions"),
         )),
         _ => {}
     }

@@ -57,7 +57,11 @@ fn report_summary(o: &mut String, r: &Report) {
     ];
     if r.mode != Mode::Scan {
         rows.extend([
-            vec!["Deleted".into(), n(s.deleted)],
+            if r.mode == Mode::DryRunServer {
+                vec!["Validated (dry run)".into(), n(s.validated)]
+            } else {
+                vec!["Deleted".into(), n(s.deleted)]
+            },
             vec!["Already gone".into(), n(s.already_gone)],
             vec![
                 "Reclaimed during the run (left alone)".into(),

@@ -244,7 +244,8 @@ fn next_steps_per_mode() {
     assert!(next_steps(&r).is_empty());
 
     r.mode = Mode::DryRunServer;
-    r.summary.deleted = 1;
+    r.summary.deleted = 0;
+    r.summary.validated = 1;
     assert_eq!(
         next_steps(&r),
         vec![

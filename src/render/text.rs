@@ -174,12 +174,11 @@ pub(super) fn counts(o: &mut String, report: &Report, p: &Paint) {
     }
     row(o, 0, "candidates", n(s.candidates), Tone::Bold);
     if report.mode != Mode::Scan {
-        let deleted = if report.mode == Mode::DryRunServer {
-            "validated"
+        if report.mode == Mode::DryRunServer {
+            row(o, 0, "validated", n(s.validated), Tone::Good);
         } else {
-            "deleted"
-        };
-        row(o, 0, deleted, n(s.deleted), Tone::Good);
+            row(o, 0, "deleted", n(s.deleted), Tone::Good);
+        }
         row(o, 0, "already gone", n(s.already_gone), Tone::Plain);
         row(o, 0, "reclaimed", n(s.reclaimed), Tone::Plain);
         let failed = if s.failed > 0 { Tone::Bad } else { Tone::Plain };

@@ -29,6 +29,16 @@ async fn server_dry_run_leaves_every_object_in_place() {
     let r = report(&out);
     assert_eq!(r["mode"], "dry-run-server", "{}", r["mode"]);
     assert_eq!(summary(&r, "candidates"), seeded.stale.len() as u64);
+    assert_eq!(
+        summary(&r, "validated"),
+        seeded.stale.len() as u64,
+        "every delete validated"
+    );
+    assert_eq!(
+        summary(&r, "deleted"),
+        0,
+        "nothing deleted, and the report says so"
+    );
     assert_eq!(summary(&r, "failed"), 0);
     let client = cluster.admin().await;
     assert_eq!(identity_names(&client).await, seeded.all, "nothing deleted");

@@ -349,3 +349,62 @@ async fn request_timeout_does_not_cut_quiet_watches() {
     );
     assert_eq!(report.summary.watcher_restarts, 0, "no watch was cut");
 }
+
+/// Issue 21: an item whose only answers were 429s when Ctrl-C cut its
+/// Retry-After wait had nothing applied: `not-attempted`, with the 429 as
+/// its last error (it used to be `failed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigint_during_a_retry_after_wait_leaves_the_item_not_attempted() {
+    let w = World::start(calm("small")).await;
+    let kc = w.kubeconfig.to_string_lossy().to_string();
+    let run = spawn(
+        &[
+            "--kubeconfig",
+            &kc,
+            "delete",
+            "--yes",
+            "--qps",
+            "5",
+            "-o",
+            "json",
+        ],
+        &[],
+    );
+    wait_until("deleted one", || !w.sim.ledger().deletes.is_empty()).await;
+    // From now on every delete is over the server's cap: 429, Retry-After 60 s.
+    w.sim.set_faults(Faults {
+        delete_rate_cap: Some(0.001),
+        retry_after_secs: 60,
+        ..Faults::default()
+    });
+    wait_until("a 429 answered", || {
+        w.sim
+            .ledger()
+            .requests
+            .iter()
+            .any(|r| r.method == "DELETE" && r.status == 429)
+    })
+    .await;
+    run.signal("INT");
+    let out = run.finish(PROMPT, "sweep").await;
+    let r = assert_interrupted(&out, "sweep");
+    assert_eq!(r["summary"]["failed"], 0, "{}", r["summary"]);
+    let throttled: Vec<&Value> = r["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["outcome"] == "not-attempted" && i["attempts"].as_u64() > Some(0))
+        .collect();
+    assert!(
+        !throttled.is_empty(),
+        "an item sent and throttled is not-attempted"
+    );
+    for i in throttled {
+        assert!(
+            i["lastError"]
+                .as_str()
+                .is_some_and(|e| e.contains("429") || e.to_lowercase().contains("too many")),
+            "its last error is the 429: {i}"
+        );
+    }
+}

@@ -393,9 +393,13 @@ async fn server_dry_run_writes_nothing() {
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
     assert_eq!(report.mode, Mode::DryRunServer);
     assert_eq!(
-        report.summary.deleted as usize,
+        report.summary.validated as usize,
         stale.len(),
         "the server validated each delete"
+    );
+    assert_eq!(
+        report.summary.deleted, 0,
+        "issue 21: nothing deleted, and the report says so"
     );
     let ledger = w.sim.ledger();
     assert!(

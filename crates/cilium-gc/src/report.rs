@@ -22,6 +22,12 @@ pub const SCHEMA_ID: &str =
     "https://raw.githubusercontent.com/kubectl-cilium-gc/kubectl-cilium-gc/main/schema/report-v1.json";
 
 /// The result of one `kubectl cilium-gc` scan or delete run.
+///
+/// Changes within v1 (additive only): `summary.validated` (with
+/// `--dry-run=server` the validated deletes are counted there and
+/// `summary.deleted` stays 0; before, `deleted` counted them); an item whose
+/// writes all ended in 429, 409, 403 or a refused connection when the run
+/// stopped is `not-attempted` with its `lastError` (before, `failed`).
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(title = "CiliumIdentityGCReport")]
@@ -304,15 +310,23 @@ pub struct Summary {
     pub reasons: ReasonCounts,
     /// Identities that were deletion candidates at scan time.
     pub candidates: u64,
-    /// Identities deleted (or validated, with `--dry-run=server`).
+    /// Identities deleted. Always 0 with `--dry-run=server`, which applies
+    /// nothing: see `validated`.
     pub deleted: u64,
+    /// With `--dry-run=server`: deletes the server validated (preconditions
+    /// included) and did not apply. 0 otherwise. Added in v1 after its first
+    /// release (before it, `deleted` counted these): absent in older reports.
+    #[serde(default)]
+    pub validated: u64,
     /// Candidates that were already gone (404).
     pub already_gone: u64,
     /// Candidates an agent reclaimed or an endpoint reused during the run: left alone.
     pub reclaimed: u64,
     /// Candidates that could not be deleted; see their items.
     pub failed: u64,
-    /// Candidates not attempted because the run stopped early.
+    /// Candidates the run stopped before any write of theirs could take
+    /// effect (never sent, or answered only with 429, 409, 403 or a refused
+    /// connection; `lastError` keeps the last answer).
     pub not_attempted: u64,
     /// Unmarked identities annotated with `--mark`.
     pub marked: u64,
@@ -453,7 +467,7 @@ pub enum Outcome {
     Failed,
     /// Annotated with a heartbeat mark (`--mark`).
     Marked,
-    /// Not attempted: the run stopped first.
+    /// The run stopped before any write of it could take effect.
     NotAttempted,
 }
 

@@ -200,7 +200,7 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
     let mut tries = Tries::default();
     loop {
         match gate(ctx).await {
-            Gate::Stopped => return stopped(r),
+            Gate::Stopped => return stopped(r, &tries),
             Gate::Recheck => continue,
             Gate::Open => {}
         }
@@ -264,7 +264,7 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
         match step {
             Step::Retry => {}
             Step::Finish(outcome, error) => return finish(r, outcome, error),
-            Step::Stopped => return stopped(r),
+            Step::Stopped => return stopped(r, &tries),
         }
     }
 }
@@ -469,9 +469,12 @@ async fn on_forbidden(ctx: &Ctx<'_>, tries: &mut Tries, message: String) -> Step
     Step::Finish(Outcome::Failed, Some(message))
 }
 
-/// An item the stop reached: never attempted, or failed if writes were sent.
-fn stopped(r: ItemResult) -> ItemResult {
-    if r.attempts == 0 {
+/// An item the stop reached. `not-attempted` when none of its writes can
+/// have taken effect (never sent, or answered only with 429, 409, 403 or a
+/// refused connection: the server applied nothing), its last answer kept;
+/// `failed` when one may have (an answer lost, a 5xx).
+fn stopped(r: ItemResult, tries: &Tries) -> ItemResult {
+    if tries.lost_answers == 0 {
         finish(r, Outcome::NotAttempted, None)
     } else {
         let e = r

@@ -184,6 +184,7 @@ pub fn full_report() -> Report {
             },
             candidates: 4,
             deleted: 1,
+            validated: 0,
             already_gone: 1,
             reclaimed: 1,
             failed: 1,

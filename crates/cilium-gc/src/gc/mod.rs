@@ -539,7 +539,8 @@ impl Run<'_> {
         let elapsed = started.elapsed().as_secs_f64();
         apply(run, &candidate_items, results);
         if elapsed > 0.0 {
-            run.summary.delete_rate_per_second = round3(run.summary.deleted as f64 / elapsed);
+            let written = run.summary.deleted + run.summary.validated;
+            run.summary.delete_rate_per_second = round3(written as f64 / elapsed);
         }
         match stop.reason() {
             Some(reason) => writes_stopped(run, reason, &usage),

@@ -160,9 +160,12 @@ pub(super) async fn confirm(s: &GcSettings, plan: &Plan, endpoint: &Endpoint, ui
 }
 
 pub(super) fn apply(run: &mut Draft, indices: &[Option<usize>], results: Vec<ItemResult>) {
+    let dry_run = run.mode == Mode::DryRunServer;
     for (index, r) in indices.iter().zip(results) {
         let s = &mut run.summary;
         match r.outcome {
+            // The server validated a dry-run delete and applied nothing.
+            Outcome::Deleted if dry_run => s.validated += 1,
             Outcome::Deleted => s.deleted += 1,
             Outcome::AlreadyGone => s.already_gone += 1,
             Outcome::Reclaimed => s.reclaimed += 1,
