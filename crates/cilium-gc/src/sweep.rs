@@ -90,7 +90,9 @@ pub(crate) struct ItemResult {
     pub last_error: Option<String>,
 }
 
-struct Ctx<'a> {
+/// What every sweep worker shares: the client, the live usage, the
+/// settings, the action, the stop signal and the shared limiter.
+struct Sweeper<'a> {
     api: &'a ApiClient,
     usage: &'a UsageHandle,
     cfg: &'a SweepConfig,
@@ -110,7 +112,7 @@ pub(crate) async fn sweep(
     stop: &Stop,
     on_done: impl Fn(&ItemResult),
 ) -> Vec<ItemResult> {
-    let ctx = Ctx {
+    let ctx = Sweeper {
         api,
         usage,
         cfg,
@@ -172,7 +174,7 @@ struct Tries {
 /// again on live usage, write with preconditions, and handle the answer,
 /// until it ends in an outcome. Never fails the run: a stop, a lost
 /// permission or lost usage stop it through `ctx.stop`.
-async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
+async fn process(ctx: &Sweeper<'_>, mut ident: Identity) -> ItemResult {
     let mut r = ItemResult {
         outcome: Outcome::NotAttempted,
         reason: ctx.action.wanted(),
@@ -252,7 +254,7 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
 /// Wait until a write may go out: usage first (every endpoint source known
 /// complete as of at most `FRESHNESS_LIMIT` ago; given up once unknown for
 /// the stall limit), no unreadable endpoint, then the shared limiter.
-async fn gate(ctx: &Ctx<'_>) -> Gate {
+async fn gate(ctx: &Sweeper<'_>) -> Gate {
     if ctx.stop.is_stopped() {
         return Gate::Stopped;
     }
@@ -286,7 +288,7 @@ async fn gate(ctx: &Ctx<'_>) -> Gate {
 
 /// A 409: re-read the identity, record who changed it, and go round again
 /// (the loop re-decides), until the conflicts allowed are used up.
-async fn on_conflict(ctx: &Ctx<'_>, r: &mut ItemResult, ident: &mut Identity) -> Step {
+async fn on_conflict(ctx: &Sweeper<'_>, r: &mut ItemResult, ident: &mut Identity) -> Step {
     Stats::bump(&ctx.api.stats.conflicts);
     let expected = ident.resource_version.clone();
     let fresh = tokio::select! {
@@ -330,7 +332,7 @@ async fn on_conflict(ctx: &Ctx<'_>, r: &mut ItemResult, ident: &mut Identity) ->
 /// A 429: this request waits out its own Retry-After (else backoff with
 /// jitter); the shared limiter slows everyone only when throttling is
 /// sustained (`pace`).
-async fn on_throttled(ctx: &Ctx<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
+async fn on_throttled(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
     ctx.pace.record(true);
     tries.throttled += 1;
     if tries.throttled > MAX_THROTTLED_PER_ITEM {
@@ -352,7 +354,7 @@ async fn on_throttled(ctx: &Ctx<'_>, tries: &mut Tries, retry_after: Option<Dura
 
 /// A 5xx, a timeout or a reset: backoff with jitter, a bounded number of
 /// times. The write may have been applied, which a later 404 must allow for.
-async fn on_transient(ctx: &Ctx<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
+async fn on_transient(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
     tries.lost_answers += 1;
     if tries.transient >= ctx.cfg.max_retries {
         return Step::Finish(Outcome::Failed, None);
@@ -385,7 +387,7 @@ fn stopped(r: ItemResult) -> ItemResult {
 /// The DELETE (with preconditions) or the mark PATCH (with resourceVersion,
 /// so a concurrent change wins), sent once, at once: the caller has waited
 /// for the Retry-After gate where a stop could cancel the wait.
-async fn write(ctx: &Ctx<'_>, ident: &Identity) -> crate::cluster::Answer {
+async fn write(ctx: &Sweeper<'_>, ident: &Identity) -> crate::cluster::Answer {
     let path = Kind::Identity.object_path(&ident.name);
     match ctx.action {
         Action::Delete => {
@@ -444,7 +446,7 @@ enum Reread {
     Failed(String),
 }
 
-async fn reread(ctx: &Ctx<'_>, name: &str) -> Reread {
+async fn reread(ctx: &Sweeper<'_>, name: &str) -> Reread {
     let a = ctx
         .api
         .get(&Kind::Identity.object_path(name), ctx.cfg.max_retries)

@@ -33,7 +33,7 @@ mod observer;
 mod plan;
 
 pub use draft::tool;
-use draft::{options, round3, Draft};
+use draft::{options, round_millis, Draft};
 pub use observer::{Headless, Observer, Ui};
 use plan::{apply, blast_radius, mark_not_attempted, Plan};
 
@@ -539,7 +539,7 @@ impl Run<'_> {
         let elapsed = started.elapsed().as_secs_f64();
         apply(run, &candidate_items, results);
         if elapsed > 0.0 {
-            run.summary.delete_rate_per_second = round3(run.summary.deleted as f64 / elapsed);
+            run.summary.delete_rate_per_second = round_millis(run.summary.deleted as f64 / elapsed);
         }
         match stop.reason() {
             Some(reason) => writes_stopped(run, reason, &usage),
