@@ -7,6 +7,7 @@
 //! flag, kubeconfig, connection and permission problems; 3 when the
 //! CiliumIdentity CRD is not installed; 130/143 on SIGINT/SIGTERM.
 
+pub mod phrases;
 pub mod text;
 
 use std::io::{self, IsTerminal, Write};

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use super::phrases;
 use crate::render::{Paint, Style};
 use cilium_gc::diagnose::types::{AgeBucket, Diagnosis, Level, Severity};
 use cilium_gc::humanize::{human_duration, thousands};
@@ -63,11 +64,7 @@ fn header(o: &mut String, d: &Diagnosis, p: &Paint) {
     }
     let _ = writeln!(o, " at {}", d.generated_at);
     if d.redacted {
-        let _ = writeln!(
-            o,
-            "{}",
-            p.dim("redacted: namespaces, label values, server and context are hashes")
-        );
+        let _ = writeln!(o, "{}", p.dim(&format!("redacted: {}", phrases::REDACTED)));
     }
 }
 
@@ -75,7 +72,7 @@ fn header(o: &mut String, d: &Diagnosis, p: &Paint) {
 fn findings(o: &mut String, d: &Diagnosis, p: &Paint) {
     let _ = writeln!(o, "\n{}", p.bold("FINDINGS"));
     if d.findings.is_empty() {
-        let _ = writeln!(o, "  none: the identity space looks healthy");
+        let _ = writeln!(o, "  none: {}", phrases::HEALTHY);
     }
     for f in &d.findings {
         let _ = writeln!(
@@ -148,11 +145,7 @@ fn age_and_rate(o: &mut String, d: &Diagnosis, p: &Paint) {
     );
     match (a.exhaustion_in_seconds, a.exhausted_at) {
         (Some(s), Some(at)) if s > 0.0 => {
-            let _ = writeln!(
-                o,
-                "; at that rate the range is full in {} ({at}) if GC stalls",
-                human_duration(s)
-            );
+            let _ = writeln!(o, "{}", phrases::exhaustion(&human_duration(s), at));
         }
         (Some(_), _) => {
             let _ = writeln!(o, "; the range is full");
@@ -223,11 +216,12 @@ fn churn_drivers(o: &mut String, d: &Diagnosis, p: &Paint) {
             ns_list(&c.namespaces_by_stale, true)
         );
     }
+    let groups = thousands(c.duplicates.groups);
+    let surplus = thousands(c.duplicates.surplus);
     let _ = writeln!(
         o,
-        "  duplicate label sets: {} ({} surplus identities)",
-        thousands(c.duplicates.groups),
-        thousands(c.duplicates.surplus)
+        "  duplicate label sets: {}",
+        phrases::duplicates(&groups, &surplus)
     );
 }
 

@@ -1,6 +1,7 @@
 //! `diagnose -o markdown`: the diagnosis, one section per part.
 
 use super::*;
+use crate::diagnose::phrases;
 
 /// The diagnosis as Markdown.
 pub fn diagnosis(d: &Diagnosis) -> String {
@@ -26,14 +27,14 @@ pub fn diagnosis(d: &Diagnosis) -> String {
     if d.redacted {
         about.push(vec![
             "Redacted".into(),
-            "yes: namespaces, label values, server and context are hashes".into(),
+            format!("yes: {}", phrases::REDACTED),
         ]);
     }
     table(&mut o, &["About", "Value"], &about);
 
     let _ = writeln!(o, "## Findings\n");
     if d.findings.is_empty() {
-        let _ = writeln!(o, "None: the identity space looks healthy.\n");
+        let _ = writeln!(o, "None: {}.\n", phrases::HEALTHY);
     } else {
         let rows: Vec<Vec<String>> = d
             .findings
@@ -222,11 +223,8 @@ fn age_section(o: &mut String, d: &Diagnosis) {
     );
     match (a.exhaustion_in_seconds, a.exhausted_at) {
         (Some(s), Some(at)) if s > 0.0 => {
-            let _ = writeln!(
-                o,
-                "; at that rate the range is full in **{}** ({at}) if GC stalls.\n",
-                human_duration(s)
-            );
+            let full_in = format!("**{}**", human_duration(s));
+            let _ = writeln!(o, "{}.\n", phrases::exhaustion(&full_in, at));
         }
         (Some(_), _) => {
             let _ = writeln!(o, "; the range is full.\n");
@@ -293,11 +291,12 @@ fn churn_section(o: &mut String, d: &Diagnosis) {
         let _ = writeln!(o, "**Namespaces by stale identities**\n");
         long_table(o, "namespaces", &header, &ns_rows(&c.namespaces_by_stale));
     }
+    let groups = format!("**{}**", thousands(c.duplicates.groups));
+    let surplus = thousands(c.duplicates.surplus);
     let _ = writeln!(
         o,
-        "Duplicate label sets: **{}** ({} surplus identities).\n",
-        thousands(c.duplicates.groups),
-        thousands(c.duplicates.surplus)
+        "Duplicate label sets: {}.\n",
+        phrases::duplicates(&groups, &surplus)
     );
     if !c.duplicates.examples.is_empty() {
         let rows: Vec<Vec<String>> = c
