@@ -83,7 +83,7 @@ impl Run<'_> {
     /// The report, however the run ended: what the usage view and the
     /// clock still have to say, and the exit a stop turns the run's into.
     fn finish(mut self, exit: Exit) -> (Report, Exit) {
-        self.ui.progress.finish();
+        self.ui.observer.finish();
         self.report_usage_and_clock();
         let exit = match self.stop.reason() {
             Some(StopReason::Interrupt) => Exit::Interrupted,
@@ -350,7 +350,7 @@ impl Run<'_> {
             stats.clone(),
         );
         run.usage = Some(usage.clone());
-        ui.progress.listing("syncing endpoints");
+        ui.observer.listing("syncing endpoints");
         if tokio::time::timeout(SYNC_TIMEOUT, usage.wait_ready())
             .await
             .is_err()
@@ -387,7 +387,7 @@ impl Run<'_> {
                 min_age: s.scan.min_age,
             },
         };
-        ui.progress.listing("listing identities");
+        ui.observer.listing("listing identities");
         let mut plan = Plan::default();
         let scanned = scan::scan_identities(
             api,
@@ -396,7 +396,7 @@ impl Run<'_> {
             s.selector.is_some(),
             stop,
             |item| {
-                ui.progress.listed();
+                ui.observer.listed();
                 plan.take(item, usage, &policy, api.clock.now(), s, run);
             },
         )
@@ -523,17 +523,17 @@ impl Run<'_> {
             ..
         } = plan;
         if s.mark && !to_mark.is_empty() {
-            ui.progress.start_phase("marking", to_mark.len() as u64);
+            ui.observer.start_phase("marking", to_mark.len() as u64);
             let results = sweep::sweep(&api, &usage, to_mark, Action::Mark, &cfg, stop, |_| {
-                ui.progress.inc()
+                ui.observer.inc()
             })
             .await;
             apply(run, &mark_items, results);
         }
-        ui.progress.start_phase("deleting", targets.len() as u64);
+        ui.observer.start_phase("deleting", targets.len() as u64);
         let started = Instant::now();
         let results = sweep::sweep(&api, &usage, targets, Action::Delete, &cfg, stop, |_| {
-            ui.progress.inc()
+            ui.observer.inc()
         })
         .await;
         let elapsed = started.elapsed().as_secs_f64();
