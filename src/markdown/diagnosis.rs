@@ -291,16 +291,20 @@ fn churn_section(o: &mut String, d: &Diagnosis) {
         let _ = writeln!(o, "**Namespaces by stale identities**\n");
         long_table(o, "namespaces", &header, &ns_rows(&c.namespaces_by_stale));
     }
-    let groups = format!("**{}**", thousands(c.duplicates.groups));
-    let surplus = thousands(c.duplicates.surplus);
+    duplicates_part(o, &c.duplicates);
+}
+
+/// The duplicate label sets: how many, and the largest groups.
+fn duplicates_part(o: &mut String, dups: &cilium_gc::diagnose::types::Duplicates) {
+    let groups = format!("**{}**", thousands(dups.groups));
+    let surplus = thousands(dups.surplus);
     let _ = writeln!(
         o,
         "Duplicate label sets: {}.\n",
         phrases::duplicates(&groups, &surplus)
     );
-    if !c.duplicates.examples.is_empty() {
-        let rows: Vec<Vec<String>> = c
-            .duplicates
+    if !dups.examples.is_empty() {
+        let rows: Vec<Vec<String>> = dups
             .examples
             .iter()
             .map(|g| {

@@ -294,43 +294,16 @@ async fn serve(app: &Arc<App>, r: &Req, target: &Target, verb: &'static str) -> 
             verb,
         );
     }
-    let resp = match verb {
-        "watch" => watch::watch(app.clone(), *kind, namespace.clone(), r),
-        "list" => {
-            let resp = resource::list(app, *kind, namespace.as_deref(), r, verdict.expire_continue);
-            app.chaos.tamper(*kind, resp).await
-        }
-        "get" => resource::get(
-            app,
-            *kind,
-            namespace.as_deref(),
-            name.as_deref().unwrap_or(""),
-            r,
-        ),
-        "create" => resource::create(app, *kind, namespace.as_deref(), r),
-        "update" => resource::update(
-            app,
-            *kind,
-            namespace.as_deref(),
-            name.as_deref().unwrap_or(""),
-            r,
-        ),
-        "patch" => resource::patch(
-            app,
-            *kind,
-            namespace.as_deref(),
-            name.as_deref().unwrap_or(""),
-            r,
-        ),
-        "delete" => resource::delete(
-            app,
-            *kind,
-            namespace.as_deref(),
-            name.as_deref().unwrap_or(""),
-            r,
-        ),
-        _ => status::method_not_allowed(),
-    };
+    let resp = dispatch(
+        app,
+        r,
+        *kind,
+        namespace.as_deref(),
+        name.as_deref(),
+        verb,
+        verdict.expire_continue,
+    )
+    .await;
     if let Some(rej) = verdict.reject {
         // The write is committed; the client only sees the error.
         return rejection(rej);
@@ -338,6 +311,33 @@ async fn serve(app: &Arc<App>, r: &Req, target: &Target, verb: &'static str) -> 
     match verdict.reset {
         Some(mode) => cut(resp, mode).await,
         None => resp,
+    }
+}
+
+/// The handler for `verb` on a Cilium resource, once the request is
+/// authenticated, allowed and past the injected faults.
+async fn dispatch(
+    app: &Arc<App>,
+    r: &Req,
+    kind: Kind,
+    namespace: Option<&str>,
+    name: Option<&str>,
+    verb: &str,
+    expire_continue: bool,
+) -> Response<Body> {
+    let name = name.unwrap_or("");
+    match verb {
+        "watch" => watch::watch(app.clone(), kind, namespace.map(str::to_owned), r),
+        "list" => {
+            let resp = resource::list(app, kind, namespace, r, expire_continue);
+            app.chaos.tamper(kind, resp).await
+        }
+        "get" => resource::get(app, kind, namespace, name, r),
+        "create" => resource::create(app, kind, namespace, r),
+        "update" => resource::update(app, kind, namespace, name, r),
+        "patch" => resource::patch(app, kind, namespace, name, r),
+        "delete" => resource::delete(app, kind, namespace, name, r),
+        _ => status::method_not_allowed(),
     }
 }
 
