@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use super::crds::crd_json;
 use super::scenario::CrdSet;
-use super::state::App;
-use super::status::{self, Res};
+use super::state::ServerState;
+use super::status::{self, ResourceRef};
 use crate::kinds::{Kind, CILIUM_GROUP};
 
 const ALL_KINDS: [Kind; 3] = [Kind::Identity, Kind::Endpoint, Kind::EndpointSlice];
@@ -141,14 +141,14 @@ pub fn group_version_resources(crds: &CrdSet, group: &str, version: &str) -> Opt
     )
 }
 
-const CRD_RES: Res<'static> = Res {
+const CRD_RES: ResourceRef<'static> = ResourceRef {
     group: "apiextensions.k8s.io",
     plural: "customresourcedefinitions",
     kind: "CustomResourceDefinition",
 };
 
 /// `GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions[/NAME]`.
-pub fn crds(app: &App, name: Option<&str>) -> Response<Body> {
+pub fn crds(app: &ServerState, name: Option<&str>) -> Response<Body> {
     let installed: Vec<Kind> = ALL_KINDS.into_iter().filter(|k| app.crds.has(*k)).collect();
     match name {
         None => {
@@ -167,8 +167,8 @@ pub fn crds(app: &App, name: Option<&str>) -> Response<Body> {
 }
 
 /// `GET /api/v1/namespaces/kube-system/configmaps/cilium-config`.
-pub fn cilium_config(app: &App) -> Response<Body> {
-    let res = Res {
+pub fn cilium_config(app: &ServerState) -> Response<Body> {
+    let res = ResourceRef {
         group: "",
         plural: "configmaps",
         kind: "ConfigMap",
@@ -187,7 +187,7 @@ pub fn cilium_config(app: &App) -> Response<Body> {
 
 /// `POST .../selfsubjectaccessreviews`: 201 with the spec echoed and the
 /// scenario's RBAC verdict. Protobuf bodies are not decoded (415).
-pub fn access_review(app: &App, body: &[u8]) -> Response<Body> {
+pub fn access_review(app: &ServerState, body: &[u8]) -> Response<Body> {
     let Ok(mut review) = serde_json::from_slice::<Value>(body) else {
         return status::failure(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml", None);
     };

@@ -63,7 +63,7 @@ pub use operator115::{OperatorPass, OPERATOR_1_15};
 pub use scenario::{default_cilium_config, CrdSet, Denial, Scenario, UnusedMix};
 
 use object::{Clock, Writer};
-use state::App;
+use state::ServerState;
 
 /// Why the simulator could not start or restart.
 #[derive(Debug, thiserror::Error)]
@@ -97,7 +97,7 @@ pub enum SimError {
 
 /// Everything that survives a restart: objects, ledger, certificates, actors.
 struct Shared {
-    app: Arc<App>,
+    app: Arc<ServerState>,
     tls: tls::Tls,
     actors: actors::Actors,
     compactor: JoinHandle<()>,
@@ -149,7 +149,7 @@ impl Simulator {
         let seed_time = t0.elapsed();
         let tls = tls::Tls::generate()?;
         let (expire_watches, _) = tokio::sync::broadcast::channel(4);
-        let app = Arc::new(App {
+        let app = Arc::new(ServerState {
             store: Arc::new(store),
             crds: scenario.crds,
             cilium_config: scenario.cilium_config.clone(),
@@ -530,7 +530,7 @@ impl Drop for Simulator {
     }
 }
 
-async fn compact_periodically(app: Arc<App>, every: Duration) {
+async fn compact_periodically(app: Arc<ServerState>, every: Duration) {
     if every.is_zero() {
         return;
     }

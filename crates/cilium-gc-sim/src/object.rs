@@ -1,7 +1,7 @@
 //! Stored objects and the metadata bookkeeping a real apiserver does on
 //! every write: resourceVersion, generation, managedFields.
 //!
-//! Objects are kept pre-serialized ([`Obj::bytes`]) so a 150k-object list is
+//! Objects are kept pre-serialized ([`StoredObject::bytes`]) so a 150k-object list is
 //! a concatenation, and memory stays near the wire size.
 
 use std::sync::Arc;
@@ -43,7 +43,7 @@ pub fn rfc3339_secs(t: Timestamp) -> String {
 
 /// One stored object, immutable; a write replaces it.
 #[derive(Debug)]
-pub struct Obj {
+pub struct StoredObject {
     /// The full JSON, including apiVersion, kind and metadata.resourceVersion.
     pub bytes: Bytes,
     /// `metadata.resourceVersion`.
@@ -54,15 +54,15 @@ pub struct Obj {
     pub ids: Box<[u64]>,
 }
 
-impl Obj {
+impl StoredObject {
     /// Parse the stored JSON back into a value (for writes and metadata views).
     pub fn value(&self) -> Value {
         serde_json::from_slice(&self.bytes).unwrap_or(Value::Null)
     }
 }
 
-/// Serialize `v` into an [`Obj`], computing the ids it references.
-pub fn seal(kind: Kind, v: &Value, rv: u64) -> Arc<Obj> {
+/// Serialize `v` into an [`StoredObject`], computing the ids it references.
+pub fn seal(kind: Kind, v: &Value, rv: u64) -> Arc<StoredObject> {
     let bytes = serde_json::to_vec(v).unwrap_or_default();
     let uid = v
         .pointer("/metadata/uid")
@@ -70,7 +70,7 @@ pub fn seal(kind: Kind, v: &Value, rv: u64) -> Arc<Obj> {
         .unwrap_or_default()
         .into();
     let ids = referenced_ids(kind, &bytes);
-    Arc::new(Obj {
+    Arc::new(StoredObject {
         bytes: Bytes::from(bytes),
         rv,
         uid,

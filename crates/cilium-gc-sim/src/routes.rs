@@ -14,13 +14,13 @@ use super::body::{cut, MAX_BODY};
 use super::faults::Rejection;
 use super::ledger::RequestRecord;
 use super::scenario::CrdSet;
-use super::state::{App, Query, Req};
-use super::status::{self, Res};
+use super::state::{ClientRequest, Query, ServerState};
+use super::status::{self, ResourceRef};
 use super::{discovery, resource, watch};
 use crate::kinds::{Kind, CILIUM_GROUP};
 
 /// The router: everything goes through [`handle`].
-pub fn app(state: Arc<App>) -> Router {
+pub fn app(state: Arc<ServerState>) -> Router {
     Router::new().fallback(handle).with_state(state)
 }
 
@@ -199,7 +199,7 @@ pub fn verb_of(method: &Method, target: &Target, q: &Query) -> &'static str {
     }
 }
 
-async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Body> {
+async fn handle(State(app): State<Arc<ServerState>>, req: Request<Body>) -> Response<Body> {
     let time = app.clock.now();
     let (parts, body) = req.into_parts();
     let body = to_bytes(body, MAX_BODY).await.unwrap_or_default();
@@ -212,7 +212,7 @@ async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Bod
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    let r = Req {
+    let r = ClientRequest {
         method: parts.method.clone(),
         headers: parts.headers,
         query,
@@ -251,7 +251,7 @@ async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Bod
     resp
 }
 
-fn authenticated(app: &App, r: &Req) -> bool {
+fn authenticated(app: &ServerState, r: &ClientRequest) -> bool {
     r.headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -259,7 +259,12 @@ fn authenticated(app: &App, r: &Req) -> bool {
         .is_some_and(|t| t.trim() == app.token)
 }
 
-async fn serve(app: &Arc<App>, r: &Req, target: &Target, verb: &'static str) -> Response<Body> {
+async fn serve(
+    app: &Arc<ServerState>,
+    r: &ClientRequest,
+    target: &Target,
+    verb: &'static str,
+) -> Response<Body> {
     if !authenticated(app, r) {
         return status::unauthorized();
     }
@@ -317,8 +322,8 @@ async fn serve(app: &Arc<App>, r: &Req, target: &Target, verb: &'static str) -> 
 /// The handler for `verb` on a Cilium resource, once the request is
 /// authenticated, allowed and past the injected faults.
 async fn dispatch(
-    app: &Arc<App>,
-    r: &Req,
+    app: &Arc<ServerState>,
+    r: &ClientRequest,
     kind: Kind,
     namespace: Option<&str>,
     name: Option<&str>,
@@ -341,7 +346,12 @@ async fn dispatch(
     }
 }
 
-fn serve_other(app: &App, r: &Req, target: &Target, verb: &str) -> Response<Body> {
+fn serve_other(
+    app: &ServerState,
+    r: &ClientRequest,
+    target: &Target,
+    verb: &str,
+) -> Response<Body> {
     let json = |v: Option<serde_json::Value>| {
         v.map_or_else(status::page_not_found, |v| status::json_response(200, &v))
     };
@@ -358,7 +368,7 @@ fn serve_other(app: &App, r: &Req, target: &Target, verb: &str) -> Response<Body
         Target::Crd(name) if is_get => discovery::crds(app, name.as_deref()),
         Target::AccessReview if r.method == Method::POST => discovery::access_review(app, &r.body),
         Target::ConfigMap(ns, name) if is_get => {
-            let res = Res {
+            let res = ResourceRef {
                 group: "",
                 plural: "configmaps",
                 kind: "ConfigMap",

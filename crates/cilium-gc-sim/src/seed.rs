@@ -9,14 +9,14 @@ use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 
 use super::cilium_objects::{endpoint_text, identity_text, slice, Workload};
-use super::object::{set_rv, uuid, Clock, Obj};
+use super::object::{set_rv, uuid, Clock, StoredObject};
 use super::scenario::Scenario;
 use super::store::Store;
 use crate::kinds::Kind;
 
 /// A sealed seed object with known references (no re-parsing).
-fn seeded(text: String, rv: u64, uid: String, ids: Vec<u64>) -> Arc<Obj> {
-    Arc::new(Obj {
+fn seeded(text: String, rv: u64, uid: String, ids: Vec<u64>) -> Arc<StoredObject> {
+    Arc::new(StoredObject {
         bytes: bytes::Bytes::from(text),
         rv,
         uid: uid.into(),

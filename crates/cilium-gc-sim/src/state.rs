@@ -1,5 +1,5 @@
-//! The state every handler shares ([`App`]) and one parsed client request
-//! ([`Req`]): what the HTTP front hands to the discovery, resource and watch
+//! The state every handler shares ([`ServerState`]) and one parsed client request
+//! ([`ClientRequest`]): what the HTTP front hands to the discovery, resource and watch
 //! handlers.
 
 use std::collections::HashMap;
@@ -19,7 +19,7 @@ use super::store::Store;
 pub type Query = HashMap<String, String>;
 
 /// Shared server state.
-pub struct App {
+pub struct ServerState {
     /// The objects (shared with the actors).
     pub store: Arc<Store>,
     /// Installed CRDs.
@@ -50,7 +50,7 @@ pub struct App {
     pub chaos: super::chaos::Chaos,
 }
 
-impl App {
+impl ServerState {
     /// Whether RBAC lets the scenario's user do `verb` on `resource`.
     pub fn allowed(&self, verb: &str, resource: &str) -> bool {
         !self
@@ -63,7 +63,7 @@ impl App {
 }
 
 /// One parsed client request.
-pub struct Req {
+pub struct ClientRequest {
     /// HTTP method.
     pub method: Method,
     /// Headers.
@@ -76,7 +76,7 @@ pub struct Req {
     pub user_agent: String,
 }
 
-impl Req {
+impl ClientRequest {
     /// Field manager: `?fieldManager=`, else the User-Agent up to the first `/` (§4).
     pub fn manager(&self) -> String {
         match self.query.get("fieldManager") {

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 /// Resource identity used in messages and `details`.
 #[derive(Debug, Clone, Copy)]
-pub struct Res<'a> {
+pub struct ResourceRef<'a> {
     /// API group (`cilium.io`, or `""` for core).
     pub group: &'a str,
     /// Plural resource.
@@ -17,7 +17,7 @@ pub struct Res<'a> {
     pub kind: &'a str,
 }
 
-impl Res<'_> {
+impl ResourceRef<'_> {
     /// `ciliumidentities.cilium.io`, or `configmaps` for the core group.
     pub fn qualified(&self) -> String {
         if self.group.is_empty() {
@@ -129,7 +129,7 @@ pub fn unauthorized() -> Response<Body> {
 
 /// 403 with the RBAC message shape of §7.
 pub fn forbidden(
-    res: Res,
+    res: ResourceRef,
     name: &str,
     namespace: Option<&str>,
     user: &str,
@@ -157,7 +157,7 @@ pub fn forbidden(
 }
 
 /// 404 NotFound for an object.
-pub fn not_found(res: Res, name: &str) -> Response<Body> {
+pub fn not_found(res: ResourceRef, name: &str) -> Response<Body> {
     failure(
         404,
         "NotFound",
@@ -167,7 +167,7 @@ pub fn not_found(res: Res, name: &str) -> Response<Body> {
 }
 
 /// 409 AlreadyExists.
-pub fn already_exists(res: Res, name: &str) -> Response<Body> {
+pub fn already_exists(res: ResourceRef, name: &str) -> Response<Body> {
     failure(
         409,
         "AlreadyExists",
@@ -177,7 +177,7 @@ pub fn already_exists(res: Res, name: &str) -> Response<Body> {
 }
 
 /// The optimistic-lock message of a stale update (§4).
-pub fn modified_message(res: Res, name: &str) -> String {
+pub fn modified_message(res: ResourceRef, name: &str) -> String {
     format!(
         "Operation cannot be fulfilled on {} {name:?}: the object has been modified; please apply your changes to the latest version and try again",
         res.qualified()
@@ -186,7 +186,12 @@ pub fn modified_message(res: Res, name: &str) -> String {
 
 /// 409 Conflict with `message`. Precondition failures carry the Kind in
 /// `details.kind` (they are built from the Kind, §3); others the plural.
-pub fn conflict(res: Res, name: &str, message: &str, kind_in_details: bool) -> Response<Body> {
+pub fn conflict(
+    res: ResourceRef,
+    name: &str,
+    message: &str,
+    kind_in_details: bool,
+) -> Response<Body> {
     let details = if kind_in_details {
         json!({"name": name, "group": res.group, "kind": res.kind})
     } else {
@@ -290,7 +295,7 @@ pub fn gateway_timeout() -> Response<Body> {
 }
 
 /// The Success Status of an immediate delete; no `code` (§3).
-pub fn delete_success(res: Res, name: &str, uid: &str) -> Response<Body> {
+pub fn delete_success(res: ResourceRef, name: &str, uid: &str) -> Response<Body> {
     let body = json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success",
         "details":{"name": name, "group": res.group, "kind": res.plural, "uid": uid}});
     json_response(200, &body)

@@ -14,7 +14,7 @@ use jiff::Timestamp;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use super::object::{changed, seal, stamp_write, Obj, Writer};
+use super::object::{changed, seal, stamp_write, StoredObject, Writer};
 use crate::kinds::Kind;
 
 /// Why a store operation failed; the HTTP layer turns these into `Status`.
@@ -76,9 +76,9 @@ pub struct Event {
     /// What happened.
     pub typ: EventType,
     /// The object after the change (for a delete: as deleted, at `rv`).
-    pub obj: Arc<Obj>,
+    pub obj: Arc<StoredObject>,
     /// The object before the change, if it existed.
-    pub prev: Option<Arc<Obj>>,
+    pub prev: Option<Arc<StoredObject>>,
 }
 
 /// Logged events to replay, and the live feed after them.
@@ -98,7 +98,7 @@ pub struct Page {
     /// Revision the page was read at.
     pub rv: u64,
     /// Items, in key order.
-    pub items: Vec<(String, Arc<Obj>)>,
+    pub items: Vec<(String, Arc<StoredObject>)>,
     /// Key of the last item when more matching items follow.
     pub more_after: Option<String>,
     /// How many items follow (all, unfiltered); only meaningful with `more_after`.
@@ -108,7 +108,7 @@ pub struct Page {
 struct Inner {
     rv: u64,
     compacted_rv: u64,
-    tables: [BTreeMap<String, Arc<Obj>>; 3],
+    tables: [BTreeMap<String, Arc<StoredObject>>; 3],
     log: VecDeque<Arc<Event>>,
     /// Identity id -> number of endpoint objects referencing it.
     refs: HashMap<u64, u32>,
@@ -161,7 +161,7 @@ pub fn api_version(kind: Kind) -> String {
 /// Result of a delete.
 pub struct Deleted {
     /// The object as it was deleted.
-    pub obj: Arc<Obj>,
+    pub obj: Arc<StoredObject>,
     /// For identities: whether an endpoint referenced its id at that instant.
     pub referenced: bool,
     /// For identities: whether an actor wrote it after a client last saw it.
@@ -213,7 +213,7 @@ impl Store {
         &self,
         kind: Kind,
         items: impl IntoIterator<Item = T>,
-        mut build: impl FnMut(T, u64) -> (String, Arc<Obj>),
+        mut build: impl FnMut(T, u64) -> (String, Arc<StoredObject>),
     ) {
         let mut g = self.lock();
         for item in items {
@@ -261,7 +261,7 @@ impl Store {
     }
 
     /// Current object.
-    pub fn get(&self, kind: Kind, key: &str) -> Option<Arc<Obj>> {
+    pub fn get(&self, kind: Kind, key: &str) -> Option<Arc<StoredObject>> {
         self.lock().tables[idx(kind)].get(key).cloned()
     }
 
@@ -282,7 +282,7 @@ impl Store {
         prefix: &str,
         start: Option<&str>,
         limit: Option<usize>,
-        mut keep: impl FnMut(&str, &Obj) -> bool,
+        mut keep: impl FnMut(&str, &StoredObject) -> bool,
     ) -> Result<Page, StoreError> {
         let mut g = self.lock();
         let rv = match at {
@@ -292,7 +292,7 @@ impl Store {
             }
             ReadAt::Exact(rv) => rv.min(g.rv),
         };
-        let mut overrides: BTreeMap<&str, Option<&Arc<Obj>>> = BTreeMap::new();
+        let mut overrides: BTreeMap<&str, Option<&Arc<StoredObject>>> = BTreeMap::new();
         for e in g.log.iter().rev().take_while(|e| e.rv > rv) {
             if e.kind == kind {
                 overrides.insert(&e.key, e.prev.as_ref());
@@ -359,7 +359,7 @@ impl Store {
         writer: &Writer,
         now: Timestamp,
         dry_run: bool,
-    ) -> Result<Arc<Obj>, StoreError> {
+    ) -> Result<Arc<StoredObject>, StoreError> {
         let mut g = self.lock();
         if g.tables[idx(kind)].contains_key(key) {
             return Err(StoreError::AlreadyExists);
@@ -394,7 +394,7 @@ impl Store {
         now: Timestamp,
         dry_run: bool,
         f: impl FnOnce(&Value) -> Result<Value, StoreError>,
-    ) -> Result<Arc<Obj>, StoreError> {
+    ) -> Result<Arc<StoredObject>, StoreError> {
         let mut g = self.lock();
         let cur = g.tables[idx(kind)]
             .get(key)
@@ -431,7 +431,7 @@ impl Store {
         key: &str,
         writer: &Writer,
         dry_run: bool,
-        check: impl FnOnce(&Obj) -> Result<(), StoreError>,
+        check: impl FnOnce(&StoredObject) -> Result<(), StoreError>,
     ) -> Result<Deleted, StoreError> {
         let mut g = self.lock();
         let cur = g.tables[idx(kind)]
@@ -482,8 +482,8 @@ impl Store {
         kind: Kind,
         key: &str,
         typ: EventType,
-        obj: Arc<Obj>,
-        prev: Option<Arc<Obj>>,
+        obj: Arc<StoredObject>,
+        prev: Option<Arc<StoredObject>>,
         writer: &Writer,
     ) {
         if let Some(p) = &prev {
@@ -528,7 +528,7 @@ impl Store {
     /// Store `v` under `key` exactly as given: no validation and no
     /// metadata bookkeeping, but logged and broadcast like any write (chaos
     /// tests serve objects a real server would never hold; see `chaos.rs`).
-    pub fn put_raw(&self, kind: Kind, key: &str, v: &Value) -> Arc<Obj> {
+    pub fn put_raw(&self, kind: Kind, key: &str, v: &Value) -> Arc<StoredObject> {
         let mut g = self.lock();
         g.rv += 1;
         let obj = seal(kind, v, g.rv);
@@ -573,7 +573,7 @@ impl Store {
     }
 
     /// First key at or after `from` (wrapping to the start), for random picks.
-    pub fn key_at_or_after(&self, kind: Kind, from: &str) -> Option<(String, Arc<Obj>)> {
+    pub fn key_at_or_after(&self, kind: Kind, from: &str) -> Option<(String, Arc<StoredObject>)> {
         let g = self.lock();
         let t = &g.tables[idx(kind)];
         t.range::<str, _>((Bound::Included(from), Bound::Unbounded))
@@ -627,10 +627,10 @@ fn prefix_end(prefix: &str) -> Option<Option<String>> {
 /// Merge the current table with snapshot overrides, both in key order: an
 /// override replaces the current entry of the same key.
 fn merge_sorted<'a>(
-    current: impl Iterator<Item = (&'a str, Option<&'a Arc<Obj>>)>,
-    past: impl Iterator<Item = (&'a str, Option<&'a Arc<Obj>>)>,
+    current: impl Iterator<Item = (&'a str, Option<&'a Arc<StoredObject>>)>,
+    past: impl Iterator<Item = (&'a str, Option<&'a Arc<StoredObject>>)>,
     overridden: impl Fn(&str) -> bool,
-) -> impl Iterator<Item = (&'a str, Option<&'a Arc<Obj>>)> {
+) -> impl Iterator<Item = (&'a str, Option<&'a Arc<StoredObject>>)> {
     let mut current = current.filter(move |(k, _)| !overridden(k)).peekable();
     let mut past = past.peekable();
     std::iter::from_fn(move || match (current.peek(), past.peek()) {
