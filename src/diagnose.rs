@@ -12,9 +12,9 @@ pub mod text;
 
 use std::io::{self, IsTerminal, Write};
 
-use cilium_gc::diagnose::{diagnose, DiagnoseError, DiagnoseOptions, Diagnosis};
+use cilium_gc::diagnose::{diagnose, DiagnoseError, DiagnoseSettings, Diagnosis};
 use cilium_gc::exit::Exit;
-use cilium_gc::settings::ConnectOptions;
+use cilium_gc::settings::ConnectSettings;
 use cilium_gc::stop::{Stop, StopReason};
 
 use crate::cli::DiagnoseArgs;
@@ -39,8 +39,8 @@ pub fn render(
 
 impl DiagnoseArgs {
     /// The engine's diagnose options.
-    pub fn options(&self) -> DiagnoseOptions {
-        DiagnoseOptions {
+    pub fn options(&self) -> DiagnoseSettings {
+        DiagnoseSettings {
             cilium_namespace: self.cilium_namespace.clone(),
             page_size: self.page_size,
             redact: self.redact,
@@ -59,7 +59,7 @@ enum Failed {
 
 /// `diagnose` as the CLI runs it.
 pub async fn run(
-    kube: &ConnectOptions,
+    kube: &ConnectSettings,
     args: DiagnoseArgs,
     stop: &Stop,
     color: ColorChoice,
@@ -97,7 +97,7 @@ pub async fn run(
 }
 
 async fn diagnosis(
-    kube: &ConnectOptions,
+    kube: &ConnectSettings,
     args: &DiagnoseArgs,
     stop: &Stop,
 ) -> Result<Diagnosis, Failed> {

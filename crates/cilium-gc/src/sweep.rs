@@ -53,7 +53,7 @@ impl Action {
 
 /// Settings of a sweep.
 #[derive(Debug, Clone)]
-pub(crate) struct SweepConfig {
+pub(crate) struct SweepSettings {
     /// Parallel workers.
     pub concurrency: u32,
     /// Writes per second (0: unlimited).
@@ -95,7 +95,7 @@ pub(crate) struct ItemResult {
 struct Sweeper<'a> {
     api: &'a ApiClient,
     usage: &'a UsageHandle,
-    cfg: &'a SweepConfig,
+    cfg: &'a SweepSettings,
     action: Action,
     stop: &'a Stop,
     pace: Pace,
@@ -108,7 +108,7 @@ pub(crate) async fn sweep(
     usage: &UsageHandle,
     targets: Vec<Identity>,
     action: Action,
-    cfg: &SweepConfig,
+    cfg: &SweepSettings,
     stop: &Stop,
     on_done: impl Fn(&ItemResult),
 ) -> Vec<ItemResult> {

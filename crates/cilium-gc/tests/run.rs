@@ -13,7 +13,7 @@ use cilium_gc::exit::Exit;
 use cilium_gc::gc::{self, Ui};
 use cilium_gc::policy::parse_mark;
 use cilium_gc::report::{AbortReason, Mode, Outcome, Report};
-use cilium_gc::settings::{ConnectOptions, GcSettings, ScanSettings, WriteSettings};
+use cilium_gc::settings::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
 use cilium_gc::stop::Stop;
 use cilium_gc_sim::{Scenario, Simulator};
 use jiff::Timestamp;
@@ -30,7 +30,7 @@ const LOCAL_RANGE: std::ops::RangeInclusive<u64> = 256..=65535;
 struct Cluster {
     sim: Simulator,
     _dir: tempfile::TempDir,
-    kube: ConnectOptions,
+    kube: ConnectSettings,
 }
 
 impl Cluster {
@@ -41,9 +41,9 @@ impl Cluster {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("kubeconfig");
         sim.write_kubeconfig(&path).expect("kubeconfig written");
-        let kube = ConnectOptions {
+        let kube = ConnectSettings {
             kubeconfig: Some(path),
-            ..ConnectOptions::default()
+            ..ConnectSettings::default()
         };
         Cluster {
             sim,

@@ -40,9 +40,9 @@ async fn chaos_server_restarted_mid_run_on_the_same_port_with_the_same_state() {
         dir: _dir,
         kubeconfig,
     } = w;
-    let kube = ConnectOptions {
+    let kube = ConnectSettings {
         kubeconfig: Some(kubeconfig),
-        ..ConnectOptions::default()
+        ..ConnectSettings::default()
     };
     let (tx, rx) = tokio::sync::oneshot::channel();
     let restarter = tokio::spawn(async move {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use cilium_gc::exit::Exit;
 use cilium_gc::report::{AbortReason, ErrorKind, Outcome, Report};
-use cilium_gc::settings::ConnectOptions;
+use cilium_gc::settings::ConnectSettings;
 use cilium_gc::stop::Stop;
 use cilium_gc_sim::{ActorRates, Faults, PageFault, Scenario, Simulator, ThrottleShape};
 use cilium_gc_sim::{Kind, HEARTBEAT_ANNOTATION};

@@ -13,7 +13,7 @@ use crate::report::{
     self, Abort, AbortReason, ClusterInfo, ErrorKind, IdRange, Item, Mode, Options, Preflight,
     Report, RunError, Summary, Tool,
 };
-use crate::settings::{ConnectOptions, GcSettings};
+use crate::settings::{ConnectSettings, GcSettings};
 use crate::stats::Stats;
 use crate::usage::UsageHandle;
 
@@ -53,7 +53,7 @@ pub(super) struct Draft {
 }
 
 impl Draft {
-    pub(super) fn new(s: &GcSettings, kube: &ConnectOptions) -> Self {
+    pub(super) fn new(s: &GcSettings, kube: &ConnectSettings) -> Self {
         Draft {
             started: Timestamp::now(),
             clock: Instant::now(),
@@ -152,7 +152,7 @@ pub(super) fn round_millis(x: f64) -> f64 {
 
 pub(super) fn options(
     s: &GcSettings,
-    kube: &ConnectOptions,
+    kube: &ConnectSettings,
     cilium: Option<&CiliumSettings>,
 ) -> Options {
     let range = cilium.map_or(policy::local_range(0, 255), |c| {

@@ -22,10 +22,10 @@ use crate::preflight::{self, CiliumSettings};
 use crate::report::{self, Abort, AbortReason, CheckName, ErrorKind, Mode, Outcome, Report};
 use crate::retry::Class;
 use crate::scan::{self, ScanError};
-use crate::settings::{ConnectOptions, GcSettings};
+use crate::settings::{ConnectSettings, GcSettings};
 use crate::stats::Stats;
 use crate::stop::{Stop, StopReason};
-use crate::sweep::{self, Action, SweepConfig};
+use crate::sweep::{self, Action, SweepSettings};
 use crate::usage::UsageHandle;
 
 mod draft;
@@ -48,7 +48,7 @@ pub(crate) const MAX_REPORTED_ERRORS: usize = 1000;
 /// a second or two at any phase, and a panic anywhere (caught here for this
 /// task, reported through [`Stop::fail`] by the panic hook for others) ends
 /// it with `aborted: internal-error` and what was known so far.
-pub async fn run(kube: &ConnectOptions, s: &GcSettings, stop: &Stop, ui: &Ui) -> (Report, Exit) {
+pub async fn run(kube: &ConnectSettings, s: &GcSettings, stop: &Stop, ui: &Ui) -> (Report, Exit) {
     let mut run = Run {
         kube,
         settings: s,
@@ -71,7 +71,7 @@ pub async fn run(kube: &ConnectOptions, s: &GcSettings, stop: &Stop, ui: &Ui) ->
 /// run; what one phase hands the next (the client, the usage view, the
 /// plan) is passed along, not stored.
 struct Run<'a> {
-    kube: &'a ConnectOptions,
+    kube: &'a ConnectSettings,
     settings: &'a GcSettings,
     stop: &'a Stop,
     ui: &'a Ui,
@@ -502,7 +502,7 @@ impl Run<'_> {
             plan,
             rules,
         } = *p;
-        let cfg = SweepConfig {
+        let cfg = SweepSettings {
             concurrency: s.concurrency,
             qps: s.qps,
             burst: s.burst,
