@@ -7,11 +7,19 @@
 //! simulator is wrong. Only the demo, tests and benchmarks use this module;
 //! the GC core never imports it.
 //!
-//! Layout: `store` (versioned store with history), `routes` (HTTP front),
-//! `resource` (list/get/write handlers), `watch`, `discovery`, `status`
-//! (error bodies), `actors`, `faults`, `seed` + `scenario`, `tls`
-//! (CA and kubeconfig), `ledger` (what the client did), `chaos`
-//! (malformed objects and spoiled list answers, for tests).
+//! Layout. The server: `routes` (HTTP front), `resource` (list/get/write
+//! handlers), `watch`, `discovery`, `workloads` (the Cilium workloads in
+//! `kube-system`), `status` (error and success bodies), `body` (request
+//! caps, injected resets), over `state` (what handlers share, the parsed
+//! request), `store` (versioned store with history) and `object` (stored
+//! objects and their metadata bookkeeping); `tls` (CA and kubeconfig). The
+//! cluster it starts from: `scenario`, `seed`, `cilium_objects` (object
+//! builders), `install` (versions, operator pods), `crds` (Cilium's CRDs,
+//! verbatim). What acts on it: `actors`, `operator115` (cilium-operator
+//! 1.15's GC pass), `faults`, `chaos` (malformed objects and spoiled list
+//! answers, for tests). What judges the client: `ledger`. Its own reading
+//! of Cilium objects: `kinds` (endpoint references, over the shared
+//! `cilium-gc-kinds` vocabulary) and `labels` (label selectors).
 
 mod actors;
 mod body;
