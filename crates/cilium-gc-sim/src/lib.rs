@@ -21,6 +21,8 @@
 //! of Cilium objects: `kinds` (endpoint references, over the shared
 //! `cilium-gc-kinds` vocabulary) and `labels` (label selectors).
 
+#![warn(missing_docs, unreachable_pub)]
+
 mod actors;
 mod body;
 mod chaos;

@@ -20,7 +20,7 @@ use crate::kinds::{Kind, CILIUM_GROUP};
 use crate::labels::Selector;
 
 /// Names for messages and details of a kind.
-pub fn res(kind: Kind) -> ResourceRef<'static> {
+pub(crate) fn res(kind: Kind) -> ResourceRef<'static> {
     ResourceRef {
         group: CILIUM_GROUP,
         plural: kind.plural(),
@@ -36,7 +36,7 @@ fn key_of(kind: Kind, namespace: Option<&str>, name: &str) -> String {
 }
 
 /// Split a table key into (namespace, name).
-pub fn split_key(key: &str) -> (Option<&str>, &str) {
+pub(crate) fn split_key(key: &str) -> (Option<&str>, &str) {
     match key.split_once('/') {
         Some((ns, n)) => (Some(ns), n),
         None => (None, key),
@@ -59,7 +59,7 @@ struct Token {
 }
 
 /// Encode a continue token like apiserver's `EncodeContinue`.
-pub fn encode_token(rv: i64, start: &str) -> String {
+pub(crate) fn encode_token(rv: i64, start: &str) -> String {
     let raw = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start});
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw.to_string())
 }
@@ -176,13 +176,13 @@ impl Filter {
 // ---- rendering ----
 
 /// An object as `PartialObjectMetadata`.
-pub fn partial_metadata(obj: &StoredObject) -> Value {
+pub(crate) fn partial_metadata(obj: &StoredObject) -> Value {
     let v = obj.value();
     json!({"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata": v.get("metadata").cloned().unwrap_or(json!({}))})
 }
 
 /// The bytes of an object as the client asked for it.
-pub fn render_obj(obj: &StoredObject, meta_only: bool) -> Vec<u8> {
+pub(crate) fn render_obj(obj: &StoredObject, meta_only: bool) -> Vec<u8> {
     if meta_only {
         serde_json::to_vec(&partial_metadata(obj)).unwrap_or_default()
     } else {
@@ -233,7 +233,7 @@ fn note_seen(app: &ServerState, kind: Kind, items: &[(String, Arc<StoredObject>)
 // ---- list ----
 
 /// `GET` a collection.
-pub fn list(
+pub(crate) fn list(
     app: &ServerState,
     kind: Kind,
     namespace: Option<&str>,
@@ -362,7 +362,7 @@ struct ListPosition {
 // ---- get ----
 
 /// `GET` one object.
-pub fn get(
+pub(crate) fn get(
     app: &ServerState,
     kind: Kind,
     namespace: Option<&str>,
@@ -434,7 +434,7 @@ fn validate(kind: Kind, name: &str, v: &Value) -> Result<(), StoreError> {
 }
 
 /// `POST` a new object.
-pub fn create(
+pub(crate) fn create(
     app: &ServerState,
     kind: Kind,
     namespace: Option<&str>,
@@ -509,7 +509,7 @@ fn rv_of(v: &Value) -> Option<&str> {
 }
 
 /// `PUT` a whole object; needs a current `metadata.resourceVersion` (§4).
-pub fn update(
+pub(crate) fn update(
     app: &ServerState,
     kind: Kind,
     namespace: Option<&str>,
@@ -557,7 +557,7 @@ pub fn update(
 }
 
 /// `PATCH` an object: merge, JSON or apply patches; strategic merge is 415 for CRs (§4).
-pub fn patch(
+pub(crate) fn patch(
     app: &ServerState,
     kind: Kind,
     namespace: Option<&str>,
@@ -741,7 +741,7 @@ fn validate_delete(o: &DeleteOptions) -> Result<(), Refusal> {
 
 /// `DELETE` one object, honouring preconditions and dry run; identity
 /// deletes go to the ledger.
-pub fn delete(
+pub(crate) fn delete(
     app: &ServerState,
     kind: Kind,
     namespace: Option<&str>,

@@ -20,13 +20,13 @@ use super::{discovery, resource, watch};
 use crate::kinds::{Kind, CILIUM_GROUP};
 
 /// The router: everything goes through [`handle`].
-pub fn app(state: Arc<ServerState>) -> Router {
+pub(crate) fn app(state: Arc<ServerState>) -> Router {
     Router::new().fallback(handle).with_state(state)
 }
 
 /// What a path addresses.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Target {
+pub(crate) enum Target {
     /// `/version`.
     Version,
     /// `/api`.
@@ -74,7 +74,7 @@ fn kind_of(version: &str, plural: &str, crds: &CrdSet) -> Option<Kind> {
 }
 
 /// Parse a path (reference §8: scope mismatches are "page not found").
-pub fn parse_target(path: &str, crds: &CrdSet) -> Target {
+pub(crate) fn parse_target(path: &str, crds: &CrdSet) -> Target {
     let segs: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
     match segs.as_slice() {
         ["version"] => Target::Version,
@@ -159,7 +159,7 @@ fn parse_query(q: Option<&str>) -> Query {
 }
 
 /// Percent-decoding (and `+` as space) of a query component.
-pub fn pct_decode(s: &str) -> String {
+pub(crate) fn pct_decode(s: &str) -> String {
     let plus_as_space = s.replace('+', " ");
     percent_encoding::percent_decode_str(&plus_as_space)
         .decode_utf8_lossy()
@@ -167,12 +167,12 @@ pub fn pct_decode(s: &str) -> String {
 }
 
 /// Is this a watch request (`watch=true` or `watch=1`)?
-pub fn is_watch(q: &Query) -> bool {
+pub(crate) fn is_watch(q: &Query) -> bool {
     matches!(q.get("watch").map(String::as_str), Some("true" | "1"))
 }
 
 /// The Kubernetes verb of a request (reference §0).
-pub fn verb_of(method: &Method, target: &Target, q: &Query) -> &'static str {
+pub(crate) fn verb_of(method: &Method, target: &Target, q: &Query) -> &'static str {
     let named = match target {
         Target::Resource { name, .. } => name.is_some(),
         Target::Crd(n) => n.is_some(),

@@ -56,7 +56,7 @@ fn pick_mark(rng: &mut ChaCha8Rng, s: &Scenario, now: Timestamp) -> (Option<Stri
 }
 
 /// Fill `store` from `s`. Returns the RNG state for actors to continue with.
-pub fn populate(store: &Store, s: &Scenario, clock: &Clock) -> ChaCha8Rng {
+pub(crate) fn populate(store: &Store, s: &Scenario, clock: &Clock) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(s.seed);
     let now = clock.now();
     let spread = s.age_spread.as_secs().max(1) as i64;

@@ -16,10 +16,10 @@ use super::scenario::{CrdSet, Denial};
 use super::store::Store;
 
 /// Query parameters (last value wins).
-pub type Query = HashMap<String, String>;
+pub(crate) type Query = HashMap<String, String>;
 
 /// Shared server state.
-pub struct ServerState {
+pub(crate) struct ServerState {
     /// The objects (shared with the actors).
     pub store: Arc<Store>,
     /// Installed CRDs.
@@ -52,7 +52,7 @@ pub struct ServerState {
 
 impl ServerState {
     /// Whether RBAC lets the scenario's user do `verb` on `resource`.
-    pub fn allowed(&self, verb: &str, resource: &str) -> bool {
+    pub(crate) fn allowed(&self, verb: &str, resource: &str) -> bool {
         !self
             .rbac
             .lock()
@@ -63,7 +63,7 @@ impl ServerState {
 }
 
 /// One parsed client request.
-pub struct ClientRequest {
+pub(crate) struct ClientRequest {
     /// HTTP method.
     pub method: Method,
     /// Headers.
@@ -78,7 +78,7 @@ pub struct ClientRequest {
 
 impl ClientRequest {
     /// Field manager: `?fieldManager=`, else the User-Agent up to the first `/` (§4).
-    pub fn manager(&self) -> String {
+    pub(crate) fn manager(&self) -> String {
         match self.query.get("fieldManager") {
             Some(m) if !m.is_empty() => m.clone(),
             _ => {
@@ -94,7 +94,7 @@ impl ClientRequest {
     }
 
     /// Whether the client asked for metadata only (`as=PartialObjectMetadata[List]`).
-    pub fn metadata_only(&self) -> bool {
+    pub(crate) fn metadata_only(&self) -> bool {
         self.headers
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
@@ -107,7 +107,7 @@ impl ClientRequest {
     }
 
     /// `?dryRun=All`.
-    pub fn dry_run(&self) -> bool {
+    pub(crate) fn dry_run(&self) -> bool {
         self.query.get("dryRun").is_some_and(|v| v == "All")
     }
 }

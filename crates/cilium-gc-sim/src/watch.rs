@@ -98,7 +98,7 @@ fn error_line(status: Value) -> Bytes {
 
 /// Start a watch; the response streams until timeout, client disconnect,
 /// shutdown, or expiry.
-pub fn watch(
+pub(crate) fn watch(
     app: Arc<ServerState>,
     kind: Kind,
     namespace: Option<String>,

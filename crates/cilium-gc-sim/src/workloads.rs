@@ -89,7 +89,7 @@ fn selected(obj: &Value, selector: Option<&String>) -> bool {
 }
 
 /// `GET` of a Deployment, DaemonSet or Pod (one, or the list of pods).
-pub fn serve(
+pub(crate) fn serve(
     app: &ServerState,
     r: &ClientRequest,
     namespace: &str,
