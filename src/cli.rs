@@ -269,8 +269,8 @@ impl AllocationMode {
 }
 
 impl KubeArgs {
-    /// The engine's connection options.
-    pub fn options(&self) -> ConnectSettings {
+    /// The engine's connection settings.
+    pub fn settings(&self) -> ConnectSettings {
         ConnectSettings {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),

@@ -38,8 +38,8 @@ pub fn render(
 }
 
 impl DiagnoseArgs {
-    /// The engine's diagnose options.
-    pub fn options(&self) -> DiagnoseSettings {
+    /// The engine's diagnose settings.
+    pub fn settings(&self) -> DiagnoseSettings {
         DiagnoseSettings {
             cilium_namespace: self.cilium_namespace.clone(),
             page_size: self.page_size,
@@ -105,11 +105,11 @@ async fn diagnosis(
     if let Some(name) = &args.demo_scenario {
         let scenario = crate::demo::scenario(name).map_err(Failed::Demo)?;
         let started = crate::demo::start(scenario).await.map_err(Failed::Demo)?;
-        let result = diagnose(&started.kube, &args.options(), stop).await;
+        let result = diagnose(&started.kube, &args.settings(), stop).await;
         started.sim.shutdown().await;
         return result.map_err(Failed::Diagnose);
     }
-    diagnose(kube, &args.options(), stop)
+    diagnose(kube, &args.settings(), stop)
         .await
         .map_err(Failed::Diagnose)
 }

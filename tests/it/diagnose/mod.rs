@@ -57,7 +57,7 @@ async fn diagnose_world(w: &World, extra: &[&str]) -> diagnose::Diagnosis {
     let args = diagnose_args(extra);
     let d = tokio::time::timeout(
         TEST_TIMEOUT,
-        diagnose::run_diagnosis(&w.kube(), &args.options()),
+        diagnose::run_diagnosis(&w.kube(), &args.settings()),
     )
     .await
     .expect("diagnosis finished in time")
