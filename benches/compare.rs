@@ -554,13 +554,13 @@ fn main() {
 fn hammer(kubeconfig: &Path, c: usize, d: Duration) -> (u64, u64, f64) {
     use cilium_gc::cluster::ApiClient;
     use cilium_gc::retry::Class;
-    use cilium_gc::settings::ConnectOptions;
+    use cilium_gc::settings::ConnectSettings;
     use cilium_gc::stats::Stats;
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let args = ConnectOptions {
+        let args = ConnectSettings {
             kubeconfig: Some(kubeconfig.to_owned()),
-            ..ConnectOptions::default()
+            ..ConnectSettings::default()
         };
         let (api, _) = ApiClient::connect(&args, Arc::new(Stats::default()))
             .await

@@ -23,7 +23,7 @@ pub async fn run(cli: Cli) -> Exit {
         }
     }
     crate::crash::stop_on_panic(&stop);
-    let kube = cli.kube.options();
+    let kube = cli.kube.settings();
     match cli.command {
         Command::Scan(args) => {
             let settings = GcSettings::for_scan(args.settings());

@@ -14,7 +14,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use cilium_gc::exit::Exit;
 use cilium_gc::report::ItemsMode;
 pub use cilium_gc::settings::parse_duration;
-use cilium_gc::settings::{ConnectOptions, ScanSettings, WriteSettings};
+use cilium_gc::settings::{ConnectSettings, ScanSettings, WriteSettings};
 
 pub use crate::render::{ColorChoice, OutputFormat};
 
@@ -269,9 +269,9 @@ impl AllocationMode {
 }
 
 impl KubeArgs {
-    /// The engine's connection options.
-    pub fn options(&self) -> ConnectOptions {
-        ConnectOptions {
+    /// The engine's connection settings.
+    pub fn settings(&self) -> ConnectSettings {
+        ConnectSettings {
             kubeconfig: self.kubeconfig.clone(),
             context: self.context.clone(),
             cluster: self.cluster.clone(),

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use cilium_gc::exit::Exit;
-use cilium_gc::settings::{ConnectOptions, GcSettings};
+use cilium_gc::settings::{ConnectSettings, GcSettings};
 use cilium_gc::stop::Stop;
 use cilium_gc_sim::{Scenario, Simulator};
 
@@ -27,7 +27,7 @@ pub struct Started {
     /// The cluster.
     pub sim: Simulator,
     /// Connection options naming its kubeconfig.
-    pub kube: ConnectOptions,
+    pub kube: ConnectSettings,
     _dir: tempfile::TempDir,
 }
 
@@ -50,10 +50,10 @@ pub async fn start(scenario: Scenario) -> Result<Started, String> {
     })
 }
 
-fn kube_options(kubeconfig: &Path) -> ConnectOptions {
-    ConnectOptions {
+fn kube_options(kubeconfig: &Path) -> ConnectSettings {
+    ConnectSettings {
         kubeconfig: Some(kubeconfig.to_owned()),
-        ..ConnectOptions::default()
+        ..ConnectSettings::default()
     }
 }
 

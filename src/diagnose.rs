@@ -7,13 +7,14 @@
 //! flag, kubeconfig, connection and permission problems; 3 when the
 //! CiliumIdentity CRD is not installed; 130/143 on SIGINT/SIGTERM.
 
+pub mod phrases;
 pub mod text;
 
 use std::io::{self, IsTerminal, Write};
 
-use cilium_gc::diagnose::{diagnose, DiagnoseError, DiagnoseOptions, Diagnosis};
+use cilium_gc::diagnose::{diagnose, DiagnoseError, DiagnoseSettings, Diagnosis};
 use cilium_gc::exit::Exit;
-use cilium_gc::settings::ConnectOptions;
+use cilium_gc::settings::ConnectSettings;
 use cilium_gc::stop::{Stop, StopReason};
 
 use crate::cli::DiagnoseArgs;
@@ -37,9 +38,9 @@ pub fn render(
 }
 
 impl DiagnoseArgs {
-    /// The engine's diagnose options.
-    pub fn options(&self) -> DiagnoseOptions {
-        DiagnoseOptions {
+    /// The engine's diagnose settings.
+    pub fn settings(&self) -> DiagnoseSettings {
+        DiagnoseSettings {
             cilium_namespace: self.cilium_namespace.clone(),
             page_size: self.page_size,
             redact: self.redact,
@@ -58,7 +59,7 @@ enum Failed {
 
 /// `diagnose` as the CLI runs it.
 pub async fn run(
-    kube: &ConnectOptions,
+    kube: &ConnectSettings,
     args: DiagnoseArgs,
     stop: &Stop,
     color: ColorChoice,
@@ -96,7 +97,7 @@ pub async fn run(
 }
 
 async fn diagnosis(
-    kube: &ConnectOptions,
+    kube: &ConnectSettings,
     args: &DiagnoseArgs,
     stop: &Stop,
 ) -> Result<Diagnosis, Failed> {
@@ -104,11 +105,11 @@ async fn diagnosis(
     if let Some(name) = &args.demo_scenario {
         let scenario = crate::demo::scenario(name).map_err(Failed::Demo)?;
         let started = crate::demo::start(scenario).await.map_err(Failed::Demo)?;
-        let result = diagnose(&started.kube, &args.options(), stop).await;
+        let result = diagnose(&started.kube, &args.settings(), stop).await;
         started.sim.shutdown().await;
         return result.map_err(Failed::Diagnose);
     }
-    diagnose(kube, &args.options(), stop)
+    diagnose(kube, &args.settings(), stop)
         .await
         .map_err(Failed::Diagnose)
 }

@@ -4,7 +4,7 @@
 use cilium_gc::exit::Exit;
 use cilium_gc::gc::{self, Ui};
 use cilium_gc::report::Report;
-use cilium_gc::settings::{ConnectOptions, GcSettings, SettingsError};
+use cilium_gc::settings::{ConnectSettings, GcSettings, SettingsError};
 use cilium_gc::stop::Stop;
 
 use crate::cli::ScanArgs;
@@ -15,7 +15,7 @@ use crate::render::ColorChoice;
 /// Run scan/delete with signal handling and write the report; settings that
 /// did not validate are a usage error (exit 2) before any network call.
 pub async fn gc_and_emit(
-    kube: &ConnectOptions,
+    kube: &ConnectSettings,
     settings: Result<GcSettings, SettingsError>,
     args: &ScanArgs,
     stop: &Stop,
@@ -29,7 +29,7 @@ pub async fn gc_and_emit(
 /// As [`gc_and_emit`], and hands back the report (`None` when the settings
 /// were refused before any run).
 pub async fn gc_report_and_emit(
-    kube: &ConnectOptions,
+    kube: &ConnectSettings,
     settings: Result<GcSettings, SettingsError>,
     args: &ScanArgs,
     stop: &Stop,

@@ -4,9 +4,10 @@
 
 use std::fmt::Write as _;
 
+use super::phrases;
 use crate::render::{Paint, Style};
 use cilium_gc::diagnose::types::{AgeBucket, Diagnosis, Level, Severity};
-use cilium_gc::humanize::{human_duration, thousands as n};
+use cilium_gc::humanize::{human_duration, thousands};
 
 /// A finding's severity as a fixed-width label, coloured by how bad it is.
 fn severity(p: &Paint, sev: Severity) -> String {
@@ -29,7 +30,7 @@ fn level(p: &Paint, level: Level) -> String {
 
 fn buckets(b: &[AgeBucket]) -> String {
     b.iter()
-        .map(|b| format!("{}: {}", b.label, n(b.count)))
+        .map(|b| format!("{}: {}", b.label, thousands(b.count)))
         .collect::<Vec<_>>()
         .join("   ")
 }
@@ -63,11 +64,7 @@ fn header(o: &mut String, d: &Diagnosis, p: &Paint) {
     }
     let _ = writeln!(o, " at {}", d.generated_at);
     if d.redacted {
-        let _ = writeln!(
-            o,
-            "{}",
-            p.dim("redacted: namespaces, label values, server and context are hashes")
-        );
+        let _ = writeln!(o, "{}", p.dim(&format!("redacted: {}", phrases::REDACTED)));
     }
 }
 
@@ -75,7 +72,7 @@ fn header(o: &mut String, d: &Diagnosis, p: &Paint) {
 fn findings(o: &mut String, d: &Diagnosis, p: &Paint) {
     let _ = writeln!(o, "\n{}", p.bold("FINDINGS"));
     if d.findings.is_empty() {
-        let _ = writeln!(o, "  none: the identity space looks healthy");
+        let _ = writeln!(o, "  none: {}", phrases::HEALTHY);
     }
     for f in &d.findings {
         let _ = writeln!(
@@ -104,10 +101,10 @@ fn identity_space(o: &mut String, d: &Diagnosis, p: &Paint) {
         "  local range {}-{}: {} of {} allocated ({}%), {} free  [{}]",
         sp.local_range.min,
         sp.local_range.max,
-        n(sp.allocated),
-        n(sp.capacity),
+        thousands(sp.allocated),
+        thousands(sp.capacity),
         sp.utilisation_percent,
-        n(sp.headroom),
+        thousands(sp.headroom),
         level(p, sp.level)
     );
     for (label, v) in [
@@ -119,9 +116,9 @@ fn identity_space(o: &mut String, d: &Diagnosis, p: &Paint) {
         ("not local", st.not_local),
         ("malformed mark", st.malformed_mark),
     ] {
-        let _ = writeln!(o, "  {label:<28} {:>9}", n(v));
+        let _ = writeln!(o, "  {label:<28} {:>9}", thousands(v));
     }
-    let _ = writeln!(o, "  {:<28} {:>9}", "total", n(sp.total));
+    let _ = writeln!(o, "  {:<28} {:>9}", "total", thousands(sp.total));
 }
 
 /// When identities were created and marked, and the creation rate.
@@ -130,7 +127,7 @@ fn age_and_rate(o: &mut String, d: &Diagnosis, p: &Paint) {
     let _ = writeln!(o, "\n{}", p.bold("AGE AND RATE"));
     let _ = write!(o, "  created  {}", buckets(&a.created));
     if a.created_unknown > 0 {
-        let _ = write!(o, "   unknown: {}", n(a.created_unknown));
+        let _ = write!(o, "   unknown: {}", thousands(a.created_unknown));
     }
     let _ = writeln!(o);
     let _ = writeln!(
@@ -138,21 +135,17 @@ fn age_and_rate(o: &mut String, d: &Diagnosis, p: &Paint) {
         "  marks    {}   (past the {} timeout: {})",
         buckets(&a.marks),
         human_duration(d.configuration.heartbeat_timeout_seconds),
-        n(a.marks_past_timeout)
+        thousands(a.marks_past_timeout)
     );
     let _ = write!(
         o,
         "  created in the last 24h: {} ({}/h)",
-        n(a.created_last24h),
+        thousands(a.created_last24h),
         a.creation_rate_per_hour
     );
     match (a.exhaustion_in_seconds, a.exhausted_at) {
         (Some(s), Some(at)) if s > 0.0 => {
-            let _ = writeln!(
-                o,
-                "; at that rate the range is full in {} ({at}) if GC stalls",
-                human_duration(s)
-            );
+            let _ = writeln!(o, "{}", phrases::exhaustion(&human_duration(s), at));
         }
         (Some(_), _) => {
             let _ = writeln!(o, "; the range is full");
@@ -185,8 +178,8 @@ fn churn_drivers(o: &mut String, d: &Diagnosis, p: &Paint) {
                 o,
                 "  {:<width$}  {:>9}  {:>10}  {:>5}%{}",
                 k.key,
-                n(k.distinct_values),
-                n(k.identities),
+                thousands(k.distinct_values),
+                thousands(k.identities),
                 k.share_percent,
                 if k.high_cardinality {
                     "  high cardinality"
@@ -203,7 +196,7 @@ fn churn_drivers(o: &mut String, d: &Diagnosis, p: &Paint) {
                 format!(
                     "{} ({})",
                     s.namespace,
-                    n(if stale { s.stale } else { s.identities })
+                    thousands(if stale { s.stale } else { s.identities })
                 )
             })
             .collect::<Vec<_>>()
@@ -223,11 +216,12 @@ fn churn_drivers(o: &mut String, d: &Diagnosis, p: &Paint) {
             ns_list(&c.namespaces_by_stale, true)
         );
     }
+    let groups = thousands(c.duplicates.groups);
+    let surplus = thousands(c.duplicates.surplus);
     let _ = writeln!(
         o,
-        "  duplicate label sets: {} ({} surplus identities)",
-        n(c.duplicates.groups),
-        n(c.duplicates.surplus)
+        "  duplicate label sets: {}",
+        phrases::duplicates(&groups, &surplus)
     );
 }
 
@@ -238,8 +232,8 @@ fn integrity(o: &mut String, d: &Diagnosis, p: &Paint) {
     let _ = write!(
         o,
         "  dangling references: {} missing ids, {} references",
-        n(i.dangling_ids),
-        n(i.dangling_references)
+        thousands(i.dangling_ids),
+        thousands(i.dangling_references)
     );
     if !i.dangling_examples.is_empty() {
         let ids: Vec<String> = i.dangling_examples.iter().map(u64::to_string).collect();
@@ -249,7 +243,7 @@ fn integrity(o: &mut String, d: &Diagnosis, p: &Paint) {
     let _ = write!(
         o,
         "  mark stripped by an agent while unused: {}",
-        n(i.strip_loop)
+        thousands(i.strip_loop)
     );
     if let Some(e) = i.strip_loop_examples.first() {
         let _ = write!(o, " (latest: {} by {} at {})", e.name, e.manager, e.time);
@@ -261,13 +255,17 @@ fn integrity(o: &mut String, d: &Diagnosis, p: &Paint) {
 fn modifiers(o: &mut String, d: &Diagnosis, p: &Paint) {
     let m = &d.modifiers;
     let _ = writeln!(o, "\n{}", p.bold("WHO MODIFIES IDENTITIES"));
-    let _ = writeln!(o, "  changed after creation: {}", n(m.changed_identities));
+    let _ = writeln!(
+        o,
+        "  changed after creation: {}",
+        thousands(m.changed_identities)
+    );
     for a in &m.managers {
         let _ = writeln!(
             o,
             "  {:<32} {:>9}  latest {}",
             a.manager,
-            n(a.identities),
+            thousands(a.identities),
             a.latest
         );
     }

@@ -1,6 +1,7 @@
 //! `diagnose -o markdown`: the diagnosis, one section per part.
 
 use super::*;
+use crate::diagnose::phrases;
 
 /// The diagnosis as Markdown.
 pub fn diagnosis(d: &Diagnosis) -> String {
@@ -18,22 +19,22 @@ pub fn diagnosis(d: &Diagnosis) -> String {
             "Endpoints".into(),
             format!(
                 "{} CiliumEndpoints, {} CiliumEndpointSlices",
-                n(c.endpoints),
-                n(c.endpoint_slices)
+                thousands(c.endpoints),
+                thousands(c.endpoint_slices)
             ),
         ],
     ];
     if d.redacted {
         about.push(vec![
             "Redacted".into(),
-            "yes: namespaces, label values, server and context are hashes".into(),
+            format!("yes: {}", phrases::REDACTED),
         ]);
     }
     table(&mut o, &["About", "Value"], &about);
 
     let _ = writeln!(o, "## Findings\n");
     if d.findings.is_empty() {
-        let _ = writeln!(o, "None: the identity space looks healthy.\n");
+        let _ = writeln!(o, "None: {}.\n", phrases::HEALTHY);
     } else {
         let rows: Vec<Vec<String>> = d
             .findings
@@ -110,10 +111,10 @@ fn identity_space_section(o: &mut String, d: &Diagnosis) {
         "Local range {}–{}: **{} of {} allocated ({}%)**, {} free — {level}.\n",
         sp.local_range.min,
         sp.local_range.max,
-        n(sp.allocated),
-        n(sp.capacity),
+        thousands(sp.allocated),
+        thousands(sp.capacity),
         sp.utilisation_percent,
-        n(sp.headroom),
+        thousands(sp.headroom),
     );
     let rows: Vec<Vec<String>> = [
         ("In use", st.in_use),
@@ -126,7 +127,7 @@ fn identity_space_section(o: &mut String, d: &Diagnosis) {
         ("**Total**", sp.total),
     ]
     .iter()
-    .map(|(k, v)| vec![(*k).to_string(), n(*v)])
+    .map(|(k, v)| vec![(*k).to_string(), thousands(*v)])
     .collect();
     table(o, &["State", "Identities"], &rows);
 }
@@ -149,10 +150,10 @@ fn gc_health_section(o: &mut String, d: &Diagnosis) {
     if let Some(t) = h.not_completed_since {
         rows.push(vec!["No GC pass completed since".into(), t.to_string()]);
     }
-    rows.push(vec!["Overdue marks".into(), n(h.overdue_marks)]);
+    rows.push(vec!["Overdue marks".into(), thousands(h.overdue_marks)]);
     rows.push(vec![
         "Unused identities held by an agent".into(),
-        n(h.agent_held_unused),
+        thousands(h.agent_held_unused),
     ]);
     match (&h.cilium, &h.workloads_problem) {
         (Some(c), _) => {
@@ -172,7 +173,7 @@ fn gc_health_section(o: &mut String, d: &Diagnosis) {
     let buckets: Vec<Vec<String>> = h
         .overdue_distribution
         .iter()
-        .map(|b| vec![cell(&b.label), n(b.count)])
+        .map(|b| vec![cell(&b.label), thousands(b.count)])
         .collect();
     table(o, &["Stale mark age (x expected)", "Identities"], &buckets);
     if let Some(c) = &h.cilium {
@@ -201,7 +202,9 @@ fn gc_health_section(o: &mut String, d: &Diagnosis) {
 fn age_section(o: &mut String, d: &Diagnosis) {
     let a = &d.age;
     let bucket_rows = |b: &[AgeBucket]| -> Vec<Vec<String>> {
-        b.iter().map(|b| vec![cell(&b.label), n(b.count)]).collect()
+        b.iter()
+            .map(|b| vec![cell(&b.label), thousands(b.count)])
+            .collect()
     };
     let _ = writeln!(o, "## Age and rate\n");
     table(o, &["Created", "Identities"], &bucket_rows(&a.created));
@@ -214,17 +217,14 @@ fn age_section(o: &mut String, d: &Diagnosis) {
         o,
         "Marks past the {} heartbeat timeout: **{}**. Created in the last 24h: **{}** ({}/h)",
         human_duration(d.configuration.heartbeat_timeout_seconds),
-        n(a.marks_past_timeout),
-        n(a.created_last24h),
+        thousands(a.marks_past_timeout),
+        thousands(a.created_last24h),
         a.creation_rate_per_hour
     );
     match (a.exhaustion_in_seconds, a.exhausted_at) {
         (Some(s), Some(at)) if s > 0.0 => {
-            let _ = writeln!(
-                o,
-                "; at that rate the range is full in **{}** ({at}) if GC stalls.\n",
-                human_duration(s)
-            );
+            let full_in = format!("**{}**", human_duration(s));
+            let _ = writeln!(o, "{}.\n", phrases::exhaustion(&full_in, at));
         }
         (Some(_), _) => {
             let _ = writeln!(o, "; the range is full.\n");
@@ -245,8 +245,8 @@ fn churn_section(o: &mut String, d: &Diagnosis) {
             .map(|k| {
                 vec![
                     format!("`{}`", k.key.replace('`', "'")),
-                    n(k.distinct_values),
-                    n(k.identities),
+                    thousands(k.distinct_values),
+                    thousands(k.identities),
                     format!("{}%", k.share_percent),
                     if k.high_cardinality { "**yes**" } else { "no" }.into(),
                 ]
@@ -267,7 +267,14 @@ fn churn_section(o: &mut String, d: &Diagnosis) {
     }
     let ns_rows = |v: &[cilium_gc::diagnose::types::NamespaceStat]| -> Vec<Vec<String>> {
         v.iter()
-            .map(|s| vec![cell(&s.namespace), n(s.identities), n(s.stale), n(s.unused)])
+            .map(|s| {
+                vec![
+                    cell(&s.namespace),
+                    thousands(s.identities),
+                    thousands(s.stale),
+                    thousands(s.unused),
+                ]
+            })
             .collect()
     };
     let header = ["Namespace", "Identities", "Stale", "Unused"];
@@ -284,15 +291,20 @@ fn churn_section(o: &mut String, d: &Diagnosis) {
         let _ = writeln!(o, "**Namespaces by stale identities**\n");
         long_table(o, "namespaces", &header, &ns_rows(&c.namespaces_by_stale));
     }
+    duplicates_part(o, &c.duplicates);
+}
+
+/// The duplicate label sets: how many, and the largest groups.
+fn duplicates_part(o: &mut String, dups: &cilium_gc::diagnose::types::Duplicates) {
+    let groups = format!("**{}**", thousands(dups.groups));
+    let surplus = thousands(dups.surplus);
     let _ = writeln!(
         o,
-        "Duplicate label sets: **{}** ({} surplus identities).\n",
-        n(c.duplicates.groups),
-        n(c.duplicates.surplus)
+        "Duplicate label sets: {}.\n",
+        phrases::duplicates(&groups, &surplus)
     );
-    if !c.duplicates.examples.is_empty() {
-        let rows: Vec<Vec<String>> = c
-            .duplicates
+    if !dups.examples.is_empty() {
+        let rows: Vec<Vec<String>> = dups
             .examples
             .iter()
             .map(|g| {
@@ -324,19 +336,19 @@ fn integrity_section(o: &mut String, d: &Diagnosis) {
         &[
             vec![
                 "Ids referenced by endpoints but missing".into(),
-                n(i.dangling_ids),
+                thousands(i.dangling_ids),
             ],
             vec![
                 "Endpoint references to missing ids".into(),
-                n(i.dangling_references),
+                thousands(i.dangling_references),
             ],
             vec![
                 "Unused identities whose mark an agent stripped".into(),
-                n(i.strip_loop),
+                thousands(i.strip_loop),
             ],
             vec![
                 "Identities changed after creation".into(),
-                n(m.changed_identities),
+                thousands(m.changed_identities),
             ],
         ],
     );
@@ -372,7 +384,13 @@ fn integrity_section(o: &mut String, d: &Diagnosis) {
         let rows: Vec<Vec<String>> = m
             .managers
             .iter()
-            .map(|a| vec![cell(&a.manager), n(a.identities), a.latest.to_string()])
+            .map(|a| {
+                vec![
+                    cell(&a.manager),
+                    thousands(a.identities),
+                    a.latest.to_string(),
+                ]
+            })
             .collect();
         long_table(
             o,

@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 
 use crate::next_steps::next_steps;
 use cilium_gc::diagnose::types::{AgeBucket, Diagnosis, Level, Severity};
-use cilium_gc::humanize::{human_duration, thousands as n};
+use cilium_gc::humanize::{human_duration, thousands};
 use cilium_gc::report::{Mode, Outcome, Report, Tool};
 
 mod diagnosis;
@@ -71,7 +71,7 @@ pub(super) fn long_table(o: &mut String, what: &str, header: &[&str], rows: &[Ve
     let _ = writeln!(
         o,
         "<details><summary>{} more {what}</summary>\n",
-        n(rest.len() as u64)
+        thousands(rest.len() as u64)
     );
     table(o, header, rest);
     let _ = writeln!(o, "</details>\n");

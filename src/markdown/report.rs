@@ -52,27 +52,27 @@ fn report_summary(o: &mut String, r: &Report) {
     let s = &r.summary;
     let _ = writeln!(o, "## Summary\n");
     let mut rows = vec![
-        vec!["Identities scanned".into(), n(s.scanned)],
-        vec!["Candidates (stale)".into(), n(s.candidates)],
+        vec!["Identities scanned".into(), thousands(s.scanned)],
+        vec!["Candidates (stale)".into(), thousands(s.candidates)],
     ];
     if r.mode != Mode::Scan {
         rows.extend([
             if r.mode == Mode::DryRunServer {
-                vec!["Validated (dry run)".into(), n(s.validated)]
+                vec!["Validated (dry run)".into(), thousands(s.validated)]
             } else {
-                vec!["Deleted".into(), n(s.deleted)]
+                vec!["Deleted".into(), thousands(s.deleted)]
             },
-            vec!["Already gone".into(), n(s.already_gone)],
+            vec!["Already gone".into(), thousands(s.already_gone)],
             vec![
                 "Reclaimed during the run (left alone)".into(),
-                n(s.reclaimed),
+                thousands(s.reclaimed),
             ],
-            vec!["Failed".into(), n(s.failed)],
-            vec!["Not attempted".into(), n(s.not_attempted)],
-            vec!["Marked (--mark)".into(), n(s.marked)],
-            vec!["409 conflicts re-decided".into(), n(s.conflicts)],
-            vec!["429 throttled".into(), n(s.throttled)],
-            vec!["Retries".into(), n(s.retries)],
+            vec!["Failed".into(), thousands(s.failed)],
+            vec!["Not attempted".into(), thousands(s.not_attempted)],
+            vec!["Marked (--mark)".into(), thousands(s.marked)],
+            vec!["409 conflicts re-decided".into(), thousands(s.conflicts)],
+            vec!["429 throttled".into(), thousands(s.throttled)],
+            vec!["Retries".into(), thousands(s.retries)],
             vec![
                 "Delete rate".into(),
                 format!("{:.1}/s", s.delete_rate_per_second),
@@ -81,7 +81,11 @@ fn report_summary(o: &mut String, r: &Report) {
     }
     rows.push(vec![
         "Endpoints / slices".into(),
-        format!("{} / {}", n(s.endpoints), n(s.endpoint_slices)),
+        format!(
+            "{} / {}",
+            thousands(s.endpoints),
+            thousands(s.endpoint_slices)
+        ),
     ]);
     table(o, &["Count", "Value"], &rows);
 }
@@ -101,7 +105,7 @@ fn report_reasons(o: &mut String, r: &Report) {
         ("not-local", rs.not_local),
     ]
     .iter()
-    .map(|(k, v)| vec![format!("`{k}`"), n(*v)])
+    .map(|(k, v)| vec![format!("`{k}`"), thousands(*v)])
     .collect();
     table(o, &["Reason", "Identities"], &rows);
 }
@@ -173,11 +177,11 @@ fn report_items(o: &mut String, r: &Report) {
         let shown = if acted.len() > MAX_ITEMS {
             format!(
                 "Identities (first {} of {}; all of them in `-o json`)",
-                n(MAX_ITEMS as u64),
-                n(acted.len() as u64)
+                thousands(MAX_ITEMS as u64),
+                thousands(acted.len() as u64)
             )
         } else {
-            format!("Identities ({})", n(acted.len() as u64))
+            format!("Identities ({})", thousands(acted.len() as u64))
         };
         let _ = writeln!(o, "## Items\n");
         details(
@@ -235,26 +239,26 @@ fn report_verdict(r: &Report) -> String {
     match r.mode {
         Mode::Scan if s.reasons.stale > 0 => format!(
             "🟠 {} stale {} waiting to be deleted (of {} scanned)",
-            n(s.reasons.stale),
+            thousands(s.reasons.stale),
             if s.reasons.stale == 1 {
                 "identity"
             } else {
                 "identities"
             },
-            n(s.scanned)
+            thousands(s.scanned)
         ),
-        Mode::Scan => format!("🟢 nothing stale (of {} scanned)", n(s.scanned)),
+        Mode::Scan => format!("🟢 nothing stale (of {} scanned)", thousands(s.scanned)),
         _ if s.failed > 0 => format!(
             "🟠 {} deleted, {} failed, {} conflicts re-decided",
-            n(s.deleted),
-            n(s.failed),
-            n(s.conflicts)
+            thousands(s.deleted),
+            thousands(s.failed),
+            thousands(s.conflicts)
         ),
         _ => format!(
             "🟢 {} deleted, {} conflicts re-decided, {} reclaimed during the run and left alone",
-            n(s.deleted),
-            n(s.conflicts),
-            n(s.reclaimed)
+            thousands(s.deleted),
+            thousands(s.conflicts),
+            thousands(s.reclaimed)
         ),
     }
 }

@@ -64,7 +64,7 @@ pub struct Population {
 }
 
 /// Control of the running actors.
-pub struct Actors {
+pub(crate) struct Actors {
     paused: Arc<AtomicBool>,
     rates: Arc<Mutex<ActorRates>>,
     task: Mutex<Option<JoinHandle<()>>>,
@@ -72,7 +72,7 @@ pub struct Actors {
 
 impl Actors {
     /// Start the actor loop (it idles while every rate is 0).
-    pub fn start(
+    pub(crate) fn start(
         store: Arc<Store>,
         rates: ActorRates,
         p: Population,
@@ -101,27 +101,27 @@ impl Actors {
     }
 
     /// Stop acting until [`Self::resume`].
-    pub fn pause(&self) {
+    pub(crate) fn pause(&self) {
         self.paused.store(true, Ordering::SeqCst);
     }
 
     /// Act again.
-    pub fn resume(&self) {
+    pub(crate) fn resume(&self) {
         self.paused.store(false, Ordering::SeqCst);
     }
 
     /// Change rates.
-    pub fn set_rates(&self, r: ActorRates) {
+    pub(crate) fn set_rates(&self, r: ActorRates) {
         *self.rates.lock().unwrap_or_else(|e| e.into_inner()) = r;
     }
 
     /// Current rates.
-    pub fn rates(&self) -> ActorRates {
+    pub(crate) fn rates(&self) -> ActorRates {
         *self.rates.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Stop for good.
-    pub fn stop(&self) {
+    pub(crate) fn stop(&self) {
         if let Some(t) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take() {
             t.abort();
         }

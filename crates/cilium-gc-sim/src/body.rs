@@ -8,10 +8,10 @@ use futures::StreamExt;
 use super::faults::ResetMode;
 
 /// Largest request body read, and largest response body re-read to cut it.
-pub const MAX_BODY: usize = 64 << 20;
+pub(crate) const MAX_BODY: usize = 64 << 20;
 
 /// Replace the body with one that fails: at once, or after half of it.
-pub async fn cut(resp: Response<Body>, mode: ResetMode) -> Response<Body> {
+pub(crate) async fn cut(resp: Response<Body>, mode: ResetMode) -> Response<Body> {
     let (parts, body) = resp.into_parts();
     let err = || {
         Err::<Bytes, std::io::Error>(std::io::Error::new(

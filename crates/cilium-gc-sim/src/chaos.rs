@@ -36,14 +36,14 @@ pub enum PageFault {
 
 /// Pending list spoilers, per kind.
 #[derive(Default)]
-pub struct Chaos {
+pub(crate) struct Chaos {
     pending: Mutex<Vec<(Kind, PageFault, u32)>>,
     applied: AtomicU64,
 }
 
 impl Chaos {
     /// Spoil `resp`, a list answer for `kind`, if a spoiler is pending.
-    pub async fn tamper(&self, kind: Kind, resp: Response<Body>) -> Response<Body> {
+    pub(crate) async fn tamper(&self, kind: Kind, resp: Response<Body>) -> Response<Body> {
         let fault = {
             let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
             let hit = p.iter_mut().find(|(k, _, n)| *k == kind && *n > 0);

@@ -12,7 +12,7 @@ use crate::kinds::{HEARTBEAT_ANNOTATION, NAMESPACE_LABEL};
 
 /// Identity labels of one workload.
 #[derive(Debug, Clone)]
-pub struct Workload {
+pub(crate) struct Workload {
     /// Pod namespace.
     pub namespace: String,
     /// `app` label value.
@@ -23,7 +23,7 @@ pub struct Workload {
 
 impl Workload {
     /// A random workload in one of `namespaces` namespaces.
-    pub fn random(rng: &mut impl Rng, namespaces: usize, job_ratio: f64) -> Self {
+    pub(crate) fn random(rng: &mut impl Rng, namespaces: usize, job_ratio: f64) -> Self {
         let ns = rng.random_range(0..namespaces.max(1));
         let namespace = format!("team-{ns:03}");
         let app = format!("svc-{}", rng.random_range(0..400u32));
@@ -40,7 +40,7 @@ impl Workload {
 
     /// `security-labels` (all `k8s:`-prefixed), sorted by key as Go
     /// encodes maps.
-    pub fn security_labels(&self) -> Vec<(String, &str)> {
+    pub(crate) fn security_labels(&self) -> Vec<(String, &str)> {
         let mut m: Vec<(String, &str)> = vec![
             ("k8s:app".into(), self.app.as_str()),
             (
@@ -88,7 +88,7 @@ fn rv_field(rv: Option<u64>) -> String {
 
 /// A CiliumIdentity as JSON text, written directly (seeding 65k of them
 /// through `serde_json::Value` is too slow in debug builds).
-pub fn identity_text(
+pub(crate) fn identity_text(
     name: &str,
     w: &Workload,
     created: Timestamp,
@@ -133,7 +133,7 @@ pub fn identity_text(
 }
 
 /// A CiliumIdentity object (no resourceVersion yet).
-pub fn identity(
+pub(crate) fn identity(
     name: &str,
     w: &Workload,
     created: Timestamp,
@@ -154,7 +154,7 @@ pub fn identity(
 }
 
 /// A CiliumEndpoint of pod `name` using identity `id`, as JSON text.
-pub fn endpoint_text(
+pub(crate) fn endpoint_text(
     name: &str,
     w: &Workload,
     id: u64,
@@ -201,7 +201,7 @@ pub fn endpoint_text(
 }
 
 /// A CiliumEndpoint of pod `name` using identity `id`.
-pub fn endpoint(
+pub(crate) fn endpoint(
     name: &str,
     w: &Workload,
     id: u64,
@@ -214,7 +214,7 @@ pub fn endpoint(
 }
 
 /// A CiliumEndpointSlice with `(pod name, identity id)` entries.
-pub fn slice(
+pub(crate) fn slice(
     name: &str,
     namespace: &str,
     entries: &[(String, u64)],

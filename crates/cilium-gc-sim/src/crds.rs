@@ -7,14 +7,14 @@ use serde_json::{json, Value};
 use crate::kinds::Kind;
 
 /// `ciliumidentities.yaml`, verbatim.
-pub const IDENTITIES_YAML: &str = include_str!("crds/ciliumidentities.yaml");
+pub(crate) const IDENTITIES_YAML: &str = include_str!("crds/ciliumidentities.yaml");
 /// `ciliumendpoints.yaml`, verbatim.
-pub const ENDPOINTS_YAML: &str = include_str!("crds/ciliumendpoints.yaml");
+pub(crate) const ENDPOINTS_YAML: &str = include_str!("crds/ciliumendpoints.yaml");
 /// `ciliumendpointslices.yaml`, verbatim.
-pub const SLICES_YAML: &str = include_str!("crds/ciliumendpointslices.yaml");
+pub(crate) const SLICES_YAML: &str = include_str!("crds/ciliumendpointslices.yaml");
 
 /// The YAML of a kind's CRD.
-pub fn yaml(kind: Kind) -> &'static str {
+pub(crate) fn yaml(kind: Kind) -> &'static str {
     match kind {
         Kind::Identity => IDENTITIES_YAML,
         Kind::Endpoint => ENDPOINTS_YAML,
@@ -23,7 +23,7 @@ pub fn yaml(kind: Kind) -> &'static str {
 }
 
 /// The CRD as the server returns it: the YAML as JSON plus server metadata.
-pub fn crd_json(kind: Kind, rv: u64) -> Value {
+pub(crate) fn crd_json(kind: Kind, rv: u64) -> Value {
     let mut v: Value = serde_saphyr::from_str(yaml(kind)).unwrap_or(Value::Null);
     if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         m.insert(

@@ -8,8 +8,8 @@ use serde_json::{json, Value};
 
 use super::crds::crd_json;
 use super::scenario::CrdSet;
-use super::state::App;
-use super::status::{self, Res};
+use super::state::ServerState;
+use super::status::{self, ResourceRef};
 use crate::kinds::{Kind, CILIUM_GROUP};
 
 const ALL_KINDS: [Kind; 3] = [Kind::Identity, Kind::Endpoint, Kind::EndpointSlice];
@@ -25,18 +25,18 @@ const CRD_VERBS: [&str; 8] = [
 ];
 
 /// `/version`.
-pub fn version() -> Value {
+pub(crate) fn version() -> Value {
     json!({"major":"1","minor":"32","gitVersion":"v1.32.0","gitCommit":"70d3cc986aa8221cd1dfb1121852688902d3bf53",
            "gitTreeState":"clean","buildDate":"2024-12-11T17:59:15Z","goVersion":"go1.23.3","compiler":"gc","platform":"linux/amd64"})
 }
 
 /// `/api`.
-pub fn api_versions() -> Value {
+pub(crate) fn api_versions() -> Value {
     json!({"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[{"clientCIDR":"0.0.0.0/0","serverAddress":"10.0.0.1:6443"}]})
 }
 
 /// `/api/v1`.
-pub fn core_v1() -> Value {
+pub(crate) fn core_v1() -> Value {
     json!({"kind":"APIResourceList","groupVersion":"v1","resources":[
         {"name":"configmaps","singularName":"configmap","namespaced":true,"kind":"ConfigMap",
          "verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"shortNames":["cm"],"storageVersionHash":"qFsyl6wFWjQ="},
@@ -69,7 +69,7 @@ fn api_group(name: &str, versions: &[&str]) -> Value {
 }
 
 /// `/apis`: cilium.io only when some Cilium CRD is installed.
-pub fn api_groups(crds: &CrdSet) -> Value {
+pub(crate) fn api_groups(crds: &CrdSet) -> Value {
     let mut groups = vec![
         api_group("apiextensions.k8s.io", &["v1"]),
         api_group("authorization.k8s.io", &["v1"]),
@@ -82,7 +82,7 @@ pub fn api_groups(crds: &CrdSet) -> Value {
 }
 
 /// `/apis/<group>`, or `None` (404 page not found).
-pub fn group(crds: &CrdSet, name: &str) -> Option<Value> {
+pub(crate) fn group(crds: &CrdSet, name: &str) -> Option<Value> {
     let versions = match name {
         CILIUM_GROUP => cilium_versions(crds),
         "apiextensions.k8s.io" | "authorization.k8s.io" => vec!["v1"],
@@ -116,7 +116,7 @@ fn crd_resources(kind: Kind) -> Vec<Value> {
 }
 
 /// `/apis/<group>/<version>`, or `None` (404 page not found).
-pub fn group_version_resources(crds: &CrdSet, group: &str, version: &str) -> Option<Value> {
+pub(crate) fn group_version_resources(crds: &CrdSet, group: &str, version: &str) -> Option<Value> {
     let resources: Vec<Value> = match (group, version) {
         (CILIUM_GROUP, _) => ALL_KINDS
             .iter()
@@ -141,14 +141,14 @@ pub fn group_version_resources(crds: &CrdSet, group: &str, version: &str) -> Opt
     )
 }
 
-const CRD_RES: Res<'static> = Res {
+const CRD_RES: ResourceRef<'static> = ResourceRef {
     group: "apiextensions.k8s.io",
     plural: "customresourcedefinitions",
     kind: "CustomResourceDefinition",
 };
 
 /// `GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions[/NAME]`.
-pub fn crds(app: &App, name: Option<&str>) -> Response<Body> {
+pub(crate) fn crds(app: &ServerState, name: Option<&str>) -> Response<Body> {
     let installed: Vec<Kind> = ALL_KINDS.into_iter().filter(|k| app.crds.has(*k)).collect();
     match name {
         None => {
@@ -167,8 +167,8 @@ pub fn crds(app: &App, name: Option<&str>) -> Response<Body> {
 }
 
 /// `GET /api/v1/namespaces/kube-system/configmaps/cilium-config`.
-pub fn cilium_config(app: &App) -> Response<Body> {
-    let res = Res {
+pub(crate) fn cilium_config(app: &ServerState) -> Response<Body> {
+    let res = ResourceRef {
         group: "",
         plural: "configmaps",
         kind: "ConfigMap",
@@ -187,7 +187,7 @@ pub fn cilium_config(app: &App) -> Response<Body> {
 
 /// `POST .../selfsubjectaccessreviews`: 201 with the spec echoed and the
 /// scenario's RBAC verdict. Protobuf bodies are not decoded (415).
-pub fn access_review(app: &App, body: &[u8]) -> Response<Body> {
+pub(crate) fn access_review(app: &ServerState, body: &[u8]) -> Response<Body> {
     let Ok(mut review) = serde_json::from_slice::<Value>(body) else {
         return status::failure(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml", None);
     };

@@ -159,7 +159,7 @@ impl Faults {
 
 /// How a watch ends early.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WatchEnd {
+pub(crate) enum WatchEnd {
     /// The server closes the stream normally (as `timeoutSeconds` would).
     Normal,
     /// The connection drops mid-stream.
@@ -170,7 +170,7 @@ pub enum WatchEnd {
 
 /// What to do to one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Verdict {
+pub(crate) struct Verdict {
     /// Wait this long before answering.
     pub delay: Option<Duration>,
     /// Answer with this instead of serving.
@@ -185,7 +185,7 @@ pub struct Verdict {
 
 /// An injected error answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Rejection {
+pub(crate) enum Rejection {
     /// 429, APF text.
     ThrottleApf(u64),
     /// 429, Status JSON.
@@ -199,7 +199,7 @@ pub enum Rejection {
 }
 
 /// Live fault state, changeable at runtime.
-pub struct FaultEngine {
+pub(crate) struct FaultEngine {
     cfg: Mutex<Faults>,
     rng: Mutex<ChaCha8Rng>,
     started: Instant,
@@ -208,7 +208,7 @@ pub struct FaultEngine {
 
 impl FaultEngine {
     /// Start with `faults`, seeded.
-    pub fn new(faults: Faults, seed: u64) -> Self {
+    pub(crate) fn new(faults: Faults, seed: u64) -> Self {
         FaultEngine {
             cfg: Mutex::new(faults),
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_fa17)),
@@ -218,19 +218,19 @@ impl FaultEngine {
     }
 
     /// Current settings.
-    pub fn get(&self) -> Faults {
+    pub(crate) fn get(&self) -> Faults {
         self.cfg.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Replace the settings.
-    pub fn set(&self, f: Faults) {
+    pub(crate) fn set(&self, f: Faults) {
         *self.cfg.lock().unwrap_or_else(|e| e.into_inner()) = f;
     }
 
     /// Decide the fate of one client request: `verb` is the Kubernetes verb
     /// (`list`, `watch`, `delete`, ...), `endpoint_read` whether it lists or
     /// watches CiliumEndpoints/Slices.
-    pub fn judge(&self, verb: &str, endpoint_read: bool, is_continue: bool) -> Verdict {
+    pub(crate) fn judge(&self, verb: &str, endpoint_read: bool, is_continue: bool) -> Verdict {
         let f = self.get();
         let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
         let mut hit = |p: f64| p > 0.0 && rng.random::<f64>() < p;
@@ -289,7 +289,7 @@ impl FaultEngine {
     }
 
     /// When and how a new watch ends early, if the faults say it does.
-    pub fn watch_end(&self) -> Option<(Duration, WatchEnd)> {
+    pub(crate) fn watch_end(&self) -> Option<(Duration, WatchEnd)> {
         let f = self.get();
         let within = f.watch_end_within.filter(|d| !d.is_zero())?;
         let at = within.mul_f64(self.random());

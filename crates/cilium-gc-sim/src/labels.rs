@@ -18,11 +18,11 @@ enum Op {
 
 /// A parsed selector: every requirement must hold.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Selector(Vec<(String, Op)>);
+pub(crate) struct Selector(Vec<(String, Op)>);
 
 impl Selector {
     /// Parse, or say why not (the server answers 400 then).
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub(crate) fn parse(s: &str) -> Result<Self, String> {
         let mut reqs = Vec::new();
         if s.trim().is_empty() {
             return Ok(Selector::default());
@@ -48,7 +48,7 @@ impl Selector {
     }
 
     /// Whether `labels` satisfy every requirement.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.0.iter().all(|(k, op)| {
             let v = labels.get(k);
             match op {

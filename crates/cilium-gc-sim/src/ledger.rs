@@ -73,7 +73,7 @@ impl Ledger {
 /// The live ledger (actor touches live in the store and are merged into
 /// snapshots).
 #[derive(Default)]
-pub struct LedgerBook {
+pub(crate) struct LedgerBook {
     inner: Mutex<Ledger>,
 }
 
@@ -83,26 +83,26 @@ impl LedgerBook {
     }
 
     /// Record a delete.
-    pub fn delete(&self, d: IdentityDelete) {
+    pub(crate) fn delete(&self, d: IdentityDelete) {
         self.lock().deletes.push(d);
     }
 
     /// Record a request.
-    pub fn request(&self, r: RequestRecord) {
+    pub(crate) fn request(&self, r: RequestRecord) {
         let mut g = self.lock();
         *g.counts.entry((r.verb.clone(), r.status)).or_default() += 1;
         g.requests.push(r);
     }
 
     /// A snapshot with `actor_touched` filled in.
-    pub fn snapshot(&self, actor_touched: BTreeSet<String>) -> Ledger {
+    pub(crate) fn snapshot(&self, actor_touched: BTreeSet<String>) -> Ledger {
         let mut l = self.lock().clone();
         l.actor_touched = actor_touched;
         l
     }
 
     /// Forget everything recorded so far (for tests with phases).
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         *self.lock() = Ledger::default();
     }
 }

@@ -7,11 +7,21 @@
 //! simulator is wrong. Only the demo, tests and benchmarks use this module;
 //! the GC core never imports it.
 //!
-//! Layout: `store` (versioned store with history), `routes` (HTTP front),
-//! `resource` (list/get/write handlers), `watch`, `discovery`, `status`
-//! (error bodies), `actors`, `faults`, `seed` + `scenario`, `tls`
-//! (CA and kubeconfig), `ledger` (what the client did), `chaos`
-//! (malformed objects and spoiled list answers, for tests).
+//! Layout. The server: `routes` (HTTP front), `resource` (list/get/write
+//! handlers), `watch`, `discovery`, `workloads` (the Cilium workloads in
+//! `kube-system`), `status` (error and success bodies), `body` (request
+//! caps, injected resets), over `state` (what handlers share, the parsed
+//! request), `store` (versioned store with history) and `object` (stored
+//! objects and their metadata bookkeeping); `tls` (CA and kubeconfig). The
+//! cluster it starts from: `scenario`, `seed`, `cilium_objects` (object
+//! builders), `install` (versions, operator pods), `crds` (Cilium's CRDs,
+//! verbatim). What acts on it: `actors`, `operator115` (cilium-operator
+//! 1.15's GC pass), `faults`, `chaos` (malformed objects and spoiled list
+//! answers, for tests). What judges the client: `ledger`. Its own reading
+//! of Cilium objects: `kinds` (endpoint references, over the shared
+//! `cilium-gc-kinds` vocabulary) and `labels` (label selectors).
+
+#![warn(missing_docs, unreachable_pub)]
 
 mod actors;
 mod body;
@@ -63,7 +73,7 @@ pub use operator115::{OperatorPass, OPERATOR_1_15};
 pub use scenario::{default_cilium_config, CrdSet, Denial, Scenario, UnusedMix};
 
 use object::{Clock, Writer};
-use state::App;
+use state::ServerState;
 
 /// Why the simulator could not start or restart.
 #[derive(Debug, thiserror::Error)]
@@ -97,7 +107,7 @@ pub enum SimError {
 
 /// Everything that survives a restart: objects, ledger, certificates, actors.
 struct Shared {
-    app: Arc<App>,
+    app: Arc<ServerState>,
     tls: tls::Tls,
     actors: actors::Actors,
     compactor: JoinHandle<()>,
@@ -149,7 +159,7 @@ impl Simulator {
         let seed_time = t0.elapsed();
         let tls = tls::Tls::generate()?;
         let (expire_watches, _) = tokio::sync::broadcast::channel(4);
-        let app = Arc::new(App {
+        let app = Arc::new(ServerState {
             store: Arc::new(store),
             crds: scenario.crds,
             cilium_config: scenario.cilium_config.clone(),
@@ -536,7 +546,7 @@ impl Drop for Simulator {
     }
 }
 
-async fn compact_periodically(app: Arc<App>, every: Duration) {
+async fn compact_periodically(app: Arc<ServerState>, every: Duration) {
     if every.is_zero() {
         return;
     }

@@ -1,7 +1,7 @@
 //! Stored objects and the metadata bookkeeping a real apiserver does on
 //! every write: resourceVersion, generation, managedFields.
 //!
-//! Objects are kept pre-serialized ([`Obj::bytes`]) so a 150k-object list is
+//! Objects are kept pre-serialized ([`StoredObject::bytes`]) so a 150k-object list is
 //! a concatenation, and memory stays near the wire size.
 
 use std::sync::Arc;
@@ -14,20 +14,20 @@ use crate::kinds::Kind;
 
 /// The server clock: real time plus the scenario's offset.
 #[derive(Debug, Clone, Copy)]
-pub struct Clock {
+pub(crate) struct Clock {
     offset: SignedDuration,
 }
 
 impl Clock {
     /// A clock `offset_secs` ahead of real time (negative: behind).
-    pub fn new(offset_secs: i64) -> Self {
+    pub(crate) fn new(offset_secs: i64) -> Self {
         Clock {
             offset: SignedDuration::from_secs(offset_secs),
         }
     }
 
     /// Now, on the server clock.
-    pub fn now(&self) -> Timestamp {
+    pub(crate) fn now(&self) -> Timestamp {
         Timestamp::now()
             .checked_add(self.offset)
             .unwrap_or_else(|_| Timestamp::now())
@@ -35,7 +35,7 @@ impl Clock {
 }
 
 /// RFC 3339 with whole seconds, as metadata timestamps are.
-pub fn rfc3339_secs(t: Timestamp) -> String {
+pub(crate) fn rfc3339_secs(t: Timestamp) -> String {
     Timestamp::from_second(t.as_second())
         .unwrap_or(t)
         .to_string()
@@ -43,7 +43,7 @@ pub fn rfc3339_secs(t: Timestamp) -> String {
 
 /// One stored object, immutable; a write replaces it.
 #[derive(Debug)]
-pub struct Obj {
+pub(crate) struct StoredObject {
     /// The full JSON, including apiVersion, kind and metadata.resourceVersion.
     pub bytes: Bytes,
     /// `metadata.resourceVersion`.
@@ -54,15 +54,15 @@ pub struct Obj {
     pub ids: Box<[u64]>,
 }
 
-impl Obj {
+impl StoredObject {
     /// Parse the stored JSON back into a value (for writes and metadata views).
-    pub fn value(&self) -> Value {
+    pub(crate) fn value(&self) -> Value {
         serde_json::from_slice(&self.bytes).unwrap_or(Value::Null)
     }
 }
 
-/// Serialize `v` into an [`Obj`], computing the ids it references.
-pub fn seal(kind: Kind, v: &Value, rv: u64) -> Arc<Obj> {
+/// Serialize `v` into an [`StoredObject`], computing the ids it references.
+pub(crate) fn seal(kind: Kind, v: &Value, rv: u64) -> Arc<StoredObject> {
     let bytes = serde_json::to_vec(v).unwrap_or_default();
     let uid = v
         .pointer("/metadata/uid")
@@ -70,7 +70,7 @@ pub fn seal(kind: Kind, v: &Value, rv: u64) -> Arc<Obj> {
         .unwrap_or_default()
         .into();
     let ids = referenced_ids(kind, &bytes);
-    Arc::new(Obj {
+    Arc::new(StoredObject {
         bytes: Bytes::from(bytes),
         rv,
         uid,
@@ -90,7 +90,7 @@ fn referenced_ids(kind: Kind, bytes: &[u8]) -> Box<[u64]> {
 }
 
 /// Set `metadata.resourceVersion`.
-pub fn set_rv(v: &mut Value, rv: u64) {
+pub(crate) fn set_rv(v: &mut Value, rv: u64) {
     if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         m.insert("resourceVersion".into(), Value::String(rv.to_string()));
     }
@@ -135,13 +135,13 @@ fn user_view(v: &Value) -> Value {
 }
 
 /// Whether `new` differs from `old` in anything a client controls.
-pub fn changed(old: &Value, new: &Value) -> bool {
+pub(crate) fn changed(old: &Value, new: &Value) -> bool {
     user_view(old) != user_view(new)
 }
 
 /// Who writes, for managedFields and the ledger.
 #[derive(Debug, Clone)]
-pub struct Writer {
+pub(crate) struct Writer {
     /// Field manager name.
     pub manager: String,
     /// `Update` or `Apply`.
@@ -152,7 +152,7 @@ pub struct Writer {
 
 impl Writer {
     /// A client write.
-    pub fn client(manager: impl Into<String>) -> Self {
+    pub(crate) fn client(manager: impl Into<String>) -> Self {
         Writer {
             manager: manager.into(),
             operation: "Update",
@@ -160,7 +160,7 @@ impl Writer {
         }
     }
     /// A cluster actor write.
-    pub fn actor(manager: &str) -> Self {
+    pub(crate) fn actor(manager: &str) -> Self {
         Writer {
             manager: manager.to_owned(),
             operation: "Update",
@@ -216,7 +216,7 @@ fn fields_v1(old: &Value, new: &Value) -> Value {
 const MAX_UPDATE_ENTRIES: usize = 10;
 
 /// Record a write by `writer` in `new`'s managedFields (copied from `old`).
-pub fn record_manager(
+pub(crate) fn record_manager(
     old: &Value,
     new: &mut Value,
     writer: &Writer,
@@ -290,7 +290,7 @@ fn cap_entries(entries: &mut Vec<Value>, api_version: &str) {
 /// Finish a write of `new` over `old` (null for a create): keep server-owned
 /// metadata, bump generation when the non-metadata part changed, record the
 /// manager and set the resourceVersion.
-pub fn stamp_write(
+pub(crate) fn stamp_write(
     old: &Value,
     new: &mut Value,
     writer: &Writer,
@@ -318,7 +318,7 @@ pub fn stamp_write(
 }
 
 /// A random RFC 4122 v4 UUID from `rng`.
-pub fn uuid(rng: &mut impl rand::Rng) -> String {
+pub(crate) fn uuid(rng: &mut impl rand::Rng) -> String {
     let mut b: [u8; 16] = rng.random();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;

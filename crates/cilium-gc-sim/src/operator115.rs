@@ -81,7 +81,7 @@ impl Simulator {
             if parse_id(&key).is_some_and(|id| store.ref_count(id) > 0) {
                 continue;
             }
-            let precondition = |cur: &crate::object::Obj| {
+            let precondition = |cur: &crate::object::StoredObject| {
                 if cur.rv != rv || cur.uid != uid {
                     Err(StoreError::Conflict(format!(
                         "Operation cannot be fulfilled on ciliumidentities.cilium.io \"{key}\": the object has been modified; please apply your changes to the latest version and try again"

@@ -12,16 +12,16 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::ledger::IdentityDelete;
-use super::object::{rfc3339_secs, uuid, Obj, Writer};
-use super::state::{App, Req};
-use super::status::{self, Res};
+use super::object::{rfc3339_secs, uuid, StoredObject, Writer};
+use super::state::{ClientRequest, ServerState};
+use super::status::{self, ResourceRef};
 use super::store::{api_version, ReadAt, StoreError};
 use crate::kinds::{Kind, CILIUM_GROUP};
 use crate::labels::Selector;
 
 /// Names for messages and details of a kind.
-pub fn res(kind: Kind) -> Res<'static> {
-    Res {
+pub(crate) fn res(kind: Kind) -> ResourceRef<'static> {
+    ResourceRef {
         group: CILIUM_GROUP,
         plural: kind.plural(),
         kind: kind.kind(),
@@ -36,7 +36,7 @@ fn key_of(kind: Kind, namespace: Option<&str>, name: &str) -> String {
 }
 
 /// Split a table key into (namespace, name).
-pub fn split_key(key: &str) -> (Option<&str>, &str) {
+pub(crate) fn split_key(key: &str) -> (Option<&str>, &str) {
     match key.split_once('/') {
         Some((ns, n)) => (Some(ns), n),
         None => (None, key),
@@ -59,7 +59,7 @@ struct Token {
 }
 
 /// Encode a continue token like apiserver's `EncodeContinue`.
-pub fn encode_token(rv: i64, start: &str) -> String {
+pub(crate) fn encode_token(rv: i64, start: &str) -> String {
     let raw = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start});
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw.to_string())
 }
@@ -105,7 +105,7 @@ struct LabelsMeta {
 }
 
 impl Filter {
-    fn parse(kind: Kind, r: &Req) -> Result<Filter, Refusal> {
+    fn parse(kind: Kind, r: &ClientRequest) -> Result<Filter, Refusal> {
         let labels =
             match r
                 .query
@@ -155,7 +155,7 @@ impl Filter {
         self.labels.is_none() && self.fields.is_empty()
     }
 
-    fn matches(&self, key: &str, obj: &Obj) -> bool {
+    fn matches(&self, key: &str, obj: &StoredObject) -> bool {
         let (ns, name) = split_key(key);
         let fields_ok = self.fields.iter().all(|(k, eq, v)| {
             let actual = if k == "metadata.name" {
@@ -176,13 +176,13 @@ impl Filter {
 // ---- rendering ----
 
 /// An object as `PartialObjectMetadata`.
-pub fn partial_metadata(obj: &Obj) -> Value {
+pub(crate) fn partial_metadata(obj: &StoredObject) -> Value {
     let v = obj.value();
     json!({"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata": v.get("metadata").cloned().unwrap_or(json!({}))})
 }
 
 /// The bytes of an object as the client asked for it.
-pub fn render_obj(obj: &Obj, meta_only: bool) -> Vec<u8> {
+pub(crate) fn render_obj(obj: &StoredObject, meta_only: bool) -> Vec<u8> {
     if meta_only {
         serde_json::to_vec(&partial_metadata(obj)).unwrap_or_default()
     } else {
@@ -194,7 +194,12 @@ fn list_kind(kind: Kind) -> String {
     format!("{}List", kind.kind())
 }
 
-fn render_list(kind: Kind, meta: Value, items: &[(String, Arc<Obj>)], meta_only: bool) -> Vec<u8> {
+fn render_list(
+    kind: Kind,
+    meta: Value,
+    items: &[(String, Arc<StoredObject>)],
+    meta_only: bool,
+) -> Vec<u8> {
     let (api, lk) = if meta_only {
         (
             "meta.k8s.io/v1".to_owned(),
@@ -218,7 +223,7 @@ fn render_list(kind: Kind, meta: Value, items: &[(String, Arc<Obj>)], meta_only:
     out
 }
 
-fn note_seen(app: &App, kind: Kind, items: &[(String, Arc<Obj>)]) {
+fn note_seen(app: &ServerState, kind: Kind, items: &[(String, Arc<StoredObject>)]) {
     if kind == Kind::Identity {
         app.store
             .note_client_seen(items.iter().map(|(k, o)| (k.as_str(), o.rv)));
@@ -228,11 +233,11 @@ fn note_seen(app: &App, kind: Kind, items: &[(String, Arc<Obj>)]) {
 // ---- list ----
 
 /// `GET` a collection.
-pub fn list(
-    app: &App,
+pub(crate) fn list(
+    app: &ServerState,
     kind: Kind,
     namespace: Option<&str>,
-    r: &Req,
+    r: &ClientRequest,
     force_expire: bool,
 ) -> Response<Body> {
     let filter = match Filter::parse(kind, r) {
@@ -269,8 +274,8 @@ pub fn list(
 /// `continue`), where it starts, and its page size, validated as the
 /// apiserver validates them; the error answer otherwise.
 fn list_position(
-    app: &App,
-    r: &Req,
+    app: &ServerState,
+    r: &ClientRequest,
     prefix: &str,
     force_expire: bool,
 ) -> Result<ListPosition, Box<Response<Body>>> {
@@ -357,7 +362,13 @@ struct ListPosition {
 // ---- get ----
 
 /// `GET` one object.
-pub fn get(app: &App, kind: Kind, namespace: Option<&str>, name: &str, r: &Req) -> Response<Body> {
+pub(crate) fn get(
+    app: &ServerState,
+    kind: Kind,
+    namespace: Option<&str>,
+    name: &str,
+    r: &ClientRequest,
+) -> Response<Body> {
     match app.store.get(kind, &key_of(kind, namespace, name)) {
         None => status::not_found(res(kind), name),
         Some(o) => {
@@ -371,7 +382,7 @@ pub fn get(app: &App, kind: Kind, namespace: Option<&str>, name: &str, r: &Req) 
 
 // ---- writes ----
 
-fn parse_body(r: &Req) -> Result<Value, Refusal> {
+fn parse_body(r: &ClientRequest) -> Result<Value, Refusal> {
     let v: Value = if r
         .headers
         .get(header::CONTENT_TYPE)
@@ -423,7 +434,12 @@ fn validate(kind: Kind, name: &str, v: &Value) -> Result<(), StoreError> {
 }
 
 /// `POST` a new object.
-pub fn create(app: &App, kind: Kind, namespace: Option<&str>, r: &Req) -> Response<Body> {
+pub(crate) fn create(
+    app: &ServerState,
+    kind: Kind,
+    namespace: Option<&str>,
+    r: &ClientRequest,
+) -> Response<Body> {
     let mut v = match parse_body(r) {
         Ok(v) => v,
         Err(e) => return *e,
@@ -493,12 +509,12 @@ fn rv_of(v: &Value) -> Option<&str> {
 }
 
 /// `PUT` a whole object; needs a current `metadata.resourceVersion` (§4).
-pub fn update(
-    app: &App,
+pub(crate) fn update(
+    app: &ServerState,
     kind: Kind,
     namespace: Option<&str>,
     name: &str,
-    r: &Req,
+    r: &ClientRequest,
 ) -> Response<Body> {
     let body = match parse_body(r) {
         Ok(v) => v,
@@ -541,12 +557,12 @@ pub fn update(
 }
 
 /// `PATCH` an object: merge, JSON or apply patches; strategic merge is 415 for CRs (§4).
-pub fn patch(
-    app: &App,
+pub(crate) fn patch(
+    app: &ServerState,
     kind: Kind,
     namespace: Option<&str>,
     name: &str,
-    r: &Req,
+    r: &ClientRequest,
 ) -> Response<Body> {
     let ct = r
         .headers
@@ -594,7 +610,7 @@ fn patch_edit(
     kind: Kind,
     name: &str,
     ct: &str,
-    r: &Req,
+    r: &ClientRequest,
     writer: &mut Writer,
 ) -> Result<Edit, Box<Response<Body>>> {
     match ct {
@@ -679,7 +695,7 @@ struct Preconditions {
 }
 
 /// Options from the body when it is non-empty, else from the query (§3).
-fn delete_options(r: &Req) -> Result<DeleteOptions, Refusal> {
+fn delete_options(r: &ClientRequest) -> Result<DeleteOptions, Refusal> {
     if !r.body.iter().all(u8::is_ascii_whitespace) {
         return serde_json::from_slice(&r.body).map_err(|e| {
             Box::new(status::bad_request(&format!(
@@ -725,12 +741,12 @@ fn validate_delete(o: &DeleteOptions) -> Result<(), Refusal> {
 
 /// `DELETE` one object, honouring preconditions and dry run; identity
 /// deletes go to the ledger.
-pub fn delete(
-    app: &App,
+pub(crate) fn delete(
+    app: &ServerState,
     kind: Kind,
     namespace: Option<&str>,
     name: &str,
-    r: &Req,
+    r: &ClientRequest,
 ) -> Response<Body> {
     let opts = match delete_options(r) {
         Ok(o) => o,

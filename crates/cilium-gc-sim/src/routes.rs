@@ -14,19 +14,19 @@ use super::body::{cut, MAX_BODY};
 use super::faults::Rejection;
 use super::ledger::RequestRecord;
 use super::scenario::CrdSet;
-use super::state::{App, Query, Req};
-use super::status::{self, Res};
+use super::state::{ClientRequest, Query, ServerState};
+use super::status::{self, ResourceRef};
 use super::{discovery, resource, watch};
 use crate::kinds::{Kind, CILIUM_GROUP};
 
 /// The router: everything goes through [`handle`].
-pub fn app(state: Arc<App>) -> Router {
+pub(crate) fn app(state: Arc<ServerState>) -> Router {
     Router::new().fallback(handle).with_state(state)
 }
 
 /// What a path addresses.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Target {
+pub(crate) enum Target {
     /// `/version`.
     Version,
     /// `/api`.
@@ -74,7 +74,7 @@ fn kind_of(version: &str, plural: &str, crds: &CrdSet) -> Option<Kind> {
 }
 
 /// Parse a path (reference §8: scope mismatches are "page not found").
-pub fn parse_target(path: &str, crds: &CrdSet) -> Target {
+pub(crate) fn parse_target(path: &str, crds: &CrdSet) -> Target {
     let segs: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
     match segs.as_slice() {
         ["version"] => Target::Version,
@@ -159,7 +159,7 @@ fn parse_query(q: Option<&str>) -> Query {
 }
 
 /// Percent-decoding (and `+` as space) of a query component.
-pub fn pct_decode(s: &str) -> String {
+pub(crate) fn pct_decode(s: &str) -> String {
     let plus_as_space = s.replace('+', " ");
     percent_encoding::percent_decode_str(&plus_as_space)
         .decode_utf8_lossy()
@@ -167,12 +167,12 @@ pub fn pct_decode(s: &str) -> String {
 }
 
 /// Is this a watch request (`watch=true` or `watch=1`)?
-pub fn is_watch(q: &Query) -> bool {
+pub(crate) fn is_watch(q: &Query) -> bool {
     matches!(q.get("watch").map(String::as_str), Some("true" | "1"))
 }
 
 /// The Kubernetes verb of a request (reference §0).
-pub fn verb_of(method: &Method, target: &Target, q: &Query) -> &'static str {
+pub(crate) fn verb_of(method: &Method, target: &Target, q: &Query) -> &'static str {
     let named = match target {
         Target::Resource { name, .. } => name.is_some(),
         Target::Crd(n) => n.is_some(),
@@ -199,7 +199,7 @@ pub fn verb_of(method: &Method, target: &Target, q: &Query) -> &'static str {
     }
 }
 
-async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Body> {
+async fn handle(State(app): State<Arc<ServerState>>, req: Request<Body>) -> Response<Body> {
     let time = app.clock.now();
     let (parts, body) = req.into_parts();
     let body = to_bytes(body, MAX_BODY).await.unwrap_or_default();
@@ -212,7 +212,7 @@ async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Bod
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    let r = Req {
+    let r = ClientRequest {
         method: parts.method.clone(),
         headers: parts.headers,
         query,
@@ -251,7 +251,7 @@ async fn handle(State(app): State<Arc<App>>, req: Request<Body>) -> Response<Bod
     resp
 }
 
-fn authenticated(app: &App, r: &Req) -> bool {
+fn authenticated(app: &ServerState, r: &ClientRequest) -> bool {
     r.headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -259,7 +259,12 @@ fn authenticated(app: &App, r: &Req) -> bool {
         .is_some_and(|t| t.trim() == app.token)
 }
 
-async fn serve(app: &Arc<App>, r: &Req, target: &Target, verb: &'static str) -> Response<Body> {
+async fn serve(
+    app: &Arc<ServerState>,
+    r: &ClientRequest,
+    target: &Target,
+    verb: &'static str,
+) -> Response<Body> {
     if !authenticated(app, r) {
         return status::unauthorized();
     }
@@ -294,43 +299,16 @@ async fn serve(app: &Arc<App>, r: &Req, target: &Target, verb: &'static str) -> 
             verb,
         );
     }
-    let resp = match verb {
-        "watch" => watch::watch(app.clone(), *kind, namespace.clone(), r),
-        "list" => {
-            let resp = resource::list(app, *kind, namespace.as_deref(), r, verdict.expire_continue);
-            app.chaos.tamper(*kind, resp).await
-        }
-        "get" => resource::get(
-            app,
-            *kind,
-            namespace.as_deref(),
-            name.as_deref().unwrap_or(""),
-            r,
-        ),
-        "create" => resource::create(app, *kind, namespace.as_deref(), r),
-        "update" => resource::update(
-            app,
-            *kind,
-            namespace.as_deref(),
-            name.as_deref().unwrap_or(""),
-            r,
-        ),
-        "patch" => resource::patch(
-            app,
-            *kind,
-            namespace.as_deref(),
-            name.as_deref().unwrap_or(""),
-            r,
-        ),
-        "delete" => resource::delete(
-            app,
-            *kind,
-            namespace.as_deref(),
-            name.as_deref().unwrap_or(""),
-            r,
-        ),
-        _ => status::method_not_allowed(),
-    };
+    let resp = dispatch(
+        app,
+        r,
+        *kind,
+        namespace.as_deref(),
+        name.as_deref(),
+        verb,
+        verdict.expire_continue,
+    )
+    .await;
     if let Some(rej) = verdict.reject {
         // The write is committed; the client only sees the error.
         return rejection(rej);
@@ -341,7 +319,39 @@ async fn serve(app: &Arc<App>, r: &Req, target: &Target, verb: &'static str) -> 
     }
 }
 
-fn serve_other(app: &App, r: &Req, target: &Target, verb: &str) -> Response<Body> {
+/// The handler for `verb` on a Cilium resource, once the request is
+/// authenticated, allowed and past the injected faults.
+async fn dispatch(
+    app: &Arc<ServerState>,
+    r: &ClientRequest,
+    kind: Kind,
+    namespace: Option<&str>,
+    name: Option<&str>,
+    verb: &str,
+    expire_continue: bool,
+) -> Response<Body> {
+    let name = name.unwrap_or("");
+    match verb {
+        "watch" => watch::watch(app.clone(), kind, namespace.map(str::to_owned), r),
+        "list" => {
+            let resp = resource::list(app, kind, namespace, r, expire_continue);
+            app.chaos.tamper(kind, resp).await
+        }
+        "get" => resource::get(app, kind, namespace, name, r),
+        "create" => resource::create(app, kind, namespace, r),
+        "update" => resource::update(app, kind, namespace, name, r),
+        "patch" => resource::patch(app, kind, namespace, name, r),
+        "delete" => resource::delete(app, kind, namespace, name, r),
+        _ => status::method_not_allowed(),
+    }
+}
+
+fn serve_other(
+    app: &ServerState,
+    r: &ClientRequest,
+    target: &Target,
+    verb: &str,
+) -> Response<Body> {
     let json = |v: Option<serde_json::Value>| {
         v.map_or_else(status::page_not_found, |v| status::json_response(200, &v))
     };
@@ -358,7 +368,7 @@ fn serve_other(app: &App, r: &Req, target: &Target, verb: &str) -> Response<Body
         Target::Crd(name) if is_get => discovery::crds(app, name.as_deref()),
         Target::AccessReview if r.method == Method::POST => discovery::access_review(app, &r.body),
         Target::ConfigMap(ns, name) if is_get => {
-            let res = Res {
+            let res = ResourceRef {
                 group: "",
                 plural: "configmaps",
                 kind: "ConfigMap",

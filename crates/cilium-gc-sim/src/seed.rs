@@ -9,14 +9,14 @@ use rand_chacha::ChaCha8Rng;
 use std::sync::Arc;
 
 use super::cilium_objects::{endpoint_text, identity_text, slice, Workload};
-use super::object::{set_rv, uuid, Clock, Obj};
+use super::object::{set_rv, uuid, Clock, StoredObject};
 use super::scenario::Scenario;
 use super::store::Store;
 use crate::kinds::Kind;
 
 /// A sealed seed object with known references (no re-parsing).
-fn seeded(text: String, rv: u64, uid: String, ids: Vec<u64>) -> Arc<Obj> {
-    Arc::new(Obj {
+fn seeded(text: String, rv: u64, uid: String, ids: Vec<u64>) -> Arc<StoredObject> {
+    Arc::new(StoredObject {
         bytes: bytes::Bytes::from(text),
         rv,
         uid: uid.into(),
@@ -56,7 +56,7 @@ fn pick_mark(rng: &mut ChaCha8Rng, s: &Scenario, now: Timestamp) -> (Option<Stri
 }
 
 /// Fill `store` from `s`. Returns the RNG state for actors to continue with.
-pub fn populate(store: &Store, s: &Scenario, clock: &Clock) -> ChaCha8Rng {
+pub(crate) fn populate(store: &Store, s: &Scenario, clock: &Clock) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(s.seed);
     let now = clock.now();
     let spread = s.age_spread.as_secs().max(1) as i64;

@@ -1,5 +1,5 @@
-//! The state every handler shares ([`App`]) and one parsed client request
-//! ([`Req`]): what the HTTP front hands to the discovery, resource and watch
+//! The state every handler shares ([`ServerState`]) and one parsed client request
+//! ([`ClientRequest`]): what the HTTP front hands to the discovery, resource and watch
 //! handlers.
 
 use std::collections::HashMap;
@@ -16,10 +16,10 @@ use super::scenario::{CrdSet, Denial};
 use super::store::Store;
 
 /// Query parameters (last value wins).
-pub type Query = HashMap<String, String>;
+pub(crate) type Query = HashMap<String, String>;
 
 /// Shared server state.
-pub struct App {
+pub(crate) struct ServerState {
     /// The objects (shared with the actors).
     pub store: Arc<Store>,
     /// Installed CRDs.
@@ -50,9 +50,9 @@ pub struct App {
     pub chaos: super::chaos::Chaos,
 }
 
-impl App {
+impl ServerState {
     /// Whether RBAC lets the scenario's user do `verb` on `resource`.
-    pub fn allowed(&self, verb: &str, resource: &str) -> bool {
+    pub(crate) fn allowed(&self, verb: &str, resource: &str) -> bool {
         !self
             .rbac
             .lock()
@@ -63,7 +63,7 @@ impl App {
 }
 
 /// One parsed client request.
-pub struct Req {
+pub(crate) struct ClientRequest {
     /// HTTP method.
     pub method: Method,
     /// Headers.
@@ -76,9 +76,9 @@ pub struct Req {
     pub user_agent: String,
 }
 
-impl Req {
+impl ClientRequest {
     /// Field manager: `?fieldManager=`, else the User-Agent up to the first `/` (§4).
-    pub fn manager(&self) -> String {
+    pub(crate) fn manager(&self) -> String {
         match self.query.get("fieldManager") {
             Some(m) if !m.is_empty() => m.clone(),
             _ => {
@@ -94,7 +94,7 @@ impl Req {
     }
 
     /// Whether the client asked for metadata only (`as=PartialObjectMetadata[List]`).
-    pub fn metadata_only(&self) -> bool {
+    pub(crate) fn metadata_only(&self) -> bool {
         self.headers
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok())
@@ -107,7 +107,7 @@ impl Req {
     }
 
     /// `?dryRun=All`.
-    pub fn dry_run(&self) -> bool {
+    pub(crate) fn dry_run(&self) -> bool {
         self.query.get("dryRun").is_some_and(|v| v == "All")
     }
 }

@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 /// Resource identity used in messages and `details`.
 #[derive(Debug, Clone, Copy)]
-pub struct Res<'a> {
+pub(crate) struct ResourceRef<'a> {
     /// API group (`cilium.io`, or `""` for core).
     pub group: &'a str,
     /// Plural resource.
@@ -17,9 +17,9 @@ pub struct Res<'a> {
     pub kind: &'a str,
 }
 
-impl Res<'_> {
+impl ResourceRef<'_> {
     /// `ciliumidentities.cilium.io`, or `configmaps` for the core group.
-    pub fn qualified(&self) -> String {
+    pub(crate) fn qualified(&self) -> String {
         if self.group.is_empty() {
             self.plural.to_owned()
         } else {
@@ -28,7 +28,7 @@ impl Res<'_> {
     }
 
     /// `details` with name, group and the plural as kind.
-    pub fn details(&self, name: &str) -> Value {
+    pub(crate) fn details(&self, name: &str) -> Value {
         let mut d = Map::new();
         if !name.is_empty() {
             d.insert("name".into(), json!(name));
@@ -42,12 +42,12 @@ impl Res<'_> {
 }
 
 /// A JSON response with status `code`.
-pub fn json_response(code: u16, body: &Value) -> Response<Body> {
+pub(crate) fn json_response(code: u16, body: &Value) -> Response<Body> {
     bytes_response(code, serde_json::to_vec(body).unwrap_or_default())
 }
 
 /// A pre-serialized JSON response.
-pub fn bytes_response(code: u16, body: Vec<u8>) -> Response<Body> {
+pub(crate) fn bytes_response(code: u16, body: Vec<u8>) -> Response<Body> {
     let mut r = Response::new(Body::from(body));
     *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     r.headers_mut().insert(
@@ -59,7 +59,12 @@ pub fn bytes_response(code: u16, body: Vec<u8>) -> Response<Body> {
 
 /// A failure `Status`; sets `Retry-After` when details carry
 /// `retryAfterSeconds`, as `ErrorNegotiated` does.
-pub fn failure(code: u16, reason: &str, message: &str, details: Option<Value>) -> Response<Body> {
+pub(crate) fn failure(
+    code: u16,
+    reason: &str,
+    message: &str,
+    details: Option<Value>,
+) -> Response<Body> {
     let mut body = json!({
         "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
         "message": message, "reason": reason,
@@ -81,7 +86,7 @@ pub fn failure(code: u16, reason: &str, message: &str, details: Option<Value>) -
 }
 
 /// `404 page not found` in text, for paths nothing serves (absent CRDs, scope mismatches).
-pub fn page_not_found() -> Response<Body> {
+pub(crate) fn page_not_found() -> Response<Body> {
     let mut r = Response::new(Body::from("404 page not found\n"));
     *r.status_mut() = StatusCode::NOT_FOUND;
     r.headers_mut().insert(
@@ -96,7 +101,7 @@ pub fn page_not_found() -> Response<Body> {
 }
 
 /// APF's rejection: plain text and `Retry-After`.
-pub fn apf_throttled(retry_after: u64) -> Response<Body> {
+pub(crate) fn apf_throttled(retry_after: u64) -> Response<Body> {
     let mut r = Response::new(Body::from("Too many requests, please try again later.\n"));
     *r.status_mut() = StatusCode::TOO_MANY_REQUESTS;
     r.headers_mut().insert(
@@ -113,7 +118,7 @@ pub fn apf_throttled(retry_after: u64) -> Response<Body> {
 }
 
 /// `NewTooManyRequests`: a Status 429 with `retryAfterSeconds`.
-pub fn too_many_requests(retry_after: u64) -> Response<Body> {
+pub(crate) fn too_many_requests(retry_after: u64) -> Response<Body> {
     failure(
         429,
         "TooManyRequests",
@@ -123,13 +128,13 @@ pub fn too_many_requests(retry_after: u64) -> Response<Body> {
 }
 
 /// 401.
-pub fn unauthorized() -> Response<Body> {
+pub(crate) fn unauthorized() -> Response<Body> {
     failure(401, "Unauthorized", "Unauthorized", None)
 }
 
 /// 403 with the RBAC message shape of §7.
-pub fn forbidden(
-    res: Res,
+pub(crate) fn forbidden(
+    res: ResourceRef,
     name: &str,
     namespace: Option<&str>,
     user: &str,
@@ -157,7 +162,7 @@ pub fn forbidden(
 }
 
 /// 404 NotFound for an object.
-pub fn not_found(res: Res, name: &str) -> Response<Body> {
+pub(crate) fn not_found(res: ResourceRef, name: &str) -> Response<Body> {
     failure(
         404,
         "NotFound",
@@ -167,7 +172,7 @@ pub fn not_found(res: Res, name: &str) -> Response<Body> {
 }
 
 /// 409 AlreadyExists.
-pub fn already_exists(res: Res, name: &str) -> Response<Body> {
+pub(crate) fn already_exists(res: ResourceRef, name: &str) -> Response<Body> {
     failure(
         409,
         "AlreadyExists",
@@ -177,7 +182,7 @@ pub fn already_exists(res: Res, name: &str) -> Response<Body> {
 }
 
 /// The optimistic-lock message of a stale update (§4).
-pub fn modified_message(res: Res, name: &str) -> String {
+pub(crate) fn modified_message(res: ResourceRef, name: &str) -> String {
     format!(
         "Operation cannot be fulfilled on {} {name:?}: the object has been modified; please apply your changes to the latest version and try again",
         res.qualified()
@@ -186,7 +191,12 @@ pub fn modified_message(res: Res, name: &str) -> String {
 
 /// 409 Conflict with `message`. Precondition failures carry the Kind in
 /// `details.kind` (they are built from the Kind, §3); others the plural.
-pub fn conflict(res: Res, name: &str, message: &str, kind_in_details: bool) -> Response<Body> {
+pub(crate) fn conflict(
+    res: ResourceRef,
+    name: &str,
+    message: &str,
+    kind_in_details: bool,
+) -> Response<Body> {
     let details = if kind_in_details {
         json!({"name": name, "group": res.group, "kind": res.kind})
     } else {
@@ -196,17 +206,17 @@ pub fn conflict(res: Res, name: &str, message: &str, kind_in_details: bool) -> R
 }
 
 /// 422 Invalid.
-pub fn invalid(message: &str, details: Value) -> Response<Body> {
+pub(crate) fn invalid(message: &str, details: Value) -> Response<Body> {
     failure(422, "Invalid", message, Some(details))
 }
 
 /// 400 BadRequest.
-pub fn bad_request(message: &str) -> Response<Body> {
+pub(crate) fn bad_request(message: &str) -> Response<Body> {
     failure(400, "BadRequest", message, None)
 }
 
 /// 405 MethodNotAllowed.
-pub fn method_not_allowed() -> Response<Body> {
+pub(crate) fn method_not_allowed() -> Response<Body> {
     failure(
         405,
         "MethodNotAllowed",
@@ -216,7 +226,7 @@ pub fn method_not_allowed() -> Response<Body> {
 }
 
 /// 415 for a patch type CRs do not support.
-pub fn unsupported_patch() -> Response<Body> {
+pub(crate) fn unsupported_patch() -> Response<Body> {
     failure(
         415,
         "UnsupportedMediaType",
@@ -227,7 +237,7 @@ pub fn unsupported_patch() -> Response<Body> {
 
 /// 410 Expired for a compacted continue token, carrying a token (rv -1)
 /// for an inconsistent continuation when one can be made (§2).
-pub fn expired_continue(new_token: Option<String>) -> Response<Body> {
+pub(crate) fn expired_continue(new_token: Option<String>) -> Response<Body> {
     let (message, meta) = match new_token {
         Some(t) => (
             "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
@@ -243,7 +253,7 @@ pub fn expired_continue(new_token: Option<String>) -> Response<Body> {
 }
 
 /// 410 for a list at a compacted resourceVersion.
-pub fn expired_list() -> Response<Body> {
+pub(crate) fn expired_list() -> Response<Body> {
     failure(
         410,
         "Expired",
@@ -253,14 +263,14 @@ pub fn expired_list() -> Response<Body> {
 }
 
 /// The Status object of a watch ERROR event for a too-old resourceVersion.
-pub fn too_old_watch_status(asked: u64, oldest: u64) -> Value {
+pub(crate) fn too_old_watch_status(asked: u64, oldest: u64) -> Value {
     json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
            "message": format!("too old resource version: {asked} ({oldest})"),
            "reason":"Expired","code":410})
 }
 
 /// 500 InternalError.
-pub fn internal_error(err: &str) -> Response<Body> {
+pub(crate) fn internal_error(err: &str) -> Response<Body> {
     failure(
         500,
         "InternalError",
@@ -270,7 +280,7 @@ pub fn internal_error(err: &str) -> Response<Body> {
 }
 
 /// 503 ServiceUnavailable.
-pub fn service_unavailable() -> Response<Body> {
+pub(crate) fn service_unavailable() -> Response<Body> {
     failure(
         503,
         "ServiceUnavailable",
@@ -280,7 +290,7 @@ pub fn service_unavailable() -> Response<Body> {
 }
 
 /// 504 Timeout.
-pub fn gateway_timeout() -> Response<Body> {
+pub(crate) fn gateway_timeout() -> Response<Body> {
     failure(
         504,
         "Timeout",
@@ -290,7 +300,7 @@ pub fn gateway_timeout() -> Response<Body> {
 }
 
 /// The Success Status of an immediate delete; no `code` (§3).
-pub fn delete_success(res: Res, name: &str, uid: &str) -> Response<Body> {
+pub(crate) fn delete_success(res: ResourceRef, name: &str, uid: &str) -> Response<Body> {
     let body = json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success",
         "details":{"name": name, "group": res.group, "kind": res.plural, "uid": uid}});
     json_response(200, &body)

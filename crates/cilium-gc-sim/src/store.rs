@@ -14,7 +14,7 @@ use jiff::Timestamp;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use super::object::{changed, seal, stamp_write, Obj, Writer};
+use super::object::{changed, seal, stamp_write, StoredObject, Writer};
 use crate::kinds::Kind;
 
 /// Why a store operation failed; the HTTP layer turns these into `Status`.
@@ -44,7 +44,7 @@ pub enum StoreError {
 
 /// Kind of change a watch reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
+pub(crate) enum EventType {
     /// Created.
     Added,
     /// Changed.
@@ -55,7 +55,7 @@ pub enum EventType {
 
 impl EventType {
     /// The watch wire name.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             EventType::Added => "ADDED",
             EventType::Modified => "MODIFIED",
@@ -66,7 +66,7 @@ impl EventType {
 
 /// One logged change.
 #[derive(Debug)]
-pub struct Event {
+pub(crate) struct Event {
     /// Revision of the change.
     pub rv: u64,
     /// Resource changed.
@@ -76,17 +76,17 @@ pub struct Event {
     /// What happened.
     pub typ: EventType,
     /// The object after the change (for a delete: as deleted, at `rv`).
-    pub obj: Arc<Obj>,
+    pub obj: Arc<StoredObject>,
     /// The object before the change, if it existed.
-    pub prev: Option<Arc<Obj>>,
+    pub prev: Option<Arc<StoredObject>>,
 }
 
 /// Logged events to replay, and the live feed after them.
-pub type WatchStart = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
+pub(crate) type WatchStart = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
 
 /// Which revision a list reads.
 #[derive(Debug, Clone, Copy)]
-pub enum ReadAt {
+pub(crate) enum ReadAt {
     /// The newest revision.
     Latest,
     /// Exactly this revision (410 if compacted).
@@ -94,11 +94,11 @@ pub enum ReadAt {
 }
 
 /// One page of a list.
-pub struct Page {
+pub(crate) struct Page {
     /// Revision the page was read at.
     pub rv: u64,
     /// Items, in key order.
-    pub items: Vec<(String, Arc<Obj>)>,
+    pub items: Vec<(String, Arc<StoredObject>)>,
     /// Key of the last item when more matching items follow.
     pub more_after: Option<String>,
     /// How many items follow (all, unfiltered); only meaningful with `more_after`.
@@ -108,7 +108,7 @@ pub struct Page {
 struct Inner {
     rv: u64,
     compacted_rv: u64,
-    tables: [BTreeMap<String, Arc<Obj>>; 3],
+    tables: [BTreeMap<String, Arc<StoredObject>>; 3],
     log: VecDeque<Arc<Event>>,
     /// Identity id -> number of endpoint objects referencing it.
     refs: HashMap<u64, u32>,
@@ -140,7 +140,7 @@ struct Ranks {
 
 /// The shared store. Cheap operations run under one mutex; serialization of
 /// big lists happens outside it.
-pub struct Store {
+pub(crate) struct Store {
     inner: Mutex<Inner>,
     events: broadcast::Sender<Arc<Event>>,
 }
@@ -154,14 +154,14 @@ fn idx(kind: Kind) -> usize {
 }
 
 /// `apiVersion` of a kind's objects.
-pub fn api_version(kind: Kind) -> String {
+pub(crate) fn api_version(kind: Kind) -> String {
     format!("{}/{}", crate::kinds::CILIUM_GROUP, kind.version())
 }
 
 /// Result of a delete.
-pub struct Deleted {
+pub(crate) struct Deleted {
     /// The object as it was deleted.
-    pub obj: Arc<Obj>,
+    pub obj: Arc<StoredObject>,
     /// For identities: whether an endpoint referenced its id at that instant.
     pub referenced: bool,
     /// For identities: whether an actor wrote it after a client last saw it.
@@ -170,7 +170,7 @@ pub struct Deleted {
 
 impl Store {
     /// An empty store at revision 1.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let (events, _) = broadcast::channel(16_384);
         Store {
             inner: Mutex::new(Inner {
@@ -195,7 +195,7 @@ impl Store {
 
     /// Load seed objects without logging them (they predate the history);
     /// `make` gets each object's revision. Compacts to the last seed revision.
-    pub fn seed(
+    pub(crate) fn seed(
         &self,
         kind: Kind,
         objects: impl IntoIterator<Item = (String, Value)>,
@@ -209,11 +209,11 @@ impl Store {
 
     /// Load seed items built by `build` (which gets each item's revision)
     /// without logging them; compacts to the last seed revision.
-    pub fn seed_with<T>(
+    pub(crate) fn seed_with<T>(
         &self,
         kind: Kind,
         items: impl IntoIterator<Item = T>,
-        mut build: impl FnMut(T, u64) -> (String, Arc<Obj>),
+        mut build: impl FnMut(T, u64) -> (String, Arc<StoredObject>),
     ) {
         let mut g = self.lock();
         for item in items {
@@ -229,17 +229,17 @@ impl Store {
     }
 
     /// The newest revision.
-    pub fn rv(&self) -> u64 {
+    pub(crate) fn rv(&self) -> u64 {
         self.lock().rv
     }
 
     /// The oldest revision still readable.
-    pub fn compacted_rv(&self) -> u64 {
+    pub(crate) fn compacted_rv(&self) -> u64 {
         self.lock().compacted_rv
     }
 
     /// Forget history up to `rv` (capped at the newest revision).
-    pub fn compact(&self, rv: u64) {
+    pub(crate) fn compact(&self, rv: u64) {
         let mut g = self.lock();
         let rv = rv.min(g.rv);
         g.compacted_rv = g.compacted_rv.max(rv);
@@ -250,7 +250,7 @@ impl Store {
 
     /// Subscribe to live events and get the logged ones after `after`, in one
     /// step so none falls between; `Err` when `after` is compacted.
-    pub fn watch_from(&self, after: u64) -> Result<WatchStart, u64> {
+    pub(crate) fn watch_from(&self, after: u64) -> Result<WatchStart, u64> {
         let g = self.lock();
         if after < g.compacted_rv {
             return Err(g.compacted_rv);
@@ -261,12 +261,12 @@ impl Store {
     }
 
     /// Current object.
-    pub fn get(&self, kind: Kind, key: &str) -> Option<Arc<Obj>> {
+    pub(crate) fn get(&self, kind: Kind, key: &str) -> Option<Arc<StoredObject>> {
         self.lock().tables[idx(kind)].get(key).cloned()
     }
 
     /// Remember which RV a client was shown for these identities.
-    pub fn note_client_seen<'a>(&self, items: impl IntoIterator<Item = (&'a str, u64)>) {
+    pub(crate) fn note_client_seen<'a>(&self, items: impl IntoIterator<Item = (&'a str, u64)>) {
         let mut g = self.lock();
         for (name, rv) in items {
             g.client_seen.insert(name.to_owned(), rv);
@@ -275,14 +275,14 @@ impl Store {
 
     /// Read a page: items with key after `start` (exclusive), within
     /// `prefix`, passing `keep`, at most `limit`.
-    pub fn list(
+    pub(crate) fn list(
         &self,
         kind: Kind,
         at: ReadAt,
         prefix: &str,
         start: Option<&str>,
         limit: Option<usize>,
-        mut keep: impl FnMut(&str, &Obj) -> bool,
+        mut keep: impl FnMut(&str, &StoredObject) -> bool,
     ) -> Result<Page, StoreError> {
         let mut g = self.lock();
         let rv = match at {
@@ -292,7 +292,7 @@ impl Store {
             }
             ReadAt::Exact(rv) => rv.min(g.rv),
         };
-        let mut overrides: BTreeMap<&str, Option<&Arc<Obj>>> = BTreeMap::new();
+        let mut overrides: BTreeMap<&str, Option<&Arc<StoredObject>>> = BTreeMap::new();
         for e in g.log.iter().rev().take_while(|e| e.rv > rv) {
             if e.kind == kind {
                 overrides.insert(&e.key, e.prev.as_ref());
@@ -351,7 +351,7 @@ impl Store {
     }
 
     /// Create `v` under `key`.
-    pub fn create(
+    pub(crate) fn create(
         &self,
         kind: Kind,
         key: &str,
@@ -359,7 +359,7 @@ impl Store {
         writer: &Writer,
         now: Timestamp,
         dry_run: bool,
-    ) -> Result<Arc<Obj>, StoreError> {
+    ) -> Result<Arc<StoredObject>, StoreError> {
         let mut g = self.lock();
         if g.tables[idx(kind)].contains_key(key) {
             return Err(StoreError::AlreadyExists);
@@ -386,7 +386,7 @@ impl Store {
     /// Apply `f` to the current object and store the result. `f` sees the
     /// current value and may refuse (preconditions). A result that changes
     /// nothing client-visible is not written: RV and managedFields stay.
-    pub fn modify(
+    pub(crate) fn modify(
         &self,
         kind: Kind,
         key: &str,
@@ -394,7 +394,7 @@ impl Store {
         now: Timestamp,
         dry_run: bool,
         f: impl FnOnce(&Value) -> Result<Value, StoreError>,
-    ) -> Result<Arc<Obj>, StoreError> {
+    ) -> Result<Arc<StoredObject>, StoreError> {
         let mut g = self.lock();
         let cur = g.tables[idx(kind)]
             .get(key)
@@ -425,13 +425,13 @@ impl Store {
     }
 
     /// Delete `key` after `check` accepts the current object.
-    pub fn delete(
+    pub(crate) fn delete(
         &self,
         kind: Kind,
         key: &str,
         writer: &Writer,
         dry_run: bool,
-        check: impl FnOnce(&Obj) -> Result<(), StoreError>,
+        check: impl FnOnce(&StoredObject) -> Result<(), StoreError>,
     ) -> Result<Deleted, StoreError> {
         let mut g = self.lock();
         let cur = g.tables[idx(kind)]
@@ -482,8 +482,8 @@ impl Store {
         kind: Kind,
         key: &str,
         typ: EventType,
-        obj: Arc<Obj>,
-        prev: Option<Arc<Obj>>,
+        obj: Arc<StoredObject>,
+        prev: Option<Arc<StoredObject>>,
         writer: &Writer,
     ) {
         if let Some(p) = &prev {
@@ -521,14 +521,14 @@ impl Store {
 
     /// Mark identity names as touched by an actor without writing them (a
     /// new endpoint reusing an identity).
-    pub fn note_actor_touch(&self, name: &str) {
+    pub(crate) fn note_actor_touch(&self, name: &str) {
         self.lock().actor_touched.insert(name.to_owned());
     }
 
     /// Store `v` under `key` exactly as given: no validation and no
     /// metadata bookkeeping, but logged and broadcast like any write (chaos
     /// tests serve objects a real server would never hold; see `chaos.rs`).
-    pub fn put_raw(&self, kind: Kind, key: &str, v: &Value) -> Arc<Obj> {
+    pub(crate) fn put_raw(&self, kind: Kind, key: &str, v: &Value) -> Arc<StoredObject> {
         let mut g = self.lock();
         g.rv += 1;
         let obj = seal(kind, v, g.rv);
@@ -543,12 +543,12 @@ impl Store {
     }
 
     /// Identity names actors touched.
-    pub fn actor_touched(&self) -> BTreeSet<String> {
+    pub(crate) fn actor_touched(&self) -> BTreeSet<String> {
         self.lock().actor_touched.clone()
     }
 
     /// Identity ids referenced by at least one endpoint or slice now.
-    pub fn referenced_ids(&self) -> BTreeSet<u64> {
+    pub(crate) fn referenced_ids(&self) -> BTreeSet<u64> {
         self.lock()
             .refs
             .iter()
@@ -558,22 +558,26 @@ impl Store {
     }
 
     /// How many endpoint objects reference identity `id`.
-    pub fn ref_count(&self, id: u64) -> u32 {
+    pub(crate) fn ref_count(&self, id: u64) -> u32 {
         self.lock().refs.get(&id).copied().unwrap_or(0)
     }
 
     /// Keys of a table, in order.
-    pub fn keys(&self, kind: Kind) -> Vec<String> {
+    pub(crate) fn keys(&self, kind: Kind) -> Vec<String> {
         self.lock().tables[idx(kind)].keys().cloned().collect()
     }
 
     /// Number of objects of a kind.
-    pub fn count(&self, kind: Kind) -> usize {
+    pub(crate) fn count(&self, kind: Kind) -> usize {
         self.lock().tables[idx(kind)].len()
     }
 
     /// First key at or after `from` (wrapping to the start), for random picks.
-    pub fn key_at_or_after(&self, kind: Kind, from: &str) -> Option<(String, Arc<Obj>)> {
+    pub(crate) fn key_at_or_after(
+        &self,
+        kind: Kind,
+        from: &str,
+    ) -> Option<(String, Arc<StoredObject>)> {
         let g = self.lock();
         let t = &g.tables[idx(kind)];
         t.range::<str, _>((Bound::Included(from), Bound::Unbounded))
@@ -627,10 +631,10 @@ fn prefix_end(prefix: &str) -> Option<Option<String>> {
 /// Merge the current table with snapshot overrides, both in key order: an
 /// override replaces the current entry of the same key.
 fn merge_sorted<'a>(
-    current: impl Iterator<Item = (&'a str, Option<&'a Arc<Obj>>)>,
-    past: impl Iterator<Item = (&'a str, Option<&'a Arc<Obj>>)>,
+    current: impl Iterator<Item = (&'a str, Option<&'a Arc<StoredObject>>)>,
+    past: impl Iterator<Item = (&'a str, Option<&'a Arc<StoredObject>>)>,
     overridden: impl Fn(&str) -> bool,
-) -> impl Iterator<Item = (&'a str, Option<&'a Arc<Obj>>)> {
+) -> impl Iterator<Item = (&'a str, Option<&'a Arc<StoredObject>>)> {
     let mut current = current.filter(move |(k, _)| !overridden(k)).peekable();
     let mut past = past.peekable();
     std::iter::from_fn(move || match (current.peek(), past.peek()) {

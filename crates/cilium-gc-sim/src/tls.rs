@@ -16,7 +16,7 @@ use super::SimError;
 
 /// Certificates of one simulator (kept across restarts so the kubeconfig stays valid).
 #[derive(Clone)]
-pub struct Tls {
+pub(crate) struct Tls {
     /// CA certificate, PEM.
     pub ca_pem: String,
     server_cert: CertificateDer<'static>,
@@ -25,7 +25,7 @@ pub struct Tls {
 
 impl Tls {
     /// Generate a CA and a server certificate.
-    pub fn generate() -> Result<Self, SimError> {
+    pub(crate) fn generate() -> Result<Self, SimError> {
         let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(tls_err)?;
         ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         ca.distinguished_name
@@ -58,7 +58,7 @@ impl Tls {
     }
 
     /// The rustls server configuration (h2 and http/1.1 via ALPN).
-    pub fn server_config(&self) -> Result<Arc<rustls::ServerConfig>, SimError> {
+    pub(crate) fn server_config(&self) -> Result<Arc<rustls::ServerConfig>, SimError> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.server_key.clone()));
         let mut cfg = rustls::ServerConfig::builder_with_provider(provider)
@@ -72,7 +72,7 @@ impl Tls {
     }
 
     /// A kubeconfig with one cluster, user and context, all named `sim`.
-    pub fn kubeconfig(&self, url: &str, token: &str) -> String {
+    pub(crate) fn kubeconfig(&self, url: &str, token: &str) -> String {
         let ca = base64::engine::general_purpose::STANDARD.encode(self.ca_pem.as_bytes());
         format!(
             "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {url}\n    certificate-authority-data: {ca}\nusers:\n- name: sim\n  user:\n    token: {token}\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: sim\ncurrent-context: sim\npreferences: {{}}\n"

@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 use tokio::sync::{broadcast, mpsc};
 
 use super::faults::WatchEnd;
-use super::object::Obj;
+use super::object::StoredObject;
 use super::resource::{partial_metadata, split_key};
-use super::state::{App, Req};
+use super::state::{ClientRequest, ServerState};
 use super::status;
 use super::store::{api_version, Event, ReadAt};
 use crate::kinds::Kind;
@@ -33,7 +33,7 @@ struct Params {
 }
 
 impl Params {
-    fn matches(&self, key: &str, obj: &Obj) -> bool {
+    fn matches(&self, key: &str, obj: &StoredObject) -> bool {
         let (ns, name) = split_key(key);
         if self
             .namespace
@@ -60,7 +60,7 @@ impl Params {
         })
     }
 
-    fn line(&self, typ: &str, obj: &Obj) -> Bytes {
+    fn line(&self, typ: &str, obj: &StoredObject) -> Bytes {
         let body = if self.meta_only {
             serde_json::to_vec(&partial_metadata(obj)).unwrap_or_default()
         } else {
@@ -98,7 +98,12 @@ fn error_line(status: Value) -> Bytes {
 
 /// Start a watch; the response streams until timeout, client disconnect,
 /// shutdown, or expiry.
-pub fn watch(app: Arc<App>, kind: Kind, namespace: Option<String>, r: &Req) -> Response<Body> {
+pub(crate) fn watch(
+    app: Arc<ServerState>,
+    kind: Kind,
+    namespace: Option<String>,
+    r: &ClientRequest,
+) -> Response<Body> {
     let labels = match r
         .query
         .get("labelSelector")
@@ -165,10 +170,10 @@ pub fn watch(app: Arc<App>, kind: Kind, namespace: Option<String>, r: &Req) -> R
 
 type Tx = mpsc::Sender<Result<Bytes, std::io::Error>>;
 /// An object with its store key.
-type Keyed = (String, Arc<Obj>);
+type Keyed = (String, Arc<StoredObject>);
 
 async fn run(
-    app: Arc<App>,
+    app: Arc<ServerState>,
     p: Params,
     rv: String,
     tx: Tx,
@@ -236,7 +241,7 @@ async fn run(
 /// Where a watch starts: from `rv` with nothing sent first, or (no usable
 /// `rv`, or `sendInitialEvents`) from a fresh list whose items are sent as
 /// ADDED. `None` when that list cannot be read.
-fn starting_point(app: &App, p: &Params, rv: &str) -> Option<(u64, Vec<Keyed>)> {
+fn starting_point(app: &ServerState, p: &Params, rv: &str) -> Option<(u64, Vec<Keyed>)> {
     match rv.parse::<u64>() {
         Ok(rv) if rv > 0 && !p.send_initial => Some((rv, Vec::new())),
         _ => {
@@ -258,7 +263,7 @@ fn starting_point(app: &App, p: &Params, rv: &str) -> Option<(u64, Vec<Keyed>)> 
 
 /// An injected early end (faults): a normal end, a dropped connection, or
 /// a 410 ERROR event.
-async fn end_early(app: &App, tx: &Tx, how: WatchEnd, last: u64) {
+async fn end_early(app: &ServerState, tx: &Tx, how: WatchEnd, last: u64) {
     match how {
         WatchEnd::Normal => {}
         WatchEnd::Drop => {

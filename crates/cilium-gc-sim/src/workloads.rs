@@ -16,8 +16,8 @@ use jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Value};
 
 use super::install::{CiliumInstall, OperatorPod};
-use super::state::{App, Req};
-use super::status::{self, Res};
+use super::state::{ClientRequest, ServerState};
+use super::status::{self, ResourceRef};
 
 const LABELS: [(&str, &str); 2] = [("io.cilium/app", "operator"), ("name", "cilium-operator")];
 
@@ -89,9 +89,9 @@ fn selected(obj: &Value, selector: Option<&String>) -> bool {
 }
 
 /// `GET` of a Deployment, DaemonSet or Pod (one, or the list of pods).
-pub fn serve(
-    app: &App,
-    r: &Req,
+pub(crate) fn serve(
+    app: &ServerState,
+    r: &ClientRequest,
     namespace: &str,
     plural: &'static str,
     name: Option<&str>,
@@ -102,7 +102,7 @@ pub fn serve(
         "deployments" => ("apps", "Deployment"),
         _ => ("apps", "DaemonSet"),
     };
-    let res = Res {
+    let res = ResourceRef {
         group,
         plural,
         kind,

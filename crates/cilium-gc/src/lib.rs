@@ -16,7 +16,7 @@
 //!
 //! A caller needs a handful of names, re-exported here: [`run`] a scan or
 //! delete with [`GcSettings`] (built from [`ScanSettings`] and
-//! [`WriteSettings`]) and [`ConnectOptions`], a [`Stop`] signal and a
+//! [`WriteSettings`]) and [`ConnectSettings`], a [`Stop`] signal and a
 //! [`Ui`] around an [`Observer`]; it returns a [`Report`] and an [`Exit`].
 //! [`diagnose()`] reads the same cluster into a [`Diagnosis`]. The modules
 //! stay public for the report's and diagnosis' types and for the pure
@@ -26,11 +26,11 @@
 
 #![warn(missing_docs, unreachable_pub)]
 
-pub use diagnose::{diagnose, DiagnoseError, DiagnoseOptions, Diagnosis};
+pub use diagnose::{diagnose, DiagnoseError, DiagnoseSettings, Diagnosis};
 pub use exit::Exit;
 pub use gc::{run, Headless, Observer, Ui};
 pub use report::Report;
-pub use settings::{ConnectOptions, GcSettings, ScanSettings, SettingsError, WriteSettings};
+pub use settings::{ConnectSettings, GcSettings, ScanSettings, SettingsError, WriteSettings};
 pub use stop::{Stop, StopReason};
 
 pub mod cluster;

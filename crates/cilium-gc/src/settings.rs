@@ -38,7 +38,7 @@ pub struct DurationError {
 /// kubectl passes none of its flags to plugins, so the plugin parses them and
 /// hands them here; `crate::cluster` applies them as kubectl does.
 #[derive(Debug, Clone, Default)]
-pub struct ConnectOptions {
+pub struct ConnectSettings {
     /// `--kubeconfig` (else `$KUBECONFIG`, else `~/.kube/config`).
     pub kubeconfig: Option<PathBuf>,
     /// `--context`.

@@ -65,7 +65,7 @@ impl Action {
 
 /// Settings of a sweep.
 #[derive(Debug, Clone)]
-pub(crate) struct SweepConfig {
+pub(crate) struct SweepSettings {
     /// Parallel workers.
     pub concurrency: u32,
     /// Writes per second (0: unlimited).
@@ -102,10 +102,12 @@ pub(crate) struct ItemResult {
     pub last_error: Option<String>,
 }
 
-struct Ctx<'a> {
+/// What every sweep worker shares: the client, the live usage, the
+/// settings, the action, the stop signal and the shared limiter.
+struct Sweeper<'a> {
     api: &'a ApiClient,
     usage: &'a UsageHandle,
-    cfg: &'a SweepConfig,
+    cfg: &'a SweepSettings,
     action: Action,
     stop: &'a Stop,
     pace: Pace,
@@ -118,11 +120,11 @@ pub(crate) async fn sweep(
     usage: &UsageHandle,
     targets: Vec<Identity>,
     action: Action,
-    cfg: &SweepConfig,
+    cfg: &SweepSettings,
     stop: &Stop,
     on_done: impl Fn(&ItemResult),
 ) -> Vec<ItemResult> {
-    let ctx = Ctx {
+    let ctx = Sweeper {
         api,
         usage,
         cfg,
@@ -189,7 +191,7 @@ struct Tries {
 /// again on live usage, write with preconditions, and handle the answer,
 /// until it ends in an outcome. Never fails the run: a stop, a lost
 /// permission or lost usage stop it through `ctx.stop`.
-async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
+async fn process(ctx: &Sweeper<'_>, mut ident: Identity) -> ItemResult {
     let mut r = ItemResult {
         outcome: Outcome::NotAttempted,
         reason: ctx.action.wanted(),
@@ -272,7 +274,7 @@ async fn process(ctx: &Ctx<'_>, mut ident: Identity) -> ItemResult {
 /// Wait until a write may go out: usage first (every endpoint source known
 /// complete as of at most `FRESHNESS_LIMIT` ago; given up once unknown for
 /// the stall limit), no unreadable endpoint, then the shared limiter.
-async fn gate(ctx: &Ctx<'_>) -> Gate {
+async fn gate(ctx: &Sweeper<'_>) -> Gate {
     if ctx.stop.is_stopped() {
         return Gate::Stopped;
     }
@@ -306,7 +308,7 @@ async fn gate(ctx: &Ctx<'_>) -> Gate {
 
 /// A 409: re-read the identity, record who changed it, and go round again
 /// (the loop re-decides), until the conflicts allowed are used up.
-async fn on_conflict(ctx: &Ctx<'_>, r: &mut ItemResult, ident: &mut Identity) -> Step {
+async fn on_conflict(ctx: &Sweeper<'_>, r: &mut ItemResult, ident: &mut Identity) -> Step {
     Stats::bump(&ctx.api.stats.conflicts);
     let expected = ident.resource_version.clone();
     let fresh = tokio::select! {
@@ -360,7 +362,7 @@ async fn on_conflict(ctx: &Ctx<'_>, r: &mut ItemResult, ident: &mut Identity) ->
 /// A 429: this request waits out its own Retry-After (else backoff with
 /// jitter); the shared limiter slows everyone only when throttling is
 /// sustained (`pace`).
-async fn on_throttled(ctx: &Ctx<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
+async fn on_throttled(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
     ctx.pace.record(true);
     tries.throttled += 1;
     if tries.throttled > MAX_THROTTLED_PER_ITEM {
@@ -382,7 +384,7 @@ async fn on_throttled(ctx: &Ctx<'_>, tries: &mut Tries, retry_after: Option<Dura
 
 /// A 5xx, a timeout or a reset: backoff with jitter, a bounded number of
 /// times. The write may have been applied, which a later 404 must allow for.
-async fn on_transient(ctx: &Ctx<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
+async fn on_transient(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
     tries.lost_answers += 1;
     if tries.transient >= ctx.cfg.max_retries {
         return Step::Finish(Outcome::Failed, None);
@@ -405,7 +407,7 @@ async fn on_transient(ctx: &Ctx<'_>, tries: &mut Tries, retry_after: Option<Dura
 /// and goes back through the gate, which holds writes once usage is no
 /// longer fresh and stops the run when it stays unknown; on its own the
 /// wait is bounded by [`USAGE_STALL_LIMIT`] too.
-async fn on_unreachable(ctx: &Ctx<'_>, tries: &mut Tries) -> Step {
+async fn on_unreachable(ctx: &Sweeper<'_>, tries: &mut Tries) -> Step {
     let since = *tries.unreachable_since.get_or_insert_with(Instant::now);
     if since.elapsed() > USAGE_STALL_LIMIT {
         return Step::Finish(Outcome::Failed, None);
@@ -430,7 +432,7 @@ async fn on_unreachable(ctx: &Ctx<'_>, tries: &mut Tries) -> Step {
 /// (its own answers are just as unsure during that sync): allowed at any
 /// point, the item is retried (bounded); denied or unanswered throughout,
 /// the permission is lost.
-async fn on_forbidden(ctx: &Ctx<'_>, tries: &mut Tries, message: String) -> Step {
+async fn on_forbidden(ctx: &Sweeper<'_>, tries: &mut Tries, message: String) -> Step {
     tries.forbidden += 1;
     if tries.forbidden > MAX_FORBIDDEN_PER_ITEM {
         let note = format!(
@@ -488,7 +490,7 @@ fn stopped(r: ItemResult, tries: &Tries) -> ItemResult {
 /// The DELETE (with preconditions) or the mark PATCH (with resourceVersion,
 /// so a concurrent change wins), sent once, at once: the caller has waited
 /// for the Retry-After gate where a stop could cancel the wait.
-async fn write(ctx: &Ctx<'_>, ident: &Identity) -> crate::cluster::Answer {
+async fn write(ctx: &Sweeper<'_>, ident: &Identity) -> crate::cluster::Answer {
     let path = Kind::Identity.object_path(&ident.name);
     match ctx.action {
         Action::Delete => {
@@ -547,7 +549,7 @@ enum Reread {
     Failed(String),
 }
 
-async fn reread(ctx: &Ctx<'_>, name: &str) -> Reread {
+async fn reread(ctx: &Sweeper<'_>, name: &str) -> Reread {
     let a = ctx
         .api
         .get(&Kind::Identity.object_path(name), ctx.cfg.max_retries)

@@ -6,14 +6,15 @@
 //! operator's rules and the simulator's own view of references, never from
 //! the engine's decision code.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use cilium_gc::exit::Exit;
 use cilium_gc::gc::{self, Ui};
+use cilium_gc::model::NAMESPACE_LABEL;
 use cilium_gc::policy::parse_mark;
 use cilium_gc::report::{AbortReason, Mode, Outcome, Report};
-use cilium_gc::settings::{ConnectOptions, GcSettings, ScanSettings, WriteSettings};
+use cilium_gc::settings::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
 use cilium_gc::stop::Stop;
 use cilium_gc_sim::{Scenario, Simulator};
 use jiff::Timestamp;
@@ -30,7 +31,7 @@ const LOCAL_RANGE: std::ops::RangeInclusive<u64> = 256..=65535;
 struct Cluster {
     sim: Simulator,
     _dir: tempfile::TempDir,
-    kube: ConnectOptions,
+    kube: ConnectSettings,
 }
 
 impl Cluster {
@@ -41,9 +42,9 @@ impl Cluster {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("kubeconfig");
         sim.write_kubeconfig(&path).expect("kubeconfig written");
-        let kube = ConnectOptions {
+        let kube = ConnectSettings {
             kubeconfig: Some(path),
-            ..ConnectOptions::default()
+            ..ConnectSettings::default()
         };
         Cluster {
             sim,
@@ -155,6 +156,43 @@ async fn delete_removes_exactly_the_stale_identities() {
     assert_eq!(ledger.deletes.len(), stale.len());
     assert_eq!(ledger.unsafe_deletes().count(), 0);
     assert!(ledger.deletes.iter().all(|d| d.preconditions));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn delete_narrowed_to_a_namespace_removes_only_its_stale_identities() {
+    let c = Cluster::calm().await;
+    let stale = c.stale();
+    // The namespace label as the server holds it, never the engine's reading.
+    let namespace_of = |name: &String| {
+        let identity = c.sim.identity(name)?;
+        let labels = identity.pointer("/metadata/labels")?;
+        labels.get(NAMESPACE_LABEL)?.as_str().map(str::to_owned)
+    };
+    let mut per_namespace: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for name in &stale {
+        if let Some(ns) = namespace_of(name) {
+            per_namespace.entry(ns).or_default().insert(name.clone());
+        }
+    }
+    let (namespace, want) = per_namespace
+        .into_iter()
+        .max_by_key(|(_, names)| names.len())
+        .expect("stale identities carry a namespace");
+    assert!(
+        want.len() < stale.len(),
+        "the namespace holds some, not all"
+    );
+    let before = c.names();
+    let scan = ScanSettings {
+        namespaces: vec![namespace.clone()],
+        ..ScanSettings::default()
+    };
+    let settings = GcSettings::for_delete(scan, delete_unlimited()).expect("valid");
+    let (report, exit) = c.run(&settings).await;
+    assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
+    let deleted: BTreeSet<String> = before.difference(&c.names()).cloned().collect();
+    assert_eq!(deleted, want, "exactly the stale identities of {namespace}");
+    assert_eq!(c.sim.ledger().deletes.len(), want.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -11,7 +11,7 @@ use cilium_gc::exit::Exit;
 use cilium_gc::gc::{self, Ui};
 use cilium_gc::policy::parse_mark;
 use cilium_gc::report::{Outcome, Report};
-use cilium_gc::settings::{ConnectOptions, GcSettings};
+use cilium_gc::settings::{ConnectSettings, GcSettings};
 use cilium_gc::stop::Stop;
 use cilium_gc_sim::{Scenario, Simulator};
 use clap::Parser;
@@ -53,10 +53,10 @@ impl World {
     }
 
     /// Connection flags pointing at the simulator.
-    pub fn kube(&self) -> ConnectOptions {
-        ConnectOptions {
+    pub fn kube(&self) -> ConnectSettings {
+        ConnectSettings {
             kubeconfig: Some(self.kubeconfig.clone()),
-            ..ConnectOptions::default()
+            ..ConnectSettings::default()
         }
     }
 
@@ -116,7 +116,7 @@ pub fn stale_names(sim: &Simulator, timeout: Duration) -> BTreeSet<String> {
 }
 
 /// Run `scan ...` or `delete ...` through the library against `kube`.
-pub async fn gc_at(kube: ConnectOptions, args: &[&str], stop: &Stop) -> (Report, Exit) {
+pub async fn gc_at(kube: ConnectSettings, args: &[&str], stop: &Stop) -> (Report, Exit) {
     let mut argv = vec!["kubectl-cilium_gc"];
     argv.extend_from_slice(args);
     let cli = Cli::try_parse_from(argv).expect("test flags parse");

@@ -12,7 +12,7 @@ use kube::Client;
 use serde::Deserialize;
 
 use crate::retry::{classify, Backoff, Class};
-use crate::settings::ConnectOptions;
+use crate::settings::ConnectSettings;
 use crate::stats::Stats;
 use crate::watch_tap::{WatchTap, WatchTapLayer};
 
@@ -164,7 +164,7 @@ impl ApiClient {
 
     /// Build a client from flags.
     pub async fn connect(
-        args: &ConnectOptions,
+        args: &ConnectSettings,
         stats: Arc<Stats>,
     ) -> Result<(ApiClient, Endpoint), ConnectError> {
         let (config, endpoint) = load_config(args).await?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Config;
 
-use crate::settings::ConnectOptions;
+use crate::settings::ConnectSettings;
 
 use super::proxy::{cluster_proxy_url, resolve_proxy};
 
@@ -110,7 +110,9 @@ pub fn request_timeout(flag: Option<Duration>) -> Option<Duration> {
 }
 
 /// Build the client config from kubectl-style flags.
-pub(crate) async fn load_config(args: &ConnectOptions) -> Result<(Config, Endpoint), ConnectError> {
+pub(crate) async fn load_config(
+    args: &ConnectSettings,
+) -> Result<(Config, Endpoint), ConnectError> {
     let opts = KubeConfigOptions {
         context: args.context.clone(),
         cluster: args.cluster.clone(),
@@ -253,7 +255,7 @@ fn parse_server(s: &str) -> Result<http::Uri, ConnectError> {
 }
 
 /// Flags win over the kubeconfig, as in kubectl.
-fn apply_overrides(config: &mut Config, args: &ConnectOptions) -> Result<(), ConnectError> {
+fn apply_overrides(config: &mut Config, args: &ConnectSettings) -> Result<(), ConnectError> {
     if let Some(s) = &args.server {
         config.cluster_url = parse_server(s)?;
     }

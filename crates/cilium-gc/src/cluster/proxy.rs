@@ -5,14 +5,14 @@
 
 use kube::config::Kubeconfig;
 
-use crate::settings::ConnectOptions;
+use crate::settings::ConnectSettings;
 
 use super::kubeconfig::ConnectError;
 
 /// The `proxy-url` of the kubeconfig cluster the flags select.
 pub(super) fn cluster_proxy_url(
     k: &Kubeconfig,
-    args: &ConnectOptions,
+    args: &ConnectSettings,
     context: Option<&str>,
 ) -> Option<String> {
     let cluster = match &args.cluster {

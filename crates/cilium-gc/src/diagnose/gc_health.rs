@@ -48,6 +48,7 @@ use super::types::{
     AgeBucket, CiliumWorkloads, DefectStatus, Finding, FindingCode, GcHealth, KnownDefect,
     NamespaceCount, OperatorPodStatus, Severity,
 };
+use crate::humanize::human_duration;
 
 /// A mark older than this many expected collection times is overdue.
 pub(crate) const OVERDUE_FACTOR: f64 = 3.0;
@@ -271,10 +272,6 @@ fn cilium_workloads(w: &Workloads) -> Option<CiliumWorkloads> {
     })
 }
 
-fn dur(seconds: f64) -> String {
-    crate::humanize::human_duration(seconds)
-}
-
 /// The findings `h` supports, for [`fn@super::analyze`]'s list.
 pub fn findings(h: &GcHealth, heartbeat_timeout: Duration, now: Timestamp) -> Vec<Finding> {
     let cilium = h.cilium.as_ref();
@@ -315,16 +312,16 @@ fn gc_not_completing(h: &GcHealth, now: Timestamp) -> Option<Finding> {
             "cilium-operator's GC has not completed a pass since {since}: {} stale marks are more than {}x older than the {} a working operator needs",
             h.overdue_marks,
             OVERDUE_FACTOR,
-            dur(exp)
+            human_duration(exp)
         ),
         evidence: vec![
             format!(
                 "oldest mark: identity {id}, marked {} ago at {oldest} ({:.0}x {})",
-                dur(oldest_age),
+                human_duration(oldest_age),
                 oldest_age / exp.max(1.0),
-                dur(exp)
+                human_duration(exp)
             ),
-            format!("stale marks by age, in multiples of identity-heartbeat-timeout + identity-gc-interval ({}): {dist}", dur(exp)),
+            format!("stale marks by age, in multiples of identity-heartbeat-timeout + identity-gc-interval ({}): {dist}", human_duration(exp)),
             format!("a completed pass deletes every mark older than the heartbeat timeout, so none completed after {since}"),
         ],
         suggestion: Some("check that cilium-operator runs and holds the leader lease, and grep its logs for identity GC errors (conflicts abort passes in affected versions, see known-gc-defect); meanwhile `kubectl cilium-gc delete` collects them without abandoning the run".into()),
@@ -426,7 +423,7 @@ fn operator_restarts(
             })
             .chain(std::iter::once(format!(
                 "GC of an unused identity takes at least one heartbeat timeout ({}) after the operator's last start",
-                dur(heartbeat_timeout.as_secs_f64())
+                human_duration(heartbeat_timeout.as_secs_f64())
             )))
             .collect(),
         suggestion: Some("find why it restarts (`kubectl -n <cilium namespace> logs deploy/cilium-operator --previous`: OOM, lost leader election, API timeouts) and fix that; frequent restarts stall GC entirely".into()),
@@ -445,7 +442,7 @@ fn agent_held_unused(h: &GcHealth) -> Option<Finding> {
         message: format!(
             "{} unused identities were refreshed by an agent in the last {} and are older than a pod start: agents hold them though no endpoint uses them ({ISSUE}35946 pattern)",
             h.agent_held_unused,
-            dur(AGENT_RECENT.as_secs_f64())
+            human_duration(AGENT_RECENT.as_secs_f64())
         ),
         evidence: std::iter::once(format!(
             "namespaces: {}",
@@ -457,7 +454,7 @@ fn agent_held_unused(h: &GcHealth) -> Option<Finding> {
         ))
         .chain(std::iter::once(format!(
             "one snapshot: an identity a pod is starting to use looks the same for a moment; those still listed by a second `diagnose` {} later are held",
-            dur(POD_START.as_secs_f64())
+            human_duration(POD_START.as_secs_f64())
         )))
         .collect(),
         suggestion: Some("on the nodes whose agents wrote them (`cilium-dbg identity list` shows local references), restart cilium-agent to drop the dead keys; `kubectl cilium-gc delete --mark` cannot help while an agent strips the marks".into()),

@@ -30,14 +30,14 @@ use crate::cluster::{ApiClient, ConnectError};
 use crate::exit::Exit;
 use crate::model::{decode_identity, Kind, Malformed};
 use crate::scan::{self, ScanError};
-use crate::settings::ConnectOptions;
+use crate::settings::ConnectSettings;
 use crate::stats::Stats;
 use crate::stop::Stop;
 use crate::usage::UsageHandle;
 
 /// What `diagnose` was asked for.
 #[derive(Debug, Clone)]
-pub struct DiagnoseOptions {
+pub struct DiagnoseSettings {
     /// Namespace of the cilium-config ConfigMap.
     pub cilium_namespace: String,
     /// Identities per list request.
@@ -111,8 +111,8 @@ pub(crate) fn decode_record(raw: &RawValue) -> Result<IdentityRecord, Malformed>
 
 /// Connect with `kube` and diagnose the cluster; no signal handling.
 pub async fn run_diagnosis(
-    kube: &ConnectOptions,
-    args: &DiagnoseOptions,
+    kube: &ConnectSettings,
+    args: &DiagnoseSettings,
 ) -> Result<Diagnosis, DiagnoseError> {
     diagnose(kube, args, &Stop::default()).await
 }
@@ -120,8 +120,8 @@ pub async fn run_diagnosis(
 /// Connect, collect, redact when asked, analyse.
 #[tracing::instrument(skip_all)]
 pub async fn diagnose(
-    kube: &ConnectOptions,
-    args: &DiagnoseOptions,
+    kube: &ConnectSettings,
+    args: &DiagnoseSettings,
     stop: &Stop,
 ) -> Result<Diagnosis, DiagnoseError> {
     if args.page_size == 0 || args.page_size > 10_000 {
@@ -168,7 +168,7 @@ async fn kubernetes_version(api: &ApiClient) -> Option<String> {
 #[tracing::instrument(skip_all)]
 pub async fn collect(
     api: &ApiClient,
-    args: &DiagnoseOptions,
+    args: &DiagnoseSettings,
     stop: &Stop,
     stats: Arc<Stats>,
 ) -> Result<Input, DiagnoseError> {

@@ -13,7 +13,7 @@ use crate::report::{
     self, Abort, AbortReason, ClusterInfo, ErrorKind, IdRange, Item, Mode, Options, Preflight,
     Report, RunError, Summary, Tool,
 };
-use crate::settings::{ConnectOptions, GcSettings};
+use crate::settings::{ConnectSettings, GcSettings};
 use crate::stats::Stats;
 use crate::usage::UsageHandle;
 
@@ -53,7 +53,7 @@ pub(super) struct Draft {
 }
 
 impl Draft {
-    pub(super) fn new(s: &GcSettings, kube: &ConnectOptions) -> Self {
+    pub(super) fn new(s: &GcSettings, kube: &ConnectSettings) -> Self {
         Draft {
             started: Timestamp::now(),
             clock: Instant::now(),
@@ -102,12 +102,12 @@ impl Draft {
         s.list_restarts = Stats::get(&stats.list_restarts);
         s.watcher_restarts = Stats::get(&stats.watcher_restarts);
         if let Some(p) = stats.pace() {
-            s.throttled_seconds = Some(round3(p.throttled.as_secs_f64()));
-            s.lowest_rate_per_second = Some(round3(p.lowest_rate));
+            s.throttled_seconds = Some(round_millis(p.throttled.as_secs_f64()));
+            s.lowest_rate_per_second = Some(round_millis(p.lowest_rate));
         }
         let waited = Stats::get(&stats.retry_after_wait_ms);
         if waited > 0 {
-            s.retry_after_wait_seconds = Some(round3(waited as f64 / 1000.0));
+            s.retry_after_wait_seconds = Some(round_millis(waited as f64 / 1000.0));
         }
         if self.dropped_errors > 0 {
             self.errors.push(RunError {
@@ -124,7 +124,7 @@ impl Draft {
             cluster: self.cluster,
             started_at: self.started,
             finished_at: finished,
-            duration_seconds: round3(self.clock.elapsed().as_secs_f64()),
+            duration_seconds: round_millis(self.clock.elapsed().as_secs_f64()),
             mode: self.mode,
             options: self.options,
             exit_code: exit.code(),
@@ -146,13 +146,13 @@ pub(super) fn one_line(s: &str) -> String {
     crate::secrets::scrub(s.lines().next().unwrap_or_default().trim_end())
 }
 
-pub(super) fn round3(x: f64) -> f64 {
+pub(super) fn round_millis(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
 pub(super) fn options(
     s: &GcSettings,
-    kube: &ConnectOptions,
+    kube: &ConnectSettings,
     cilium: Option<&CiliumSettings>,
 ) -> Options {
     let range = cilium.map_or(policy::local_range(0, 255), |c| {

@@ -22,10 +22,10 @@ use crate::preflight::{self, CiliumSettings};
 use crate::report::{self, Abort, AbortReason, CheckName, ErrorKind, Mode, Outcome, Report};
 use crate::retry::Class;
 use crate::scan::{self, ScanError};
-use crate::settings::{ConnectOptions, GcSettings};
+use crate::settings::{ConnectSettings, GcSettings};
 use crate::stats::Stats;
 use crate::stop::{Stop, StopReason};
-use crate::sweep::{self, Action, SweepConfig};
+use crate::sweep::{self, Action, SweepSettings};
 use crate::usage::UsageHandle;
 
 mod draft;
@@ -33,7 +33,7 @@ mod observer;
 mod plan;
 
 pub use draft::tool;
-use draft::{options, round3, Draft};
+use draft::{options, round_millis, Draft};
 pub use observer::{Headless, Observer, Ui};
 use plan::{apply, blast_radius, mark_not_attempted, Plan};
 
@@ -48,7 +48,7 @@ pub(crate) const MAX_REPORTED_ERRORS: usize = 1000;
 /// a second or two at any phase, and a panic anywhere (caught here for this
 /// task, reported through [`Stop::fail`] by the panic hook for others) ends
 /// it with `aborted: internal-error` and what was known so far.
-pub async fn run(kube: &ConnectOptions, s: &GcSettings, stop: &Stop, ui: &Ui) -> (Report, Exit) {
+pub async fn run(kube: &ConnectSettings, s: &GcSettings, stop: &Stop, ui: &Ui) -> (Report, Exit) {
     let mut run = Run {
         kube,
         settings: s,
@@ -71,7 +71,7 @@ pub async fn run(kube: &ConnectOptions, s: &GcSettings, stop: &Stop, ui: &Ui) ->
 /// run; what one phase hands the next (the client, the usage view, the
 /// plan) is passed along, not stored.
 struct Run<'a> {
-    kube: &'a ConnectOptions,
+    kube: &'a ConnectSettings,
     settings: &'a GcSettings,
     stop: &'a Stop,
     ui: &'a Ui,
@@ -83,7 +83,7 @@ impl Run<'_> {
     /// The report, however the run ended: what the usage view and the
     /// clock still have to say, and the exit a stop turns the run's into.
     fn finish(mut self, exit: Exit) -> (Report, Exit) {
-        self.ui.progress.finish();
+        self.ui.observer.finish();
         self.report_usage_and_clock();
         let exit = match self.stop.reason() {
             Some(StopReason::Interrupt) => Exit::Interrupted,
@@ -350,7 +350,7 @@ impl Run<'_> {
             stats.clone(),
         );
         run.usage = Some(usage.clone());
-        ui.progress.listing("syncing endpoints");
+        ui.observer.listing("syncing endpoints");
         if tokio::time::timeout(SYNC_TIMEOUT, usage.wait_ready())
             .await
             .is_err()
@@ -387,7 +387,7 @@ impl Run<'_> {
                 min_age: s.scan.min_age,
             },
         };
-        ui.progress.listing("listing identities");
+        ui.observer.listing("listing identities");
         let mut plan = Plan::default();
         let scanned = scan::scan_identities(
             api,
@@ -396,7 +396,7 @@ impl Run<'_> {
             s.selector.is_some(),
             stop,
             |item| {
-                ui.progress.listed();
+                ui.observer.listed();
                 plan.take(item, usage, &policy, api.clock.now(), s, run);
             },
         )
@@ -502,7 +502,7 @@ impl Run<'_> {
             plan,
             rules,
         } = *p;
-        let cfg = SweepConfig {
+        let cfg = SweepSettings {
             concurrency: s.concurrency,
             qps: s.qps,
             burst: s.burst,
@@ -523,24 +523,24 @@ impl Run<'_> {
             ..
         } = plan;
         if s.mark && !to_mark.is_empty() {
-            ui.progress.start_phase("marking", to_mark.len() as u64);
+            ui.observer.start_phase("marking", to_mark.len() as u64);
             let results = sweep::sweep(&api, &usage, to_mark, Action::Mark, &cfg, stop, |_| {
-                ui.progress.inc()
+                ui.observer.inc()
             })
             .await;
             apply(run, &mark_items, results);
         }
-        ui.progress.start_phase("deleting", targets.len() as u64);
+        ui.observer.start_phase("deleting", targets.len() as u64);
         let started = Instant::now();
         let results = sweep::sweep(&api, &usage, targets, Action::Delete, &cfg, stop, |_| {
-            ui.progress.inc()
+            ui.observer.inc()
         })
         .await;
         let elapsed = started.elapsed().as_secs_f64();
         apply(run, &candidate_items, results);
         if elapsed > 0.0 {
             let written = run.summary.deleted + run.summary.validated;
-            run.summary.delete_rate_per_second = round3(written as f64 / elapsed);
+            run.summary.delete_rate_per_second = round_millis(written as f64 / elapsed);
         }
         match stop.reason() {
             Some(reason) => writes_stopped(run, reason, &usage),

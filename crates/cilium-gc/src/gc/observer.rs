@@ -28,11 +28,13 @@ pub struct Headless;
 
 impl Observer for Headless {}
 
-/// How the run talks to the person at the terminal, if any.
+/// How the run talks to the person at the terminal, if any: a shared
+/// handle on their [`Observer`] (one name for one concept: the observer is
+/// who watches; `Ui` is only how a run holds it).
 #[derive(Clone)]
 pub struct Ui {
     /// Progress display and the confirmation prompt.
-    pub progress: std::sync::Arc<dyn Observer>,
+    pub observer: std::sync::Arc<dyn Observer>,
 }
 
 impl std::fmt::Debug for Ui {
@@ -45,7 +47,7 @@ impl Ui {
     /// Report to and ask `observer`.
     pub fn new(observer: impl Observer + 'static) -> Self {
         Ui {
-            progress: std::sync::Arc::new(observer),
+            observer: std::sync::Arc::new(observer),
         }
     }
     /// No terminal at all (tests, demo in CI).

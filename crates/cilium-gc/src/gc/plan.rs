@@ -147,7 +147,7 @@ pub(super) async fn confirm(s: &GcSettings, plan: &Plan, endpoint: &Endpoint, ui
             .unwrap_or_default(),
     );
     let (tx, rx) = tokio::sync::oneshot::channel();
-    let observer = ui.progress.clone();
+    let observer = ui.observer.clone();
     let asked = std::thread::Builder::new()
         .name("confirm".into())
         .spawn(move || {

@@ -477,6 +477,25 @@ mod tests {
         }
     }
 
+    /// String ids follow the shared rule (`cilium_gc_kinds::parse_id`,
+    /// Cilium's `ParseUint(s, 10, 32)`): a leading zero still names the
+    /// identity, so it stays protected; a sign or a value past 32 bits names
+    /// none, so the endpoint is unreadable and blocks deletes.
+    #[test]
+    fn string_ids_are_read_as_cilium_reads_them() {
+        let cep = |id: &str| {
+            obj(&format!(
+                r#"{{"metadata":{{"name":"p"}},"status":{{"identity":{{"id":"{id}"}}}}}}"#
+            ))
+        };
+        assert_eq!(cep("0256").ids, vec![256]);
+        assert_eq!(cep("0256").problem(), None);
+        for bad in ["+5", "4294967296", " 5"] {
+            assert!(cep(bad).ids.is_empty(), "{bad}");
+            assert!(cep(bad).problem().is_some(), "{bad}");
+        }
+    }
+
     #[test]
     fn integral_float_ids_count_as_references() {
         let cep = obj(r#"{"metadata":{"name":"p"},"status":{"identity":{"id":60021.0}}}"#);

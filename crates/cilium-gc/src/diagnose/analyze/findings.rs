@@ -2,18 +2,11 @@
 //! far and adding what it supports.
 
 use super::*;
-
-pub(super) fn n(x: u64) -> String {
-    crate::humanize::thousands(x)
-}
-
-pub(super) fn dur(seconds: f64) -> String {
-    crate::humanize::human_duration(seconds)
-}
+use crate::humanize::{human_duration, thousands};
 
 /// What every finding may use: the diagnosis so far and the phrases
 /// several of them repeat.
-pub(super) struct Ctx<'a> {
+pub(super) struct Evidence<'a> {
     input: &'a Input,
     d: &'a Diagnosis,
     settings: &'a preflight::CiliumSettings,
@@ -58,20 +51,20 @@ pub(super) fn findings(
     let range = format!("{}-{}", sp.local_range.min, sp.local_range.max);
     let space_line = format!(
         "{} of {} local ids allocated ({}%), {} free (range {range})",
-        n(sp.allocated),
-        n(sp.capacity),
+        thousands(sp.allocated),
+        thousands(sp.capacity),
         sp.utilisation_percent,
-        n(sp.headroom)
+        thousands(sp.headroom)
     );
     let delete_hint = if st.stale_candidates > 0 {
         format!(
             "delete the {} stale candidates (`kubectl cilium-gc scan`, then `kubectl cilium-gc delete`)",
-            n(st.stale_candidates)
+            thousands(st.stale_candidates)
         )
     } else {
         "find what keeps allocating (churn drivers below) and let GC catch up (`kubectl cilium-gc delete --mark`)".to_string()
     };
-    let c = Ctx {
+    let c = Evidence {
         input,
         d,
         settings,
@@ -80,7 +73,7 @@ pub(super) fn findings(
         delete_hint,
     };
     let mut out = Findings::default();
-    let all: [fn(&Ctx, &mut Findings); 11] = [
+    let all: [fn(&Evidence, &mut Findings); 11] = [
         usage_unknown,
         identity_space_nearly_full,
         exhaustion_soon,
@@ -102,8 +95,8 @@ pub(super) fn findings(
 }
 
 /// Usage first: every other count leans on it: endpoints that cannot be read, or none at all.
-pub(super) fn usage_unknown(c: &Ctx, out: &mut Findings) {
-    let Ctx {
+pub(super) fn usage_unknown(c: &Evidence, out: &mut Findings) {
+    let Evidence {
         input, settings, d, ..
     } = c;
     let sp = &d.identity_space;
@@ -126,7 +119,7 @@ pub(super) fn usage_unknown(c: &Ctx, out: &mut Findings) {
             FindingCode::UsageUnknown,
             format!(
                 "zero CiliumEndpoints and CiliumEndpointSlices while {} identities exist: \"in use\" cannot be trusted",
-                n(sp.total)
+                thousands(sp.total)
             ),
             vec!["agents down, or a cluster without pods?".into()],
             Some("check that cilium-agent runs on every node before deleting anything".into()),
@@ -135,8 +128,8 @@ pub(super) fn usage_unknown(c: &Ctx, out: &mut Findings) {
 }
 
 /// The local identity range filling up.
-pub(super) fn identity_space_nearly_full(c: &Ctx, out: &mut Findings) {
-    let Ctx {
+pub(super) fn identity_space_nearly_full(c: &Evidence, out: &mut Findings) {
+    let Evidence {
         space_line,
         delete_hint,
         d,
@@ -161,10 +154,10 @@ pub(super) fn identity_space_nearly_full(c: &Ctx, out: &mut Findings) {
                 space_line.clone(),
                 format!(
                     "{} in use, {} stale candidates, {} unused and marked, {} unused and unmarked",
-                    n(st.in_use),
-                    n(st.stale_candidates),
-                    n(st.unused_marked),
-                    n(st.unused_unmarked)
+                    thousands(st.in_use),
+                    thousands(st.stale_candidates),
+                    thousands(st.unused_marked),
+                    thousands(st.unused_unmarked)
                 ),
             ],
             Some(delete_hint.clone()),
@@ -173,8 +166,8 @@ pub(super) fn identity_space_nearly_full(c: &Ctx, out: &mut Findings) {
 }
 
 /// At the last day's creation rate, when the range runs out.
-pub(super) fn exhaustion_soon(c: &Ctx, out: &mut Findings) {
-    let Ctx { d, space_line, .. } = c;
+pub(super) fn exhaustion_soon(c: &Evidence, out: &mut Findings) {
+    let Evidence { d, space_line, .. } = c;
     let sp = &d.identity_space;
     if let Some(secs) = d.age.exhaustion_in_seconds {
         if secs < EXHAUSTION_HORIZON.as_secs_f64() && sp.headroom > 0 {
@@ -187,12 +180,12 @@ pub(super) fn exhaustion_soon(c: &Ctx, out: &mut Findings) {
                 FindingCode::ExhaustionSoon,
                 format!(
                     "at the last 24 hours' rate the local range is full in {} if GC stalls",
-                    dur(secs)
+                    human_duration(secs)
                 ),
                 vec![
                     format!(
                         "{} identities created in the last 24h ({}/h)",
-                        n(d.age.created_last24h),
+                        thousands(d.age.created_last24h),
                         d.age.creation_rate_per_hour
                     ),
                     space_line.clone(),
@@ -204,8 +197,8 @@ pub(super) fn exhaustion_soon(c: &Ctx, out: &mut Findings) {
 }
 
 /// Stale identities GC has not removed.
-pub(super) fn stale_backlog(c: &Ctx, out: &mut Findings) {
-    let Ctx { d, .. } = c;
+pub(super) fn stale_backlog(c: &Evidence, out: &mut Findings) {
+    let Evidence { d, .. } = c;
     let sp = &d.identity_space;
     let st = &sp.states;
     if st.stale_candidates > 0 {
@@ -215,14 +208,14 @@ pub(super) fn stale_backlog(c: &Ctx, out: &mut Findings) {
             FindingCode::StaleBacklog,
             format!(
                 "{} identities are stale (unused, mark older than {}): GC has not removed them",
-                n(st.stale_candidates),
-                dur(d.configuration.heartbeat_timeout_seconds)
+                thousands(st.stale_candidates),
+                human_duration(d.configuration.heartbeat_timeout_seconds)
             ),
             d.churn
                 .namespaces_by_stale
                 .iter()
                 .take(5)
-                .map(|ns| format!("{}: {} stale", ns.namespace, n(ns.stale)))
+                .map(|ns| format!("{}: {} stale", ns.namespace, thousands(ns.stale)))
                 .collect(),
             Some(
                 "run `kubectl cilium-gc scan`, then `kubectl cilium-gc delete`; check cilium-operator's logs for GC errors".into(),
@@ -232,8 +225,8 @@ pub(super) fn stale_backlog(c: &Ctx, out: &mut Findings) {
 }
 
 /// Label keys with almost one value per identity.
-pub(super) fn high_cardinality_labels(c: &Ctx, out: &mut Findings) {
-    let Ctx { d, .. } = c;
+pub(super) fn high_cardinality_labels(c: &Evidence, out: &mut Findings) {
+    let Evidence { d, .. } = c;
     let high: Vec<&LabelKeyStat> = d
         .churn
         .label_keys
@@ -254,8 +247,8 @@ pub(super) fn high_cardinality_labels(c: &Ctx, out: &mut Findings) {
                     format!(
                         "{}: {} values on {} identities ({}% of all)",
                         k.key,
-                        n(k.distinct_values),
-                        n(k.identities),
+                        thousands(k.distinct_values),
+                        thousands(k.identities),
                         k.share_percent
                     )
                 })
@@ -266,8 +259,8 @@ pub(super) fn high_cardinality_labels(c: &Ctx, out: &mut Findings) {
 }
 
 /// The `labels` setting that would keep those keys out of identities.
-pub(super) fn labels_filter(c: &Ctx, out: &mut Findings) {
-    let Ctx { input, d, .. } = c;
+pub(super) fn labels_filter(c: &Evidence, out: &mut Findings) {
+    let Evidence { input, d, .. } = c;
     let cfg = &d.configuration;
     if let Some(suggested) = &cfg.suggested_labels {
         let current = config_value(input, "labels");
@@ -321,8 +314,8 @@ pub(super) fn labels_filter(c: &Ctx, out: &mut Findings) {
 }
 
 /// Label sets carried by more than one identity.
-pub(super) fn duplicate_identities(c: &Ctx, out: &mut Findings) {
-    let Ctx { d, .. } = c;
+pub(super) fn duplicate_identities(c: &Evidence, out: &mut Findings) {
+    let Evidence { d, .. } = c;
     let dup = &d.churn.duplicates;
     if dup.groups > 0 {
         out.add(
@@ -334,8 +327,8 @@ pub(super) fn duplicate_identities(c: &Ctx, out: &mut Findings) {
             FindingCode::DuplicateIdentities,
             format!(
                 "{} label sets are carried by more than one identity ({} surplus identities)",
-                n(dup.groups),
-                n(dup.surplus)
+                thousands(dup.groups),
+                thousands(dup.surplus)
             ),
             dup.examples
                 .iter()
@@ -351,8 +344,8 @@ pub(super) fn duplicate_identities(c: &Ctx, out: &mut Findings) {
 }
 
 /// Endpoints referencing identities that do not exist.
-pub(super) fn dangling_references(c: &Ctx, out: &mut Findings) {
-    let Ctx { d, .. } = c;
+pub(super) fn dangling_references(c: &Evidence, out: &mut Findings) {
+    let Evidence { d, .. } = c;
     let integ = &d.integrity;
     if integ.dangling_ids > 0 {
         out.add(
@@ -360,9 +353,9 @@ pub(super) fn dangling_references(c: &Ctx, out: &mut Findings) {
             FindingCode::DanglingReferences,
             format!(
                 "{} endpoint {} at {} {} that {} not exist: policy for those endpoints is wrong on other nodes",
-                n(integ.dangling_references),
+                thousands(integ.dangling_references),
                 if integ.dangling_references == 1 { "reference points" } else { "references point" },
-                n(integ.dangling_ids),
+                thousands(integ.dangling_ids),
                 if integ.dangling_ids == 1 { "identity" } else { "identities" },
                 if integ.dangling_ids == 1 { "does" } else { "do" },
             ),
@@ -381,7 +374,7 @@ pub(super) fn dangling_references(c: &Ctx, out: &mut Findings) {
 }
 
 /// Marks stripped and set again and again.
-pub(super) fn strip_loop(c: &Ctx, out: &mut Findings) {
+pub(super) fn strip_loop(c: &Evidence, out: &mut Findings) {
     let integ = &c.d.integrity;
 
     if integ.strip_loop > 0 {
@@ -398,7 +391,7 @@ pub(super) fn strip_loop(c: &Ctx, out: &mut Findings) {
             FindingCode::MarkStripLoop,
             format!(
                 "{} unused identities had their heartbeat mark removed by an agent: GC cannot collect them while this repeats",
-                n(integ.strip_loop)
+                thousands(integ.strip_loop)
             ),
             integ
                 .strip_loop_examples
@@ -413,8 +406,8 @@ pub(super) fn strip_loop(c: &Ctx, out: &mut Findings) {
 }
 
 /// cilium-config settings that defeat or confuse GC.
-pub(super) fn settings_that_defeat_gc(c: &Ctx, out: &mut Findings) {
-    let Ctx {
+pub(super) fn settings_that_defeat_gc(c: &Evidence, out: &mut Findings) {
+    let Evidence {
         input,
         d,
         settings,
@@ -442,9 +435,9 @@ pub(super) fn settings_that_defeat_gc(c: &Ctx, out: &mut Findings) {
             FindingCode::HeartbeatTimeoutLow,
             format!(
                 "identity-heartbeat-timeout is {}: agents get little time to reclaim an identity before it is deleted",
-                dur(settings.heartbeat_timeout.as_secs_f64())
+                human_duration(settings.heartbeat_timeout.as_secs_f64())
             ),
-            vec![format!("identity-heartbeat-timeout below {}", dur(LOW_HEARTBEAT_TIMEOUT.as_secs_f64()))],
+            vec![format!("identity-heartbeat-timeout below {}", human_duration(LOW_HEARTBEAT_TIMEOUT.as_secs_f64()))],
             Some("use the default 30m0s unless there is a reason not to".into()),
         );
     }
@@ -472,8 +465,8 @@ pub(super) fn settings_that_defeat_gc(c: &Ctx, out: &mut Findings) {
 }
 
 /// Marks and objects that cannot be read.
-pub(super) fn malformed(c: &Ctx, out: &mut Findings) {
-    let Ctx { input, d, .. } = c;
+pub(super) fn malformed(c: &Evidence, out: &mut Findings) {
+    let Evidence { input, d, .. } = c;
     let sp = &d.identity_space;
     let st = &sp.states;
     if st.malformed_mark > 0 {
@@ -482,7 +475,7 @@ pub(super) fn malformed(c: &Ctx, out: &mut Findings) {
             FindingCode::MalformedMarks,
             format!(
                 "{} identities have a heartbeat mark that is not a time: GC never deletes them",
-                n(st.malformed_mark)
+                thousands(st.malformed_mark)
             ),
             vec![],
             Some("remove the io.cilium.heartbeat annotation from them".into()),
@@ -494,7 +487,7 @@ pub(super) fn malformed(c: &Ctx, out: &mut Findings) {
             FindingCode::MalformedObjects,
             format!(
                 "{} CiliumIdentity objects could not be decoded",
-                n(input.malformed.len() as u64)
+                thousands(input.malformed.len() as u64)
             ),
             input.malformed.iter().take(5).cloned().collect(),
             None,

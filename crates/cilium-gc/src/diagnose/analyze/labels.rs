@@ -13,8 +13,26 @@ pub(super) struct LabelPattern {
     expr: regex::Regex,
 }
 
+/// A `labels` pattern Cilium would not accept either; the diagnosis warns
+/// and goes on without it.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum PatternError {
+    /// Nothing after the source and the `!`.
+    #[error("{0:?}: empty pattern")]
+    Empty(String),
+    /// The prefix is not a regular expression.
+    #[error("{pattern:?}: {source}")]
+    Regex {
+        /// The pattern as written.
+        pattern: String,
+        /// Why it does not compile.
+        #[source]
+        source: regex::Error,
+    },
+}
+
 impl LabelPattern {
-    fn parse(s: &str) -> Result<LabelPattern, String> {
+    fn parse(s: &str) -> Result<LabelPattern, PatternError> {
         let (source, mut prefix) = match s.split_once(':') {
             Some((src, p)) => (src.to_owned(), p),
             None => (String::new(), s),
@@ -24,10 +42,13 @@ impl LabelPattern {
             prefix = &prefix[1..];
         }
         if prefix.is_empty() {
-            return Err(format!("{s:?}: empty pattern"));
+            return Err(PatternError::Empty(s.to_owned()));
         }
         let expr =
-            regex::Regex::new(&format!("^(?:{prefix})")).map_err(|e| format!("{s:?}: {e}"))?;
+            regex::Regex::new(&format!("^(?:{prefix})")).map_err(|source| PatternError::Regex {
+                pattern: s.to_owned(),
+                source,
+            })?;
         Ok(LabelPattern {
             source,
             ignore,

@@ -1,0 +1,22 @@
+//! The sentences both views of a diagnosis print, the text view
+//! (`diagnose::text`) and the Markdown one (`markdown::diagnosis`): written
+//! once here, so the two cannot drift. Each view adds only its own markup
+//! (capitals, bold, a full stop).
+
+/// What `--redact` replaced.
+pub const REDACTED: &str = "namespaces, label values, server and context are hashes";
+
+/// No finding at all.
+pub const HEALTHY: &str = "the identity space looks healthy";
+
+/// When the range fills at the current creation rate; `full_in` is the
+/// duration as the view shows it (plain, or bold).
+pub fn exhaustion(full_in: &str, at: impl std::fmt::Display) -> String {
+    format!("; at that rate the range is full in {full_in} ({at}) if GC stalls")
+}
+
+/// How many label sets several identities share, and the identities
+/// beyond the first of each; `groups` as the view shows it.
+pub fn duplicates(groups: &str, surplus: &str) -> String {
+    format!("{groups} ({surplus} surplus identities)")
+}
