@@ -11,35 +11,8 @@ use serde_json::json;
 
 use crate::support::cluster::Cluster;
 use crate::support::objects::{self, ago, api, create_all, identity_names, Kind};
-use crate::support::{assert_exit, finish, plugin, report, summary};
-
-/// Seed `n` stale identities from id 1000 (marked an hour ago, unused), one
-/// namespace, and an endpoint on an unrelated identity so the cluster is
-/// not endpoint-less.
-async fn seed_stale(cluster: &Cluster, n: u64) -> BTreeSet<String> {
-    let client = cluster.admin().await;
-    create_all(&client, vec![objects::namespace("team-0")]).await;
-    let hour = ago(Duration::from_secs(3600));
-    let mut objs: Vec<_> = (1000..1000 + n)
-        .map(|id| objects::identity(id, "team-0", Some(hour)))
-        .collect();
-    objs.push(objects::identity(500, "team-0", None));
-    objs.push(objects::endpoint("team-0", "pod-500", 500));
-    create_all(&client, objs).await;
-    (1000..1000 + n).map(|i| i.to_string()).collect()
-}
-
-/// Wait until the run has deleted at least one identity: its scan is done,
-/// so every write from now on meets a resourceVersion the run holds.
-async fn wait_for_first_delete(client: &kube::Client, before: usize) {
-    for _ in 0..600 {
-        if identity_names(client).await.len() < before {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("the run deleted nothing within 60 s");
-}
+use crate::support::runs::{delete_until_the_first_is_gone, seed_stale};
+use crate::support::{assert_exit, report, summary};
 
 /// What the agent did to each identity, for the verdict afterwards.
 #[derive(Default)]
@@ -94,20 +67,8 @@ async fn concurrent_agent_writes_meet_real_409s_and_nothing_reclaimed_is_deleted
     let stale = seed_stale(&cluster, 600).await;
     let client = cluster.admin().await;
     let before = identity_names(&client).await.len();
-
-    let mut cmd = plugin();
-    cmd.arg("--kubeconfig").arg(cluster.gc_kubeconfig()).args([
-        "delete",
-        "--yes",
-        "-o",
-        "json",
-        "--qps",
-        "40",
-        "--concurrency",
-        "4",
-    ]);
-    let run = tokio::spawn(finish(cmd));
-    wait_for_first_delete(&client, before).await;
+    let run =
+        delete_until_the_first_is_gone(&cluster, &["--qps", "40", "--concurrency", "4"]).await;
     // The run deletes in id order: the highest 150 are still there.
     let mut targets: Vec<String> = stale.iter().cloned().collect();
     targets.sort_by_key(|n| std::cmp::Reverse(n.parse::<u64>().unwrap()));
@@ -165,21 +126,8 @@ async fn an_identity_re_created_with_a_new_uid_during_the_run_is_not_deleted() {
     };
     let stale = seed_stale(&cluster, 300).await;
     let client = cluster.admin().await;
-    let before = identity_names(&client).await.len();
-
-    let mut cmd = plugin();
-    cmd.arg("--kubeconfig").arg(cluster.gc_kubeconfig()).args([
-        "delete",
-        "--yes",
-        "-o",
-        "json",
-        "--qps",
-        "20",
-        "--concurrency",
-        "2",
-    ]);
-    let run = tokio::spawn(finish(cmd));
-    wait_for_first_delete(&client, before).await;
+    let run =
+        delete_until_the_first_is_gone(&cluster, &["--qps", "20", "--concurrency", "2"]).await;
     // Delete the highest 10 and create them again, still marked an hour ago
     // (stale by every rule but the uid): a different identity of the same name.
     let ids = api(&client, Kind::Identity, None);

@@ -6,43 +6,18 @@
 use std::time::Duration;
 
 use crate::support::cluster::Cluster;
-use crate::support::objects::{self, ago, create_all, identity_names};
-use crate::support::{assert_exit, finish, plugin, report, summary};
+use crate::support::objects::{self, create_all, identity_names};
+use crate::support::runs::{delete_until_the_first_is_gone, seed_stale};
+use crate::support::{assert_exit, report, summary};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_endpoint_watch_resumes_after_an_apiserver_restart() {
     let Some(cluster) = Cluster::up(&[]) else {
         return;
     };
-    let client = cluster.admin().await;
-    create_all(&client, vec![objects::namespace("team-0")]).await;
-    let hour = ago(Duration::from_secs(3600));
-    let mut objs: Vec<_> = (1000..1200)
-        .map(|id| objects::identity(id, "team-0", Some(hour)))
-        .collect();
-    objs.push(objects::identity(500, "team-0", None));
-    objs.push(objects::endpoint("team-0", "pod-500", 500));
-    create_all(&client, objs).await;
-    let before = identity_names(&client).await.len();
-
-    let mut cmd = plugin();
-    cmd.arg("--kubeconfig").arg(cluster.gc_kubeconfig()).args([
-        "delete",
-        "--yes",
-        "-o",
-        "json",
-        "--qps",
-        "10",
-        "--concurrency",
-        "2",
-    ]);
-    let run = tokio::spawn(finish(cmd));
-    for _ in 0..600 {
-        if identity_names(&client).await.len() < before {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    seed_stale(&cluster, 200).await;
+    let run =
+        delete_until_the_first_is_gone(&cluster, &["--qps", "10", "--concurrency", "2"]).await;
     cluster.stop_apiserver();
     tokio::time::sleep(Duration::from_secs(3)).await;
     cluster.start_apiserver();

@@ -220,25 +220,29 @@ async fn sigint_in_the_middle_of_the_scan() {
     assert!(scanned > 0 && scanned < 300, "stopped mid-scan: {scanned}");
 }
 
+/// A `delete --qps 5` on the calm `small` preset that has deleted one identity.
+async fn deleting_at_5_per_second() -> (World, Running) {
+    let w = World::start(calm("small")).await;
+    let kc = w.kubeconfig.to_string_lossy().to_string();
+    let args = [
+        "--kubeconfig",
+        &kc,
+        "delete",
+        "--yes",
+        "--qps",
+        "5",
+        "-o",
+        "json",
+    ];
+    let run = spawn(&args, &[]);
+    wait_until("deleted one", || !w.sim.ledger().deletes.is_empty()).await;
+    (w, run)
+}
+
 /// A `delete` that has deleted one identity when every request starts to
 /// hang on the server; the world is returned to keep the server up.
 async fn deletes_then_the_server_hangs() -> (World, Running) {
-    let w = World::start(calm("small")).await;
-    let kc = w.kubeconfig.to_string_lossy().to_string();
-    let run = spawn(
-        &[
-            "--kubeconfig",
-            &kc,
-            "delete",
-            "--yes",
-            "--qps",
-            "5",
-            "-o",
-            "json",
-        ],
-        &[],
-    );
-    wait_until("deleted one", || !w.sim.ledger().deletes.is_empty()).await;
+    let (w, run) = deleting_at_5_per_second().await;
     w.sim.set_faults(hang_everything());
     tokio::time::sleep(Duration::from_millis(600)).await;
     (w, run)
@@ -355,22 +359,7 @@ async fn request_timeout_does_not_cut_quiet_watches() {
 /// its last error (it used to be `failed`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigint_during_a_retry_after_wait_leaves_the_item_not_attempted() {
-    let w = World::start(calm("small")).await;
-    let kc = w.kubeconfig.to_string_lossy().to_string();
-    let run = spawn(
-        &[
-            "--kubeconfig",
-            &kc,
-            "delete",
-            "--yes",
-            "--qps",
-            "5",
-            "-o",
-            "json",
-        ],
-        &[],
-    );
-    wait_until("deleted one", || !w.sim.ledger().deletes.is_empty()).await;
+    let (w, run) = deleting_at_5_per_second().await;
     // From now on every delete is over the server's cap: 429, Retry-After 60 s.
     w.sim.set_faults(Faults {
         delete_rate_cap: Some(0.001),

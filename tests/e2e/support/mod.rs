@@ -2,6 +2,7 @@
 
 pub mod cluster;
 pub mod objects;
+pub mod runs;
 
 use std::path::PathBuf;
 use std::process::Output;
