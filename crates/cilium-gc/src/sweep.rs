@@ -41,8 +41,10 @@ pub(crate) const MAX_THROTTLED_PER_ITEM: u32 = 64;
 pub(crate) const MAX_FORBIDDEN_PER_ITEM: u32 = 3;
 
 /// How long a 403 on a write is confirmed by SelfSubjectAccessReview before
-/// the permission counts as lost.
-pub(crate) const FORBIDDEN_WINDOW: Duration = Duration::from_secs(10);
+/// the permission counts as lost: long enough for a loaded kube-apiserver to
+/// sync its RBAC caches after a restart; a really revoked permission only
+/// stops the run this much later (every write meanwhile gets 403 too).
+pub(crate) const FORBIDDEN_WINDOW: Duration = Duration::from_secs(30);
 
 /// What to do to each target.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
