@@ -7,6 +7,7 @@ use cilium_gc::settings::GcSettings;
 use cilium_gc::stop::Stop;
 
 use crate::cli::{Cli, Command, SchemaKind};
+use crate::fleet_command::fleet_and_emit;
 use crate::gc_command::gc_and_emit;
 use crate::output::{print_json, println_or_pipe, usage_error, write_stdout};
 
@@ -24,13 +25,23 @@ pub async fn run(cli: Cli) -> Exit {
     }
     crate::crash::stop_on_panic(&stop);
     let kube = cli.kube.settings();
+    let fleet = cli.kube.context_filter().is_fleet();
+    if let Err(e) = fleet_flags_fit(&cli, fleet) {
+        return usage_error(&e);
+    }
     match cli.command {
         Command::Scan(args) => {
             let settings = GcSettings::for_scan(args.settings());
+            if fleet {
+                return fleet_and_emit(&cli.kube, settings, &args, &stop, cli.color).await;
+            }
             gc_and_emit(&kube, settings, &args, &stop, cli.color).await
         }
         Command::Delete(args) => {
             let settings = GcSettings::for_delete(args.scan.settings(), args.writes());
+            if fleet {
+                return fleet_and_emit(&cli.kube, settings, &args.scan, &stop, cli.color).await;
+            }
             gc_and_emit(&kube, settings, &args.scan, &stop, cli.color).await
         }
         #[cfg(feature = "sim")]
@@ -38,6 +49,7 @@ pub async fn run(cli: Cli) -> Exit {
         Command::Diagnose(args) => crate::diagnose::run(&kube, args, &stop, cli.color).await,
         Command::Schema(args) => print_json(&match args.kind {
             SchemaKind::Report => cilium_gc::report::schema(),
+            SchemaKind::FleetReport => cilium_gc::fleet::schema(),
             SchemaKind::Diagnosis => cilium_gc::diagnose::schema(),
         }),
         Command::Version => {
@@ -60,5 +72,26 @@ pub async fn run(cli: Cli) -> Exit {
                 Err(e) => usage_error(&e.to_string()),
             }
         }
+    }
+}
+
+/// Fleet flags only with a fleet selection, and a fleet selection only
+/// where several clusters make sense (`scan`, `delete`).
+fn fleet_flags_fit(cli: &Cli, fleet: bool) -> Result<(), String> {
+    let scan = match &cli.command {
+        Command::Scan(a) => Some(a),
+        Command::Delete(d) => Some(&d.scan),
+        _ => None,
+    };
+    match scan {
+        Some(_) if fleet => Ok(()),
+        Some(a) if a.redact || !a.cluster_label.is_empty() => Err(
+            "--redact and --cluster-label apply to a fleet run: give several --context, a glob, --all-contexts or --context-regex".into(),
+        ),
+        Some(_) => Ok(()),
+        None if fleet => Err(
+            "several contexts (--context repeated or a glob, --all-contexts, --context-regex) work with scan and delete only; give one --context".into(),
+        ),
+        None => Ok(()),
     }
 }

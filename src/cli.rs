@@ -12,6 +12,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use cilium_gc::exit::Exit;
+use cilium_gc::fleet::ContextFilter;
 use cilium_gc::report::ItemsMode;
 pub use cilium_gc::settings::parse_duration;
 use cilium_gc::settings::{ConnectSettings, ScanSettings, WriteSettings};
@@ -26,6 +27,23 @@ pub fn parse_namespace(s: &str) -> Result<String, String> {
         Err(format!(
             "{s:?} is not a namespace name (lowercase letters, digits and '-', at most 63)"
         ))
+    }
+}
+
+/// Parse a `--context-regex`.
+pub fn parse_regex(s: &str) -> Result<regex::Regex, String> {
+    regex::Regex::new(s).map_err(|e| format!("not a regular expression: {e}"))
+}
+
+/// Parse a `--cluster-label CONTEXT=LABEL`.
+pub fn parse_cluster_label(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((c, l)) if !c.is_empty() && !l.is_empty() && !l.chars().any(char::is_control) => {
+            Ok((c.to_owned(), l.to_owned()))
+        }
+        _ => Err(format!(
+            "{s:?}: expected CONTEXT=LABEL, e.g. arn:aws:eks:eu-west-1:1:cluster/prod=prod-eu"
+        )),
     }
 }
 
@@ -104,9 +122,16 @@ pub struct KubeArgs {
     /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).
     #[arg(long, global = true, value_name = "PATH")]
     pub kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context to use.
+    /// The kubeconfig context to use. Repeat it, or give a glob ('prod-*'),
+    /// to run on several clusters in one run (a fleet report).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Vec<String>,
+    /// Run on every context of the kubeconfig (a fleet report; see --parallel).
     #[arg(long, global = true)]
-    pub context: Option<String>,
+    pub all_contexts: bool,
+    /// Run on every context whose name matches this regular expression (a fleet report).
+    #[arg(long, global = true, value_name = "REGEX", value_parser = parse_regex)]
+    pub context_regex: Option<regex::Regex>,
     /// The kubeconfig cluster to use.
     #[arg(long, global = true)]
     pub cluster: Option<String>,
@@ -163,6 +188,8 @@ pub mod heading {
     pub const OUTPUT: &str = "Output";
     /// kubectl's connection flags and where Cilium's config lives.
     pub const CONNECTION: &str = "Connection";
+    /// Several clusters in one run.
+    pub const FLEET: &str = "Fleet (several contexts in one run)";
 }
 
 /// Flags shared by scan and delete. Field order is help order: see
@@ -214,6 +241,15 @@ pub struct ScanArgs {
     /// Namespace of the cilium-config ConfigMap.
     #[arg(long, default_value = "kube-system", value_parser = parse_namespace, help_heading = heading::CONNECTION)]
     pub cilium_namespace: String,
+    /// Clusters run at the same time in a fleet run (--qps and --concurrency apply per cluster).
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256), help_heading = heading::FLEET)]
+    pub parallel: u32,
+    /// The `cluster` label of a context's metrics in a fleet run [default: the context name] (repeatable).
+    #[arg(long, value_name = "CONTEXT=LABEL", value_parser = parse_cluster_label, help_heading = heading::FLEET)]
+    pub cluster_label: Vec<(String, String)>,
+    /// Replace contexts and servers with keyed hashes in the fleet report (every format).
+    #[arg(long, help_heading = heading::FLEET)]
+    pub redact: bool,
 }
 
 /// `--items`: which identities get an item in the report.
@@ -269,11 +305,20 @@ impl AllocationMode {
 }
 
 impl KubeArgs {
+    /// Which contexts the flags select (see [`ContextFilter::is_fleet`]).
+    pub fn context_filter(&self) -> ContextFilter {
+        ContextFilter {
+            contexts: self.context.clone(),
+            all: self.all_contexts,
+            regex: self.context_regex.clone(),
+        }
+    }
+
     /// The engine's connection settings.
     pub fn settings(&self) -> ConnectSettings {
         ConnectSettings {
             kubeconfig: self.kubeconfig.clone(),
-            context: self.context.clone(),
+            context: self.context.first().cloned(),
             cluster: self.cluster.clone(),
             user: self.user.clone(),
             server: self.server.clone(),
@@ -344,9 +389,13 @@ pub fn validate_kube_args(k: &KubeArgs) -> Result<(), String> {
             return Err("--token: must be non-empty printable ASCII without spaces or newlines (is it the whole file, with its trailing newline?)".into());
         }
     }
+    for c in &k.context {
+        if c.is_empty() || c.chars().any(char::is_control) {
+            return Err("--context: must be non-empty, without control characters".into());
+        }
+    }
     for (flag, v) in [
         ("--as", &k.as_user),
-        ("--context", &k.context),
         ("--cluster", &k.cluster),
         ("--user", &k.user),
         ("--tls-server-name", &k.tls_server_name),
@@ -424,6 +473,10 @@ pub struct DemoArgs {
     /// Only scan; do not delete.
     #[arg(long)]
     pub scan_only: bool,
+    /// Start five simulated clusters (two healthy, one forbidden to delete,
+    /// one in kvstore mode, one unreachable) and run on all of them: a fleet report.
+    #[arg(long, conflicts_with = "scenario")]
+    pub fleet: bool,
     /// Delete flags (demo implies --yes).
     #[command(flatten)]
     pub delete: DeleteArgs,
@@ -456,6 +509,8 @@ pub enum SchemaKind {
     /// The GC report (scan, delete, demo).
     #[default]
     Report,
+    /// The fleet report (scan, delete with several contexts).
+    FleetReport,
     /// The diagnose report.
     Diagnosis,
 }
@@ -527,7 +582,7 @@ mod tests {
             "--yes",
         ])
         .unwrap();
-        assert_eq!(cli.kube.context.as_deref(), Some("prod"));
+        assert_eq!(cli.kube.context, vec!["prod"]);
         assert_eq!(cli.kube.as_group, vec!["a", "b"]);
         let Command::Delete(d) = cli.command else {
             panic!()

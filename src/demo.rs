@@ -57,8 +57,97 @@ fn kube_options(kubeconfig: &Path) -> ConnectSettings {
     }
 }
 
+/// The clusters of `demo --fleet`: context name and preset.
+pub const FLEET: [(&str, &str); 4] = [
+    ("prod-eu", "demo"),
+    ("prod-us", "small"),
+    ("staging-forbidden", "forbidden"),
+    ("legacy-kvstore", "kvstore"),
+];
+/// The context of `demo --fleet` that nobody answers.
+pub const FLEET_UNREACHABLE: &str = "dr-unreachable";
+
+/// `demo --fleet`: the [`FLEET`] simulators and an unreachable context in
+/// one kubeconfig, and the fleet run over all of them.
+async fn run_fleet(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
+    let mut delete = args.delete;
+    delete.yes = true;
+    let settings = if args.scan_only {
+        GcSettings::for_scan(delete.scan.settings())
+    } else {
+        GcSettings::for_delete(delete.scan.settings(), delete.writes())
+    };
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: cannot create a temporary directory: {e}");
+            return Exit::Unexpected;
+        }
+    };
+    let mut sims = Vec::new();
+    for (name, preset) in FLEET {
+        let mut scenario = scenario(preset).unwrap_or_default();
+        if name == "prod-eu" {
+            // The operator version of the outage this tool exists for.
+            if let Some(install) = scenario.cilium_install.as_mut() {
+                install.operator_image = "quay.io/cilium/operator-generic:v1.15.3".into();
+            }
+        }
+        match Simulator::start(scenario).await {
+            Ok(sim) => sims.push((name, sim)),
+            Err(e) => {
+                eprintln!("error: cannot start the simulated cluster {name}: {e}");
+                for (_, s) in sims {
+                    s.shutdown().await;
+                }
+                return Exit::Unexpected;
+            }
+        }
+    }
+    // A port that was free a moment ago: connections to it are refused.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| format!("https://{a}"))
+        .unwrap_or_else(|_| "https://127.0.0.1:1".into());
+    let named: Vec<(&str, &Simulator)> = sims.iter().map(|(n, s)| (*n, s)).collect();
+    let yaml = Simulator::fleet_kubeconfig(&named, &[(FLEET_UNREACHABLE, &closed)]);
+    let kubeconfig = dir.path().join("kubeconfig");
+    let exit = match std::fs::write(&kubeconfig, yaml) {
+        Ok(()) => {
+            eprintln!(
+                "demo: {} simulated clusters and one unreachable context in {}",
+                sims.len(),
+                kubeconfig.display()
+            );
+            let kube = crate::cli::KubeArgs {
+                kubeconfig: Some(kubeconfig),
+                all_contexts: true,
+                ..crate::cli::KubeArgs::default()
+            };
+            crate::fleet_command::fleet_and_emit(&kube, settings, &delete.scan, stop, color).await
+        }
+        Err(e) => {
+            eprintln!("error: cannot write the kubeconfig: {e}");
+            Exit::Unexpected
+        }
+    };
+    for (_, s) in sims {
+        s.shutdown().await;
+    }
+    if exit != Exit::Success {
+        eprintln!(
+            "demo: exit code {} is the most severe cluster's (143, 130, 1, 4, 5, 3, 2): the failing clusters are part of the demo",
+            exit.code()
+        );
+    }
+    exit
+}
+
 /// Run `demo`.
 pub async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
+    if args.fleet {
+        return run_fleet(args, stop, color).await;
+    }
     let scenario = match scenario(&args.scenario) {
         Ok(s) => s,
         Err(e) => return crate::output::usage_error(&e),

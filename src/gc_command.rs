@@ -64,6 +64,37 @@ pub async fn export_metrics(report: &Report, args: &ScanArgs) {
     }
 }
 
+/// `--metrics-file` and `--pushgateway` of a fleet run: one textfile with
+/// every cluster's series labelled `cluster`, and one Pushgateway group per
+/// cluster. `labels` are the clusters' labels, in the report's order.
+/// Clusters the run never started have no metrics (the textfile keeps
+/// nothing of them; their Pushgateway group keeps its last push).
+pub async fn export_fleet_metrics(
+    report: &cilium_gc::fleet::FleetReport,
+    labels: &[String],
+    args: &ScanArgs,
+) {
+    let clusters: Vec<(&str, &Report)> = report
+        .clusters
+        .iter()
+        .zip(labels)
+        .filter_map(|(e, label)| Some((label.as_str(), e.report.as_ref()?)))
+        .collect();
+    if let Some(path) = &args.metrics_file {
+        if let Err(e) = crate::metrics::write_fleet_textfile(path, &clusters) {
+            eprintln!("error: cannot write metrics file {}: {e}", path.display());
+        }
+    }
+    if let Some(url) = &args.pushgateway {
+        for (label, r) in &clusters {
+            if let Err(e) = crate::metrics::push_cluster(url, &args.pushgateway_job, label, r).await
+            {
+                eprintln!("error: metrics of {label} not pushed: {}", error_chain(&e));
+            }
+        }
+    }
+}
+
 /// `error` and its sources, `: `-separated, on one line.
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut s = error.to_string();

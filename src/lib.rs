@@ -12,6 +12,7 @@ pub mod crash;
 #[cfg(feature = "sim")]
 pub mod demo;
 pub mod diagnose;
+pub mod fleet_command;
 pub mod gc_command;
 pub mod markdown;
 pub mod metrics;

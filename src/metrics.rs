@@ -35,6 +35,8 @@ pub const LAST_SUCCESS: &str = "cilium_gc_last_success_timestamp_seconds";
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 /// The Pushgateway job label when `--pushgateway-job` is not given.
 pub const DEFAULT_JOB: &str = "kubectl-cilium-gc";
+/// The label that tells a fleet run's clusters apart.
+pub const CLUSTER_LABEL: &str = "cluster";
 /// How long a push may take before it is reported as failed.
 pub const PUSH_TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -72,7 +74,17 @@ pub fn succeeded(report: &Report) -> bool {
 /// epoch) when this run failed: it is carried forward so the textfile keeps
 /// saying when GC last worked. A successful run writes its own finish time.
 pub fn encode(report: &Report, previous_success: Option<f64>) -> String {
-    let mut reg = Registry::with_prefix(PREFIX);
+    encode_labelled(report, previous_success, None)
+}
+
+/// As [`encode`], every series labelled `cluster="<cluster>"` when given.
+fn encode_labelled(
+    report: &Report,
+    previous_success: Option<f64>,
+    cluster: Option<&str>,
+) -> String {
+    let labels = cluster.map(|c| (CLUSTER_LABEL.into(), c.to_owned().into()));
+    let mut reg = Registry::with_prefix_and_labels(PREFIX, labels.into_iter());
     register_info(&mut reg, report);
     register_identities(&mut reg, report);
     register_counts(&mut reg, &report.summary);
@@ -272,6 +284,93 @@ pub fn write_textfile(path: &Path, report: &Report) -> std::io::Result<()> {
     crate::render::write_atomically(path, encode(report, previous).as_bytes())
 }
 
+/// The metrics of a fleet run: every cluster's series (see [`encode`]),
+/// labelled `cluster="<label>"`, grouped by metric as the text format
+/// requires (one `# HELP`/`# TYPE` per metric, then every cluster's
+/// samples). `clusters` holds each cluster's label, report and previous
+/// last success.
+pub fn encode_fleet(clusters: &[(&str, &Report, Option<f64>)]) -> String {
+    let mut families: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+    for (label, report, previous) in clusters {
+        let text = encode_labelled(report, *previous, Some(label));
+        let mut current: Option<usize> = None;
+        for line in text.lines() {
+            if line == "# EOF" {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                let name = rest.split(' ').next().unwrap_or_default().to_owned();
+                let i = match families.iter().position(|(n, _, _)| *n == name) {
+                    Some(i) => i,
+                    None => {
+                        families.push((name, Vec::new(), Vec::new()));
+                        families.len() - 1
+                    }
+                };
+                current = Some(i);
+            }
+            let Some(i) = current else { continue };
+            let (_, header, samples) = &mut families[i];
+            if line.starts_with('#') {
+                if !header.iter().any(|h| h == line) {
+                    header.push(line.to_owned());
+                }
+            } else {
+                samples.push(line.to_owned());
+            }
+        }
+    }
+    let mut out = String::new();
+    for (_, header, samples) in families {
+        for l in header.iter().chain(&samples) {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    out.push_str("# EOF\n");
+    out
+}
+
+/// The value of [`LAST_SUCCESS`] for `cluster` in a previous fleet
+/// exposition, if any.
+pub fn last_success_of(text: &str, cluster: &str) -> Option<f64> {
+    let label = format!("{CLUSTER_LABEL}=\"{}\"", escape_label(cluster));
+    text.lines()
+        .filter_map(|l| l.strip_prefix(LAST_SUCCESS))
+        .filter(|rest| rest.starts_with('{') && rest.contains(&label))
+        .find_map(|rest| {
+            rest.rsplit_once("} ")?
+                .1
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+}
+
+/// A label value as the text format escapes it.
+fn escape_label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Writes a fleet run's metrics to `path` (see [`write_textfile`]): each
+/// cluster that failed keeps its own previous last success.
+pub fn write_fleet_textfile(path: &Path, clusters: &[(&str, &Report)]) -> std::io::Result<()> {
+    let previous = std::fs::read_to_string(path).unwrap_or_default();
+    let with_previous: Vec<(&str, &Report, Option<f64>)> = clusters
+        .iter()
+        .map(|(label, report)| {
+            let prev = (!succeeded(report))
+                .then(|| last_success_of(&previous, label))
+                .flatten();
+            (*label, *report, prev)
+        })
+        .collect();
+    crate::render::write_atomically(path, encode_fleet(&with_previous).as_bytes())
+}
+
 /// Why a push to the Pushgateway failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PushError {
@@ -326,19 +425,9 @@ pub fn parse_pushgateway_url(s: &str) -> Result<http::Uri, String> {
 /// name with characters a path segment cannot carry is sent in the
 /// Pushgateway's `job@base64/<base64url>` form.
 pub fn push_url(base: &http::Uri, job: &str) -> String {
-    use base64::Engine as _;
     let base = base.to_string();
     let base = base.trim_end_matches('/');
-    let plain = !job.is_empty()
-        && job
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b));
-    if plain {
-        format!("{base}/metrics/job/{job}")
-    } else {
-        let enc = base64::engine::general_purpose::URL_SAFE.encode(job);
-        format!("{base}/metrics/job@base64/{enc}")
-    }
+    format!("{base}/metrics{}", grouping_segment("job", job))
 }
 
 /// Pushes `report`'s metrics to the Pushgateway at `base` under `job`
@@ -349,8 +438,45 @@ pub fn push_url(base: &http::Uri, job: &str) -> String {
 /// the next scheduled run pushes again.
 #[tracing::instrument(skip(report))]
 pub async fn push(base: &http::Uri, job: &str, report: &Report) -> Result<(), PushError> {
+    push_to(push_url(base, job), report).await
+}
+
+/// As [`push`], into the group `job=<job>, cluster=<cluster>`: each
+/// cluster of a fleet its own group, so one cluster's failed run never
+/// replaces another's `last_success_timestamp_seconds`.
+pub async fn push_cluster(
+    base: &http::Uri,
+    job: &str,
+    cluster: &str,
+    report: &Report,
+) -> Result<(), PushError> {
+    let url = format!(
+        "{}{}",
+        push_url(base, job),
+        grouping_segment(CLUSTER_LABEL, cluster)
+    );
+    push_to(url, report).await
+}
+
+/// `/<name>/<value>` of a Pushgateway grouping key, in the
+/// `<name>@base64/<value>` form when the value has characters a path
+/// segment cannot carry (or is empty).
+pub fn grouping_segment(name: &str, value: &str) -> String {
+    use base64::Engine as _;
+    let plain = !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b));
+    if plain {
+        format!("/{name}/{value}")
+    } else {
+        let enc = base64::engine::general_purpose::URL_SAFE.encode(value);
+        format!("/{name}@base64/{enc}")
+    }
+}
+
+async fn push_to(url: String, report: &Report) -> Result<(), PushError> {
     use http_body_util::{BodyExt, Full};
-    let url = push_url(base, job);
     let bad_url = |reason: String| PushError::BadUrl {
         url: url.clone(),
         reason,

@@ -98,3 +98,125 @@ impl Observer for Terminal {
         Some(matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
     }
 }
+
+/// A fleet run at the terminal: one progress line per cluster (indicatif's
+/// `MultiProgress`) on stderr when it is a terminal, nothing otherwise,
+/// and one confirmation for every cluster's writes, asked only when stdin
+/// is a terminal too.
+pub struct FleetTerminal {
+    multi: Option<indicatif::MultiProgress>,
+    bars: std::sync::Mutex<Vec<(String, ProgressBar)>>,
+    width: usize,
+    interactive: bool,
+}
+
+impl FleetTerminal {
+    /// Detect from the process's terminals; `contexts` sets the name column.
+    pub fn detect(contexts: &[String]) -> Self {
+        let tty = std::io::stderr().is_terminal();
+        FleetTerminal {
+            multi: tty
+                .then(|| indicatif::MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
+            bars: std::sync::Mutex::new(Vec::new()),
+            width: contexts
+                .iter()
+                .map(|c| c.chars().count())
+                .max()
+                .unwrap_or(0)
+                .min(40),
+            interactive: tty && std::io::stdin().is_terminal(),
+        }
+    }
+
+    /// Clear every line.
+    pub fn finish(&self) {
+        if let Some(m) = &self.multi {
+            let _ = m.clear();
+        }
+    }
+
+    fn bar_of(&self, context: &str) -> Option<ProgressBar> {
+        let bars = self.bars.lock().unwrap_or_else(|e| e.into_inner());
+        bars.iter()
+            .find(|(c, _)| c == context)
+            .map(|(_, b)| b.clone())
+    }
+}
+
+/// One cluster's line of a [`FleetTerminal`].
+struct ClusterLine {
+    bar: ProgressBar,
+}
+
+impl Observer for ClusterLine {
+    fn listing(&self, what: &str) {
+        self.bar.set_position(0);
+        self.bar.set_message(what.to_owned());
+    }
+    fn listed(&self) {
+        self.bar.inc(1);
+    }
+    fn start_phase(&self, label: &str, total: u64) {
+        self.bar.set_position(0);
+        self.bar.set_length(total);
+        let prefix_style = "{prefix} {msg:>8} [{bar:30}] {pos}/{len} {rate} ETA {eta}";
+        self.bar
+            .set_style(with_rate(prefix_style).progress_chars("=> "));
+        self.bar.set_message(label.to_owned());
+    }
+    fn inc(&self) {
+        self.bar.inc(1);
+    }
+}
+
+impl cilium_gc::fleet::FleetObserver for FleetTerminal {
+    fn cluster(&self, context: &str) -> std::sync::Arc<dyn Observer> {
+        let Some(multi) = &self.multi else {
+            return std::sync::Arc::new(cilium_gc::Headless);
+        };
+        let bar = multi.add(ProgressBar::no_length());
+        bar.set_style(with_rate("{prefix} {spinner} {msg}: {pos} ({rate})"));
+        bar.set_prefix(format!("{context:<w$}", w = self.width));
+        bar.set_message("connecting");
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        self.bars
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((context.to_owned(), bar.clone()));
+        std::sync::Arc::new(ClusterLine { bar })
+    }
+
+    fn cluster_done(&self, entry: &cilium_gc::fleet::ClusterEntry) {
+        let Some(bar) = self.bar_of(&entry.context) else {
+            return;
+        };
+        let how = match &entry.error {
+            None => "done".to_owned(),
+            Some(e) => format!("exit {}: {}", entry.exit_code, e.message),
+        };
+        bar.set_style(ProgressStyle::with_template("{prefix} {msg}").expect("valid template"));
+        bar.finish_with_message(how);
+    }
+
+    /// The table of what will be written where, then "Proceed? [y/N]".
+    fn confirm_all(&self, pending: &[cilium_gc::gc::PendingWrites]) -> Option<bool> {
+        if !self.interactive {
+            return None;
+        }
+        let question = crate::render::fleet_confirmation(pending);
+        let ask = || {
+            let mut err = std::io::stderr();
+            let _ = write!(err, "{question}Proceed? [y/N] ");
+            let _ = err.flush();
+            let mut line = String::new();
+            if std::io::stdin().lock().read_line(&mut line).is_err() {
+                return Some(false);
+            }
+            Some(matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
+        };
+        match &self.multi {
+            Some(m) => m.suspend(ask),
+            None => ask(),
+        }
+    }
+}

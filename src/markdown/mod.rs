@@ -20,9 +20,11 @@ use cilium_gc::humanize::{human_duration, thousands};
 use cilium_gc::report::{Mode, Outcome, Report, Tool};
 
 mod diagnosis;
+mod fleet;
 mod report;
 
 pub use diagnosis::diagnosis;
+pub use fleet::fleet;
 pub use report::report;
 
 /// Rows shown before the rest of a list is folded into `<details>`.

@@ -24,10 +24,12 @@ use cilium_gc::report::{AbortReason, Mode, Outcome, Report};
 
 use crate::next_steps::{next_steps, plural};
 
+mod fleet;
 #[cfg(test)]
 pub(crate) mod tests;
 mod text;
 
+pub use fleet::{fleet_confirmation, fleet_header, fleet_row, fleet_text};
 pub use text::Paint;
 use text::*;
 

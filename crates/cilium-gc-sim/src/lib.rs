@@ -246,6 +246,43 @@ impl Simulator {
             .kubeconfig(&self.url(), &self.shared.app.token)
     }
 
+    /// One kubeconfig with a context per simulator (named as given, its
+    /// cluster and user too), and one per `(name, url)` of `unreachable`
+    /// (a server nobody answers, for a fleet's unreachable cluster; it
+    /// trusts the first simulator's CA). The current context is the first
+    /// simulator's.
+    pub fn fleet_kubeconfig(sims: &[(&str, &Simulator)], unreachable: &[(&str, &str)]) -> String {
+        use base64::Engine as _;
+        let (mut clusters, mut users, mut contexts) = (String::new(), String::new(), String::new());
+        let mut add = |name: &str, url: &str, ca: Option<&str>, token: &str| {
+            let trust = match ca {
+                Some(pem) => format!(
+                    "certificate-authority-data: {}",
+                    base64::engine::general_purpose::STANDARD.encode(pem.as_bytes())
+                ),
+                None => "insecure-skip-tls-verify: true".to_owned(),
+            };
+            clusters.push_str(&format!(
+                "- name: {name:?}\n  cluster:\n    server: {url}\n    {trust}\n"
+            ));
+            users.push_str(&format!("- name: {name:?}\n  user:\n    token: {token}\n"));
+            contexts.push_str(&format!(
+                "- name: {name:?}\n  context:\n    cluster: {name:?}\n    user: {name:?}\n"
+            ));
+        };
+        for (name, sim) in sims {
+            add(name, &sim.url(), Some(sim.ca_pem()), &sim.shared.app.token);
+        }
+        let ca = sims.first().map(|(_, s)| s.ca_pem().to_owned());
+        for (name, url) in unreachable {
+            add(name, url, ca.as_deref(), "unused");
+        }
+        let current = sims.first().map(|(n, _)| *n).unwrap_or_default();
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n{clusters}users:\n{users}contexts:\n{contexts}current-context: {current:?}\npreferences: {{}}\n"
+        )
+    }
+
     /// Write [`Self::kubeconfig_yaml`] to `path`.
     pub fn write_kubeconfig(&self, path: &std::path::Path) -> std::io::Result<()> {
         std::fs::write(path, self.kubeconfig_yaml())

@@ -28,6 +28,7 @@
 
 pub use diagnose::{diagnose, DiagnoseError, DiagnoseSettings, Diagnosis};
 pub use exit::Exit;
+pub use fleet::{run_fleet, FleetObserver, FleetReport, FleetSettings};
 pub use gc::{run, Headless, Observer, Ui};
 pub use report::Report;
 pub use settings::{ConnectSettings, GcSettings, ScanSettings, SettingsError, WriteSettings};
@@ -36,6 +37,7 @@ pub use stop::{Stop, StopReason};
 pub mod cluster;
 pub mod diagnose;
 pub mod exit;
+pub mod fleet;
 pub mod gc;
 pub mod humanize;
 pub mod model;

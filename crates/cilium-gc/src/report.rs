@@ -392,6 +392,16 @@ impl ReasonCounts {
     pub fn add(&mut self, r: Reason) {
         *self.slot(r) += 1;
     }
+    /// Add `other`'s counts to these (a fleet's totals).
+    pub fn merge(&mut self, other: &ReasonCounts) {
+        self.in_use += other.in_use;
+        self.not_local += other.not_local;
+        self.filtered += other.filtered;
+        self.unmarked += other.unmarked;
+        self.mark_too_recent += other.mark_too_recent;
+        self.malformed_mark += other.malformed_mark;
+        self.stale += other.stale;
+    }
     /// The count for one reason.
     pub fn get(&self, r: Reason) -> u64 {
         match r {

@@ -231,18 +231,25 @@ impl ApiClient {
         };
         let local = Timestamp::now();
         let code = res.status().as_u16();
-        let header = |name: http::header::HeaderName| {
-            res.headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
+        // In a block of its own: the closure borrows `res`, and a borrow
+        // held across the body's `.await` would make the future not `Send`.
+        let (retry_after, date, location) = {
+            let header = |name: http::header::HeaderName| {
+                res.headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            (
+                header(http::header::RETRY_AFTER),
+                header(http::header::DATE),
+                header(http::header::LOCATION),
+            )
         };
-        let retry_after = header(http::header::RETRY_AFTER);
-        match header(http::header::DATE) {
+        match date {
             Some(date) => self.clock.observe(&date, local),
             None => self.clock.observe_missing(),
         }
-        let location = header(http::header::LOCATION);
         let body = match http_body_util::Limited::new(res.into_body(), self.max_body)
             .collect()
             .await

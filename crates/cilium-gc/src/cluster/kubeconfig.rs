@@ -109,6 +109,26 @@ pub fn request_timeout(flag: Option<Duration>) -> Option<Duration> {
     }
 }
 
+/// The contexts of the kubeconfig `--kubeconfig` names (else `$KUBECONFIG`,
+/// every file of it merged as kubectl merges them, else `~/.kube/config`),
+/// in the file's order, and its `current-context`.
+pub fn kubeconfig_contexts(
+    path: Option<&std::path::Path>,
+) -> Result<(Vec<String>, Option<String>), ConnectError> {
+    let k = match path {
+        Some(p) => Kubeconfig::read_from(p).map_err(|source| ConnectError::Kubeconfig {
+            path: Some(p.to_owned()),
+            source,
+        })?,
+        None if kubeconfig_missing() => return Err(ConnectError::NoConfig),
+        None => {
+            Kubeconfig::read().map_err(|source| ConnectError::Kubeconfig { path: None, source })?
+        }
+    };
+    let names = k.contexts.iter().map(|c| c.name.clone()).collect();
+    Ok((names, k.current_context))
+}
+
 /// Build the client config from kubectl-style flags.
 pub(crate) async fn load_config(
     args: &ConnectSettings,

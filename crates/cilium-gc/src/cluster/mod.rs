@@ -20,4 +20,4 @@ pub use crate::watch_tap::WatchTap;
 pub use client::{error_chain, Answer, ApiClient, ServerError, JSON};
 pub(crate) use client::{FIELD_MANAGER, MERGE_PATCH};
 pub use clock::ServerClock;
-pub use kubeconfig::{request_timeout, ConnectError, Endpoint, PemError};
+pub use kubeconfig::{kubeconfig_contexts, request_timeout, ConnectError, Endpoint, PemError};

@@ -34,7 +34,7 @@ mod plan;
 
 pub use draft::tool;
 use draft::{options, round_millis, Draft};
-pub use observer::{Headless, Observer, Ui};
+pub use observer::{Headless, Observer, PendingWrites, Ui};
 use plan::{apply, blast_radius, mark_not_attempted, Plan};
 
 /// How long to wait for the endpoint watchers' first full list.
@@ -472,7 +472,7 @@ impl Run<'_> {
             ))
         } else if let Some(why) = blast_radius(candidates, run.summary.scanned, s) {
             Some((AbortReason::BlastRadius, why, Exit::BlastRadius))
-        } else if !plan::confirm(s, plan, endpoint, ui).await {
+        } else if !plan::confirm(s, plan, endpoint, run.summary.scanned, ui).await {
             Some((
                 AbortReason::NotConfirmed,
                 "not confirmed: nothing was changed".to_owned(),

@@ -20,6 +20,49 @@ pub trait Observer: Send + Sync {
     fn confirm(&self, _question: &str) -> Option<bool> {
         None
     }
+    /// Ask to go ahead with the writes a plan holds. Called from a thread
+    /// of its own, so it may block. By default asks [`Observer::confirm`]
+    /// with [`PendingWrites::question`]; a fleet run gathers every
+    /// cluster's before asking once.
+    fn confirm_writes(&self, pending: &PendingWrites) -> Option<bool> {
+        self.confirm(&pending.question())
+    }
+}
+
+/// What a delete run is about to write, asked about before its first write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingWrites {
+    /// The API server.
+    pub server: String,
+    /// The kubeconfig context, when one was used.
+    pub context: Option<String>,
+    /// Identities listed.
+    pub scanned: u64,
+    /// Stale identities to delete.
+    pub deletes: u64,
+    /// Unmarked identities to mark (`--mark`), else 0.
+    pub marks: u64,
+}
+
+impl PendingWrites {
+    /// The one-cluster question: "About to delete 12 stale identities on
+    /// https://… (context prod)."
+    pub fn question(&self) -> String {
+        format!(
+            "About to delete {} stale identities{} on {}{}.",
+            self.deletes,
+            if self.marks > 0 {
+                format!(" and mark {} unmarked ones", self.marks)
+            } else {
+                String::new()
+            },
+            self.server,
+            self.context
+                .as_deref()
+                .map(|c| format!(" (context {c})"))
+                .unwrap_or_default(),
+        )
+    }
 }
 
 /// Nobody watching: no progress, no one to ask.

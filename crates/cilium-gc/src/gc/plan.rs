@@ -12,7 +12,7 @@ use crate::sweep::ItemResult;
 use crate::usage::UsageHandle;
 
 use super::draft::Draft;
-use super::Ui;
+use super::{PendingWrites, Ui};
 
 /// What the scan decided: counts, items, and what to write.
 #[derive(Default)]
@@ -124,34 +124,32 @@ pub(super) fn blast_radius(candidates: u64, scanned: u64, s: &GcSettings) -> Opt
 /// nothing); without anyone to ask, the answer is no. The observer is asked
 /// on a thread of its own, so a signal at the prompt stops the run at once
 /// (that thread is left blocked on its input and ends with the process).
-pub(super) async fn confirm(s: &GcSettings, plan: &Plan, endpoint: &Endpoint, ui: &Ui) -> bool {
+pub(super) async fn confirm(
+    s: &GcSettings,
+    plan: &Plan,
+    endpoint: &Endpoint,
+    run_scanned: u64,
+    ui: &Ui,
+) -> bool {
     if s.yes
         || s.mode == Mode::DryRunServer
         || (plan.candidates.is_empty() && plan.to_mark.is_empty())
     {
         return true;
     }
-    let question = format!(
-        "About to delete {} stale identities{} on {}{}.",
-        plan.candidates.len(),
-        if s.mark {
-            format!(" and mark {} unmarked ones", plan.to_mark.len())
-        } else {
-            String::new()
-        },
-        endpoint.server,
-        endpoint
-            .context
-            .as_deref()
-            .map(|c| format!(" (context {c})"))
-            .unwrap_or_default(),
-    );
+    let pending = PendingWrites {
+        server: endpoint.server.clone(),
+        context: endpoint.context.clone(),
+        scanned: run_scanned,
+        deletes: plan.candidates.len() as u64,
+        marks: if s.mark { plan.to_mark.len() as u64 } else { 0 },
+    };
     let (tx, rx) = tokio::sync::oneshot::channel();
     let observer = ui.observer.clone();
     let asked = std::thread::Builder::new()
         .name("confirm".into())
         .spawn(move || {
-            let _ = tx.send(observer.confirm(&question));
+            let _ = tx.send(observer.confirm_writes(&pending));
         });
     if asked.is_err() {
         return false;

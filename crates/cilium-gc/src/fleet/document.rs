@@ -1,0 +1,583 @@
+//! The fleet report: one document for a run over many clusters, holding
+//! each cluster's ordinary [`Report`] unchanged, plus what only the fleet
+//! view can say (which cluster is fullest, how many failed).
+//!
+//! `schema/fleet-report-v1.json` is generated from these types (see
+//! [`schema`]) and a test fails when the committed file drifts. Same rules
+//! as the report's: v1 only ever gains optional fields.
+
+use jiff::Timestamp;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::diagnose::types::{DefectStatus, FindingCode, Severity};
+use crate::diagnose::Diagnosis;
+use crate::exit::Exit;
+use crate::report::{Abort, AbortReason, Mode, ReasonCounts, Report, Tool, API_VERSION};
+
+/// `kind` of the fleet report.
+pub const FLEET_KIND: &str = "CiliumIdentityGCFleetReport";
+/// `$id` of the published schema, also written as `$schema` in every fleet report.
+pub const FLEET_SCHEMA_ID: &str =
+    "https://raw.githubusercontent.com/kubectl-cilium-gc/kubectl-cilium-gc/main/schema/fleet-report-v1.json";
+
+/// The result of one `kubectl cilium-gc` scan or delete over several
+/// clusters (`--context` repeated, `--all-contexts`, `--context-regex`).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(title = "CiliumIdentityGCFleetReport")]
+pub struct FleetReport {
+    /// The JSON Schema this document conforms to.
+    #[serde(rename = "$schema")]
+    pub schema: String,
+    /// Document version: `cilium-gc.kubectl.io/v1`.
+    pub api_version: String,
+    /// Always `CiliumIdentityGCFleetReport`.
+    pub kind: String,
+    /// The program that wrote the report.
+    pub tool: Tool,
+    /// When the fleet run started (RFC 3339, UTC).
+    pub started_at: Timestamp,
+    /// When the fleet report was written (RFC 3339, UTC).
+    pub finished_at: Timestamp,
+    /// Wall time of the whole fleet run, in seconds.
+    pub duration_seconds: f64,
+    /// What every cluster's run was allowed to do.
+    pub mode: Mode,
+    /// Clusters run at the same time (`--parallel`).
+    pub parallel: u32,
+    /// The process exit status: 0 only when every cluster's run succeeded,
+    /// else the most severe cluster's (order: 143, 130, 1, 4, 5, 3, 2).
+    pub exit_code: u8,
+    /// True when SIGINT or SIGTERM stopped the fleet run early.
+    pub interrupted: bool,
+    /// True when contexts and servers are replaced by keyed hashes
+    /// (`--redact`) everywhere in this document.
+    pub redacted: bool,
+    /// Counts over every cluster.
+    pub summary: FleetSummary,
+    /// One entry per selected context, in the order they were selected.
+    pub clusters: Vec<ClusterEntry>,
+}
+
+/// Counts over every cluster of the fleet run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetSummary {
+    /// Clusters selected.
+    pub clusters: u64,
+    /// Clusters whose run succeeded (exit code 0).
+    pub succeeded: u64,
+    /// Clusters whose run did not (their entries say why).
+    pub failed: u64,
+    /// Identities listed, over every cluster.
+    pub identities: u64,
+    /// Identities per decision reason, over every cluster.
+    pub reasons: ReasonCounts,
+    /// Deletion candidates at scan time, over every cluster.
+    pub candidates: u64,
+    /// Identities deleted, over every cluster (0 with `--dry-run=server`).
+    pub deleted: u64,
+    /// With `--dry-run=server`: deletes the servers validated, over every cluster.
+    pub validated: u64,
+    /// Candidates that could not be deleted, over every cluster.
+    pub failed_items: u64,
+    /// The cluster whose local identity range is the most used, when any
+    /// cluster was listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fullest: Option<Fullest>,
+}
+
+/// The fullest identity space of the fleet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Fullest {
+    /// Its context (a hash with `--redact`).
+    pub context: String,
+    /// How full its local range is.
+    pub identity_space: IdentitySpaceUse,
+}
+
+/// How much of a cluster's local identity range its CiliumIdentities take,
+/// as its run listed them (before any delete).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IdentitySpaceUse {
+    /// Identities in the local range.
+    pub allocated: u64,
+    /// Ids in the local range (65280 for cluster 0).
+    pub capacity: u64,
+    /// `allocated` as a percentage of `capacity`, two decimals.
+    pub utilisation_percent: f64,
+}
+
+/// How one cluster's run ended, in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClusterStatus {
+    /// Exit code 0.
+    Succeeded,
+    /// Anything else: see `error` and the report.
+    Failed,
+    /// The fleet run was stopped before this cluster's run started.
+    NotStarted,
+}
+
+/// One cluster of the fleet run.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterEntry {
+    /// The kubeconfig context (a hash with `--redact`).
+    pub context: String,
+    /// The API server URL, when the context names one (a hash with `--redact`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// How its run ended.
+    pub status: ClusterStatus,
+    /// The exit code this cluster's run would have ended a single-context
+    /// run with.
+    pub exit_code: u8,
+    /// Why the run did not succeed: the report's `aborted`, failed items,
+    /// or why it never ran. Absent on success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ClusterError>,
+    /// How full its identity space was when listed (by the run, else by
+    /// the diagnosis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_space: Option<IdentitySpaceUse>,
+    /// What diagnose's findings say of its identity GC, in a few words
+    /// (e.g. `operator 1.15.3: cilium#33142`, `GC is keeping up`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_verdict: Option<String>,
+    /// The most severe finding of its diagnosis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_finding: Option<WorstFinding>,
+    /// The cluster's run, exactly as `--context <this>` alone writes it
+    /// (schema `report-v1.json`). Absent only when it never ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<Report>,
+    /// The read-only health report `diagnose` writes (schema
+    /// `diagnosis-v1.json`), made just before the run, so it describes the
+    /// cluster as the run found it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<Diagnosis>,
+    /// Why no diagnosis could be made, when the run reached the cluster but
+    /// diagnose could not. Never changes the exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis_error: Option<String>,
+}
+
+/// Why a cluster's run did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterError {
+    /// The category.
+    pub reason: ClusterErrorReason,
+    /// A one-line explanation for humans.
+    pub message: String,
+}
+
+/// Categories of a cluster's failure: the report's abort reasons, plus the
+/// two only a fleet has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClusterErrorReason {
+    /// A preflight check refused the run before any write (missing CRD,
+    /// kvstore mode, missing permission, rejected credentials).
+    PreflightRefused,
+    /// Permission was lost during the run (401/403).
+    PermissionLost,
+    /// Candidates exceeded `--max-deletions` or `--max-percent`.
+    BlastRadius,
+    /// SIGINT or SIGTERM.
+    Interrupted,
+    /// Confirmation was declined or not possible.
+    NotConfirmed,
+    /// The server could not be reached, or the list or usage could not be read.
+    ReadFailed,
+    /// Endpoint usage stayed unknown for the stall limit.
+    UsageLost,
+    /// An unexpected error.
+    Unexpected,
+    /// A bug in this tool (a panic).
+    InternalError,
+    /// The run finished, but some candidates could not be deleted.
+    ItemsFailed,
+    /// The fleet run was stopped before this cluster's run started.
+    NotStarted,
+}
+
+impl From<AbortReason> for ClusterErrorReason {
+    fn from(r: AbortReason) -> Self {
+        match r {
+            AbortReason::PreflightRefused => ClusterErrorReason::PreflightRefused,
+            AbortReason::PermissionLost => ClusterErrorReason::PermissionLost,
+            AbortReason::BlastRadius => ClusterErrorReason::BlastRadius,
+            AbortReason::Interrupted => ClusterErrorReason::Interrupted,
+            AbortReason::NotConfirmed => ClusterErrorReason::NotConfirmed,
+            AbortReason::ReadFailed => ClusterErrorReason::ReadFailed,
+            AbortReason::UsageLost => ClusterErrorReason::UsageLost,
+            AbortReason::Unexpected => ClusterErrorReason::Unexpected,
+            AbortReason::InternalError => ClusterErrorReason::InternalError,
+        }
+    }
+}
+
+impl From<&Abort> for ClusterError {
+    fn from(a: &Abort) -> Self {
+        ClusterError {
+            reason: a.reason.into(),
+            message: a.message.clone(),
+        }
+    }
+}
+
+/// A finding, in short.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorstFinding {
+    /// How urgent it is.
+    pub severity: Severity,
+    /// What it is about.
+    pub code: FindingCode,
+    /// One sentence for humans.
+    pub message: String,
+}
+
+/// The published JSON Schema of the fleet report.
+pub fn schema() -> serde_json::Value {
+    crate::report::publishable_schema(schemars::schema_for!(FleetReport), FLEET_SCHEMA_ID)
+}
+
+/// The order of severity of exit codes, most severe first: a signal (the
+/// whole run was stopped), a bug, items that failed while deleting, a
+/// blast-radius refusal, a preflight refusal, a usage or connection error.
+/// The fleet exits with the first of these any cluster ended with.
+pub const SEVERITY: [Exit; 7] = [
+    Exit::Terminated,
+    Exit::Interrupted,
+    Exit::Unexpected,
+    Exit::PartialFailure,
+    Exit::BlastRadius,
+    Exit::Refused,
+    Exit::Usage,
+];
+
+/// The fleet's exit: success only when every cluster succeeded, else the
+/// most severe by [`SEVERITY`].
+pub fn fleet_exit(exits: impl IntoIterator<Item = Exit>) -> Exit {
+    let rank = |e: Exit| SEVERITY.iter().position(|s| *s == e).unwrap_or(usize::MAX);
+    exits
+        .into_iter()
+        .filter(|e| *e != Exit::Success)
+        .min_by_key(|e| rank(*e))
+        .unwrap_or(Exit::Success)
+}
+
+impl ClusterEntry {
+    /// The entry of a cluster whose run went its course.
+    pub fn from_run(context: String, report: Report, exit: Exit) -> Self {
+        ClusterEntry {
+            server: report.cluster.server.clone(),
+            status: if exit == Exit::Success {
+                ClusterStatus::Succeeded
+            } else {
+                ClusterStatus::Failed
+            },
+            exit_code: exit.code(),
+            error: report.aborted.as_ref().map(ClusterError::from).or_else(|| {
+                (exit != Exit::Success).then(|| ClusterError {
+                    reason: if report.summary.failed > 0 {
+                        ClusterErrorReason::ItemsFailed
+                    } else {
+                        ClusterErrorReason::Unexpected
+                    },
+                    message: format!(
+                        "finished with exit code {}: {} of {} candidates could not be deleted",
+                        exit.code(),
+                        report.summary.failed,
+                        report.summary.candidates
+                    ),
+                })
+            }),
+            identity_space: identity_space(&report),
+            context,
+            gc_verdict: None,
+            worst_finding: None,
+            report: Some(report),
+            diagnosis: None,
+            diagnosis_error: None,
+        }
+    }
+
+    /// The entry of a cluster the fleet run was stopped before starting.
+    pub fn not_started(context: String, exit: Exit) -> Self {
+        ClusterEntry {
+            context,
+            server: None,
+            status: ClusterStatus::NotStarted,
+            exit_code: exit.code(),
+            error: Some(ClusterError {
+                reason: ClusterErrorReason::NotStarted,
+                message: "stopped by signal before this cluster's run started: nothing was read or written".into(),
+            }),
+            identity_space: None,
+            gc_verdict: None,
+            worst_finding: None,
+            report: None,
+            diagnosis: None,
+            diagnosis_error: None,
+        }
+    }
+
+    /// Attach the diagnosis, and what its findings say of GC. When the run
+    /// stopped before listing (a refused delete), the identity space is
+    /// the diagnosis' count.
+    pub fn with_diagnosis(mut self, diagnosis: Diagnosis) -> Self {
+        if self.identity_space.is_none() {
+            let s = &diagnosis.identity_space;
+            self.identity_space = Some(IdentitySpaceUse {
+                allocated: s.allocated,
+                capacity: s.capacity,
+                utilisation_percent: (s.utilisation_percent * 100.0).round() / 100.0,
+            });
+        }
+        self.gc_verdict = Some(gc_verdict(&diagnosis));
+        self.worst_finding = diagnosis
+            .findings
+            .iter()
+            .min_by_key(|f| f.severity)
+            .map(|f| WorstFinding {
+                severity: f.severity,
+                code: f.code,
+                message: f.message.clone(),
+            });
+        self.diagnosis = Some(diagnosis);
+        self
+    }
+}
+
+/// How full `report`'s local range was, when identities were listed.
+pub fn identity_space(report: &Report) -> Option<IdentitySpaceUse> {
+    if report.summary.list_pages == 0 {
+        return None;
+    }
+    let r = &report.options.local_range;
+    let capacity = r.max.saturating_sub(r.min) + 1;
+    let allocated = report
+        .summary
+        .scanned
+        .saturating_sub(report.summary.reasons.not_local);
+    let percent = allocated as f64 * 100.0 / capacity as f64;
+    Some(IdentitySpaceUse {
+        allocated,
+        capacity,
+        utilisation_percent: (percent * 100.0).round() / 100.0,
+    })
+}
+
+/// What a diagnosis says of identity GC in a few words, most telling first:
+/// a known defect the running version has (`operator 1.15.3: cilium#33142`;
+/// one upstream cannot confirm for this version counts only while GC is
+/// visibly struggling, and says `(unconfirmed)`), the mode, GC switched off,
+/// passes not completing, a stale backlog, else that it keeps up.
+pub fn gc_verdict(d: &Diagnosis) -> String {
+    let has = |code: FindingCode| d.findings.iter().any(|f| f.code == code);
+    let struggling = has(FindingCode::GcNotCompleting) || has(FindingCode::StaleBacklog);
+    if has(FindingCode::NotCrdMode) {
+        return "not in CRD mode".to_owned();
+    }
+    if let Some(c) = d.gc_health.as_ref().and_then(|g| g.cilium.as_ref()) {
+        let of = |status: DefectStatus| {
+            c.known_defects
+                .iter()
+                .filter(|k| k.status == status)
+                .collect::<Vec<_>>()
+        };
+        let (defects, note) = match of(DefectStatus::Affected) {
+            a if !a.is_empty() => (a, ""),
+            _ if struggling => (of(DefectStatus::Unconfirmed), " (unconfirmed)"),
+            _ => (Vec::new(), ""),
+        };
+        if let Some(first) = defects.first() {
+            let agent = first.component.contains("agent");
+            let (component, version) = if agent {
+                ("agent", c.agent_version.as_deref())
+            } else {
+                ("operator", c.operator_version.as_deref())
+            };
+            let issues = defects
+                .iter()
+                .filter(|k| k.component.contains("agent") == agent)
+                .map(|k| short_issue(&k.issue))
+                .collect::<Vec<_>>()
+                .join(", ");
+            return format!("{component} {}: {issues}{note}", version.unwrap_or("?"));
+        }
+    }
+    let verdict = if has(FindingCode::GcDisabled) {
+        "GC disabled (identity-gc-interval 0)"
+    } else if has(FindingCode::GcNotCompleting) {
+        "GC passes not completing"
+    } else if has(FindingCode::StaleBacklog) {
+        "GC behind (stale backlog)"
+    } else if has(FindingCode::UsageUnknown) {
+        "usage unknown"
+    } else {
+        "GC is keeping up"
+    };
+    verdict.to_owned()
+}
+
+/// `https://github.com/cilium/cilium/issues/33142` as `cilium#33142`.
+fn short_issue(url: &str) -> String {
+    match url
+        .trim_end_matches('/')
+        .rsplit_once("/issues/")
+        .or_else(|| url.trim_end_matches('/').rsplit_once("/pull/"))
+    {
+        Some((repo, n)) => {
+            let name = repo.rsplit('/').next().unwrap_or("cilium");
+            format!("{name}#{n}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+/// The fleet summary of `entries`.
+pub fn summarize(entries: &[ClusterEntry]) -> FleetSummary {
+    let mut s = FleetSummary {
+        clusters: entries.len() as u64,
+        ..FleetSummary::default()
+    };
+    for e in entries {
+        if e.status == ClusterStatus::Succeeded {
+            s.succeeded += 1;
+        } else {
+            s.failed += 1;
+        }
+        let Some(r) = &e.report else { continue };
+        let rs = &r.summary;
+        s.identities += rs.scanned;
+        s.reasons.merge(&rs.reasons);
+        s.candidates += rs.candidates;
+        s.deleted += rs.deleted;
+        s.validated += rs.validated;
+        s.failed_items += rs.failed;
+        if let Some(space) = e.identity_space {
+            let ratio = |u: &IdentitySpaceUse| u.allocated as f64 / u.capacity.max(1) as f64;
+            let fuller = s
+                .fullest
+                .as_ref()
+                .is_none_or(|f| ratio(&space) > ratio(&f.identity_space));
+            if fuller {
+                s.fullest = Some(Fullest {
+                    context: e.context.clone(),
+                    identity_space: space,
+                });
+            }
+        }
+    }
+    s
+}
+
+impl FleetReport {
+    /// The document for `entries`, however the fleet run ended.
+    pub fn new(
+        entries: Vec<ClusterEntry>,
+        mode: Mode,
+        parallel: u32,
+        started_at: Timestamp,
+        started: std::time::Instant,
+        interrupted: bool,
+    ) -> (Self, Exit) {
+        let exit = fleet_exit(
+            entries
+                .iter()
+                .map(|e| exit_of_code(e.exit_code))
+                .collect::<Vec<_>>(),
+        );
+        let report = FleetReport {
+            schema: FLEET_SCHEMA_ID.into(),
+            api_version: API_VERSION.into(),
+            kind: FLEET_KIND.into(),
+            tool: crate::gc::tool(),
+            started_at,
+            finished_at: Timestamp::now(),
+            duration_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+            mode,
+            parallel,
+            exit_code: exit.code(),
+            interrupted,
+            redacted: false,
+            summary: summarize(&entries),
+            clusters: entries,
+        };
+        (report, exit)
+    }
+}
+
+/// The [`Exit`] with this numeric code.
+pub fn exit_of_code(code: u8) -> Exit {
+    [
+        Exit::Success,
+        Exit::Unexpected,
+        Exit::Usage,
+        Exit::Refused,
+        Exit::PartialFailure,
+        Exit::BlastRadius,
+        Exit::Interrupted,
+        Exit::Terminated,
+    ]
+    .into_iter()
+    .find(|e| e.code() == code)
+    .unwrap_or(Exit::Unexpected)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fleet_exit_is_the_most_severe_cluster_exit() {
+        use Exit::*;
+        assert_eq!(fleet_exit([]), Success);
+        assert_eq!(fleet_exit([Success, Success]), Success);
+        assert_eq!(fleet_exit([Success, Usage]), Usage);
+        assert_eq!(fleet_exit([Usage, Refused, Success]), Refused);
+        assert_eq!(fleet_exit([Refused, BlastRadius]), BlastRadius);
+        assert_eq!(
+            fleet_exit([BlastRadius, PartialFailure, Usage]),
+            PartialFailure
+        );
+        assert_eq!(fleet_exit([PartialFailure, Unexpected]), Unexpected);
+        assert_eq!(fleet_exit([Unexpected, Interrupted, Usage]), Interrupted);
+        assert_eq!(fleet_exit([Interrupted, Terminated]), Terminated);
+        // Every non-success exit has a rank.
+        for e in [
+            Unexpected,
+            Usage,
+            Refused,
+            PartialFailure,
+            BlastRadius,
+            Interrupted,
+            Terminated,
+        ] {
+            assert!(SEVERITY.contains(&e), "{e:?}");
+            assert_eq!(exit_of_code(e.code()), e);
+        }
+    }
+
+    #[test]
+    fn issues_are_shortened() {
+        assert_eq!(
+            short_issue("https://github.com/cilium/cilium/issues/33142"),
+            "cilium#33142"
+        );
+        assert_eq!(
+            short_issue("https://github.com/cilium/cilium/pull/1/"),
+            "cilium#1"
+        );
+        assert_eq!(short_issue("cilium#7"), "cilium#7");
+    }
+}

@@ -1,0 +1,228 @@
+//! Many clusters in one run: the same scan or delete on every selected
+//! kubeconfig context, at most `parallel` at a time on the one runtime,
+//! ending in one [`FleetReport`] that holds each cluster's ordinary report.
+//!
+//! Each cluster's run is exactly a single-context [`gc::run`](crate::gc::run)
+//! with its own settings, limiter and safety rules (preflight, freshness,
+//! blast radius, preconditions, `--max-deletions`): one server is one
+//! bound, so `--qps` and `--concurrency` apply per cluster. What the fleet
+//! adds is shared only where sharing is the point: one [`Stop`] (Ctrl-C
+//! stops every cluster, and the fleet report is still written), one
+//! confirmation for every cluster's writes ([`gate`]), and a diagnosis of
+//! each cluster before its run, for the table's verdict.
+
+mod document;
+mod gate;
+mod redact;
+mod select;
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use jiff::Timestamp;
+use tokio::sync::Semaphore;
+
+pub use document::{
+    exit_of_code, fleet_exit, gc_verdict, identity_space, schema, summarize, ClusterEntry,
+    ClusterError, ClusterErrorReason, ClusterStatus, FleetReport, FleetSummary, Fullest,
+    IdentitySpaceUse, WorstFinding, FLEET_KIND, FLEET_SCHEMA_ID, SEVERITY,
+};
+pub use redact::redact;
+pub use select::{is_glob, ContextFilter, SelectError};
+
+use crate::diagnose::DiagnoseSettings;
+use crate::exit::Exit;
+use crate::gc::{Headless, Observer, PendingWrites, Ui};
+use crate::report::{ErrorKind, Report};
+use crate::settings::{ConnectSettings, GcSettings};
+use crate::stop::{Stop, StopReason};
+use gate::{Gate, GatedObserver};
+
+/// Who watches a fleet run: a display per cluster, and the one question
+/// before any cluster writes. The plugin implements it on the terminal.
+pub trait FleetObserver: Send + Sync {
+    /// The observer of `context`'s run (its progress line).
+    fn cluster(&self, _context: &str) -> Arc<dyn Observer> {
+        Arc::new(Headless)
+    }
+    /// `entry`'s cluster is done (its run and its diagnosis).
+    fn cluster_done(&self, _entry: &ClusterEntry) {}
+    /// Every cluster that is about to write has said what; ask once.
+    /// Called on a thread of its own, so it may block; `None` when nobody
+    /// can be asked (then nothing is written anywhere).
+    fn confirm_all(&self, _pending: &[PendingWrites]) -> Option<bool> {
+        None
+    }
+}
+
+/// Nobody watching a fleet run.
+impl FleetObserver for Headless {}
+
+/// What a fleet run covers, beyond each cluster's settings.
+#[derive(Debug, Clone)]
+pub struct FleetSettings {
+    /// The contexts, in the order selected (see [`ContextFilter::select`]).
+    pub contexts: Vec<String>,
+    /// Clusters run at the same time; at least 1.
+    pub parallel: u32,
+    /// Diagnose each cluster before its run (read-only; the table's GC
+    /// verdict and worst finding come from it).
+    pub diagnose: bool,
+    /// Replace contexts and servers by keyed hashes in the document.
+    pub redact: bool,
+}
+
+/// Run `s` on every context of `fleet`, each as a single-context run would
+/// (its kubeconfig context replaced, every other connection flag kept).
+/// Always returns the fleet report, however it ended.
+pub async fn run_fleet(
+    kube: &ConnectSettings,
+    s: &GcSettings,
+    fleet: &FleetSettings,
+    stop: &Stop,
+    observer: Arc<dyn FleetObserver>,
+) -> (FleetReport, Exit) {
+    let (started_at, started) = (Timestamp::now(), Instant::now());
+    let parallel = fleet.parallel.max(1);
+    let slots = Arc::new(Semaphore::new(parallel as usize));
+    let gate = Arc::new(Gate::new(
+        fleet.contexts.len(),
+        observer.clone(),
+        stop.clone(),
+    ));
+    let mut handles = Vec::with_capacity(fleet.contexts.len());
+    for (index, context) in fleet.contexts.iter().enumerate() {
+        let job = Job {
+            index,
+            context: context.clone(),
+            kube: ConnectSettings {
+                context: Some(context.clone()),
+                ..kube.clone()
+            },
+            settings: s.clone(),
+            diagnose: fleet.diagnose.then(|| DiagnoseSettings {
+                cilium_namespace: s.scan.cilium_namespace.clone(),
+                page_size: s.scan.page_size,
+                redact: fleet.redact,
+            }),
+            stop: stop.clone(),
+            slots: slots.clone(),
+            gate: gate.clone(),
+            observer: observer.clone(),
+        };
+        handles.push((context.clone(), tokio::spawn(job.run())));
+    }
+    let mut entries = Vec::with_capacity(handles.len());
+    for (context, handle) in handles {
+        entries.push(handle.await.unwrap_or_else(|e| {
+            // gc::run catches its own panics; this is one elsewhere in the job.
+            let message = if e.is_panic() {
+                crate::gc::panic_text(e.into_panic().as_ref())
+            } else {
+                e.to_string()
+            };
+            crashed_entry(context, message)
+        }));
+    }
+    let interrupted = matches!(
+        stop.reason(),
+        Some(StopReason::Interrupt | StopReason::Terminate)
+    );
+    let (mut report, exit) =
+        FleetReport::new(entries, s.mode, parallel, started_at, started, interrupted);
+    if fleet.redact {
+        redact(&mut report);
+    }
+    (report, exit)
+}
+
+/// One cluster of the fleet, owned by its task.
+struct Job {
+    index: usize,
+    context: String,
+    kube: ConnectSettings,
+    settings: GcSettings,
+    diagnose: Option<DiagnoseSettings>,
+    stop: Stop,
+    slots: Arc<Semaphore>,
+    gate: Arc<Gate>,
+    observer: Arc<dyn FleetObserver>,
+}
+
+impl Job {
+    /// Wait for a slot, run, diagnose when the cluster was reached.
+    async fn run(self) -> ClusterEntry {
+        let stop = self.stop.clone();
+        let permit = tokio::select! {
+            p = self.slots.clone().acquire_owned() => p.ok(),
+            _ = stop.wait() => None,
+        };
+        let Some(permit) = permit.filter(|_| stop.reason().is_none()) else {
+            self.gate.done(self.index);
+            let entry = ClusterEntry::not_started(self.context, stop_exit(&stop));
+            self.observer.cluster_done(&entry);
+            return entry;
+        };
+        let display = self.observer.cluster(&self.context);
+        let slot = Arc::new(Mutex::new(Some(permit)));
+        let ui = Ui {
+            observer: Arc::new(GatedObserver {
+                index: self.index,
+                inner: display.clone(),
+                gate: self.gate.clone(),
+                slots: self.slots.clone(),
+                slot: slot.clone(),
+            }),
+        };
+        // The diagnosis first: the verdict is about the cluster as the run
+        // found it (a delete would hide the backlog it explains).
+        let diagnosis = match self.diagnose {
+            Some(ds) if stop.reason().is_none() => {
+                display.listing("diagnosing");
+                Some(crate::diagnose::diagnose(&self.kube, &ds, &stop).await)
+            }
+            _ => None,
+        };
+        let (report, exit) = crate::gc::run(&self.kube, &self.settings, &stop, &ui).await;
+        self.gate.done(self.index);
+        let reached = reached(&report);
+        let mut entry = ClusterEntry::from_run(self.context, report, exit);
+        match diagnosis {
+            Some(Ok(d)) => entry = entry.with_diagnosis(d),
+            // An unreachable cluster's report says why; no need to say it twice.
+            Some(Err(e)) if reached => entry.diagnosis_error = Some(e.to_string()),
+            _ => {}
+        }
+        drop(slot);
+        self.observer.cluster_done(&entry);
+        entry
+    }
+}
+
+/// Whether the run talked to the cluster's API server at all.
+fn reached(report: &Report) -> bool {
+    report
+        .errors
+        .iter()
+        .all(|e| e.kind != ErrorKind::Connection)
+}
+
+/// The exit of a run the stop ended before it began.
+fn stop_exit(stop: &Stop) -> Exit {
+    match stop.reason() {
+        Some(StopReason::Terminate) => Exit::Terminated,
+        Some(StopReason::Interrupt) => Exit::Interrupted,
+        _ => Exit::Unexpected,
+    }
+}
+
+/// The entry of a cluster whose task panicked outside its run.
+fn crashed_entry(context: String, message: String) -> ClusterEntry {
+    let mut e = ClusterEntry::not_started(context, Exit::Unexpected);
+    e.status = ClusterStatus::Failed;
+    e.error = Some(ClusterError {
+        reason: ClusterErrorReason::InternalError,
+        message: format!("internal error: {message} (a bug: please report it)"),
+    });
+    e
+}

@@ -1,0 +1,129 @@
+//! `scan` and `delete` over several contexts: select them from the
+//! kubeconfig, run the engine's fleet with signals and a progress line per
+//! cluster, then write the fleet report and the metrics labelled per cluster.
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+
+use cilium_gc::cluster::kubeconfig_contexts;
+use cilium_gc::exit::Exit;
+use cilium_gc::fleet::{self, FleetReport, FleetSettings};
+use cilium_gc::settings::{GcSettings, SettingsError};
+use cilium_gc::stop::Stop;
+
+use crate::cli::{KubeArgs, ScanArgs};
+use crate::output::{usage_error, write_stdout};
+use crate::progress::FleetTerminal;
+use crate::render::{color_allowed, no_color_env, write_atomically, ColorChoice, Style};
+
+/// Run scan/delete on every selected context and write the fleet report.
+/// Flags that cannot work on several clusters, and a selection that
+/// matches nothing, are usage errors (exit 2) before any cluster is
+/// contacted.
+pub async fn fleet_and_emit(
+    kube: &KubeArgs,
+    settings: Result<GcSettings, SettingsError>,
+    args: &ScanArgs,
+    stop: &Stop,
+    color: ColorChoice,
+) -> Exit {
+    let settings = match settings {
+        Ok(s) => s,
+        Err(e) => return usage_error(&e.to_string()),
+    };
+    let contexts = match select_contexts(kube) {
+        Ok(c) => c,
+        Err(e) => return usage_error(&e),
+    };
+    if let Some((unknown, _)) = args
+        .cluster_label
+        .iter()
+        .find(|(c, _)| !contexts.contains(c))
+    {
+        return usage_error(&format!(
+            "--cluster-label: context {unknown:?} is not one of the selected contexts"
+        ));
+    }
+    crate::signals::listen(stop);
+    let fleet = FleetSettings {
+        contexts: contexts.clone(),
+        parallel: args.parallel,
+        diagnose: true,
+        redact: args.redact,
+    };
+    let observer = Arc::new(FleetTerminal::detect(&contexts));
+    let (report, exit) =
+        fleet::run_fleet(&kube.settings(), &settings, &fleet, stop, observer.clone()).await;
+    observer.finish();
+    let exit = emit(&report, args, exit, color);
+    let labels = cluster_labels(&contexts, &args.cluster_label);
+    crate::gc_command::export_fleet_metrics(&report, &labels, args).await;
+    exit
+}
+
+/// The contexts the flags select, from the kubeconfig they name.
+fn select_contexts(kube: &KubeArgs) -> Result<Vec<String>, String> {
+    if kube.server.is_some() || kube.cluster.is_some() {
+        return Err(
+            "--server and --cluster point every context at one server: with several contexts, each context's own cluster is used".into(),
+        );
+    }
+    let (available, _) =
+        kubeconfig_contexts(kube.kubeconfig.as_deref()).map_err(|e| e.to_string())?;
+    kube.context_filter()
+        .select(&available)
+        .map_err(|e| e.to_string())
+}
+
+/// The metrics' `cluster` label of each context: `--cluster-label`, else
+/// the context name.
+pub fn cluster_labels(contexts: &[String], chosen: &[(String, String)]) -> Vec<String> {
+    contexts
+        .iter()
+        .map(|c| {
+            chosen
+                .iter()
+                .rev()
+                .find(|(ctx, _)| ctx == c)
+                .map_or_else(|| c.clone(), |(_, l)| l.clone())
+        })
+        .collect()
+}
+
+/// Write the fleet report: to stdout as `-o` says, and to `--report-file`
+/// (JSON). The exit is the fleet's, or 1 when the report could not be
+/// written.
+fn emit(report: &FleetReport, args: &ScanArgs, exit: Exit, color: ColorChoice) -> Exit {
+    let mut exit = exit;
+    if let Some(path) = &args.report_file {
+        let written = serde_json::to_vec_pretty(report)
+            .map_err(std::io::Error::from)
+            .and_then(|mut json| {
+                json.push(b'\n');
+                write_atomically(path, &json)
+            });
+        if let Err(e) = written {
+            eprintln!("error: cannot write report file {}: {e}", path.display());
+            exit = exit.max(Exit::Unexpected);
+        }
+    }
+    let style = Style {
+        color: color_allowed(color, std::io::stdout().is_terminal(), no_color_env()),
+    };
+    let mut buf = Vec::new();
+    let rendered = crate::render::write_document(
+        report,
+        args.output,
+        || crate::render::fleet_text(report, style),
+        || crate::markdown::fleet(report),
+        &mut buf,
+    );
+    if let Err(e) = rendered {
+        eprintln!("error: cannot render the report: {e}");
+        return Exit::Unexpected;
+    }
+    match write_stdout(&buf) {
+        Exit::Success => exit,
+        other => other,
+    }
+}

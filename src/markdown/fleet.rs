@@ -1,0 +1,130 @@
+//! `-o markdown` of a fleet report: the verdict, the clusters table, then
+//! each cluster's own report and findings folded into `<details>`. With
+//! `--redact` the document is redacted before it gets here.
+
+use super::*;
+use cilium_gc::fleet::{ClusterEntry, ClusterStatus, FleetReport};
+
+/// The fleet report as Markdown.
+pub fn fleet(f: &FleetReport) -> String {
+    let mut o = String::new();
+    let verb = match f.mode {
+        Mode::Scan => "scan",
+        Mode::Delete => "delete",
+        Mode::DryRunServer => "delete --dry-run=server",
+    };
+    let s = &f.summary;
+    let _ = writeln!(o, "# kubectl cilium-gc {verb}: {} clusters\n", s.clusters);
+    let mark = if s.failed > 0 { "🔴" } else { "🟢" };
+    let fullest = s
+        .fullest
+        .as_ref()
+        .map(|x| {
+            format!(
+                "; fullest identity space {} at {:.1}%",
+                cell(&x.context),
+                x.identity_space.utilisation_percent
+            )
+        })
+        .unwrap_or_default();
+    let _ = writeln!(
+        o,
+        "**Verdict: {mark} {} of {} clusters succeeded; {} stale, {} deleted{fullest}**\n",
+        s.succeeded,
+        s.clusters,
+        thousands(s.reasons.stale),
+        thousands(s.deleted),
+    );
+    table(
+        &mut o,
+        &["About", "Value"],
+        &[
+            vec!["Started at".into(), f.started_at.to_string()],
+            vec!["Duration".into(), format!("{:.1}s", f.duration_seconds)],
+            vec!["Clusters at a time".into(), f.parallel.to_string()],
+            vec!["Exit code".into(), f.exit_code.to_string()],
+            vec![
+                "Redacted".into(),
+                if f.redacted { "yes" } else { "no" }.into(),
+            ],
+            vec!["Tool".into(), tool_line(&f.tool)],
+        ],
+    );
+    let _ = writeln!(o, "## Clusters\n");
+    let header = crate::render::fleet_header(f.mode).map(title_case);
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let rows: Vec<Vec<String>> = f
+        .clusters
+        .iter()
+        .map(|e| {
+            crate::render::fleet_row(e, f.mode)
+                .iter()
+                .map(|c| cell(c))
+                .collect()
+        })
+        .collect();
+    table(&mut o, &header, &rows);
+    let _ = writeln!(o, "## Per cluster\n");
+    for e in &f.clusters {
+        cluster_details(&mut o, e);
+    }
+    o
+}
+
+/// `DELETED/ELIGIBLE` as `Deleted/eligible`.
+fn title_case(h: &str) -> String {
+    let lower = h.to_lowercase();
+    let mut c = lower.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
+}
+
+/// One cluster in `<details>`: why it failed, its findings, its report.
+fn cluster_details(o: &mut String, e: &ClusterEntry) {
+    let outcome = match e.status {
+        ClusterStatus::Succeeded => "🟢 succeeded".to_owned(),
+        _ => format!("🔴 exit {}", e.exit_code),
+    };
+    let _ = writeln!(
+        o,
+        "<details><summary>{}: {outcome}</summary>\n",
+        cell(&e.context)
+    );
+    if let Some(err) = &e.error {
+        let _ = writeln!(o, "**Error:** {}\n", cell(&err.message));
+    }
+    if let Some(d) = &e.diagnosis {
+        let rows: Vec<Vec<String>> = d
+            .findings
+            .iter()
+            .map(|f| {
+                vec![
+                    severity(f.severity).into(),
+                    format!("`{}`", f.code.as_str()),
+                    cell(&f.message),
+                ]
+            })
+            .collect();
+        if rows.is_empty() {
+            let _ = writeln!(o, "Diagnosis: no findings.\n");
+        } else {
+            let _ = writeln!(o, "**Findings**\n");
+            table(o, &["Severity", "Code", "Finding"], &rows);
+        }
+    }
+    if let Some(why) = &e.diagnosis_error {
+        let _ = writeln!(o, "No diagnosis: {}\n", cell(why));
+    }
+    if let Some(r) = &e.report {
+        // The cluster's own report, its headings one level down.
+        for line in report(r).lines() {
+            if line.starts_with('#') {
+                let _ = writeln!(o, "##{line}");
+            } else {
+                let _ = writeln!(o, "{line}");
+            }
+        }
+    }
+    let _ = writeln!(o, "</details>\n");
+}
