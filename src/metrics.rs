@@ -295,9 +295,6 @@ pub fn encode_fleet(clusters: &[(&str, &Report, Option<f64>)]) -> String {
         let text = encode_labelled(report, *previous, Some(label));
         let mut current: Option<usize> = None;
         for line in text.lines() {
-            if line == "# EOF" {
-                continue;
-            }
             if let Some(rest) = line.strip_prefix("# HELP ") {
                 let name = rest.split(' ').next().unwrap_or_default().to_owned();
                 let i = match families.iter().position(|(n, _, _)| *n == name) {
@@ -327,7 +324,6 @@ pub fn encode_fleet(clusters: &[(&str, &Report, Option<f64>)]) -> String {
             out.push('\n');
         }
     }
-    out.push_str("# EOF\n");
     out
 }
 

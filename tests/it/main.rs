@@ -21,6 +21,9 @@ mod cronjob;
 /// `scan` and `delete` over the simulator: ledger, counts, exit codes.
 mod sweep;
 
+/// Fleet mode: several clusters in one run, one fleet report. Issue 21.
+mod fleet;
+
 /// `--metrics-file` and `--pushgateway`: Prometheus metrics of a run.
 mod metrics;
 /// Deletes follow what we know: a struggling server (429s, caps, watch

@@ -53,6 +53,9 @@ Exit codes:
   130  interrupted by SIGINT (report written)
   143  terminated by SIGTERM (report written)
 
+With several contexts (a fleet run): 0 only if every cluster succeeded, else the
+most severe cluster's code, in this order: 143, 130, 1, 4, 5, 3, 2.
+
 Ctrl-C (SIGINT) or SIGTERM stops the run within a second or two, at any phase,
 and still writes the report; a second Ctrl-C exits at once, without a report.";
 }

@@ -145,3 +145,22 @@ pub fn assert_committed(file: &str, want: &str, source: &str, test: &str) {
          \nand commit the result.",
     );
 }
+
+/// Where the fleet report's schema lives, relative to the repository.
+pub const FLEET_SCHEMA_FILE: &str = "schema/fleet-report-v1.json";
+
+/// The committed fleet schema, parsed.
+pub fn committed_fleet() -> Value {
+    let path = repo_path(FLEET_SCHEMA_FILE);
+    let text =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+}
+
+/// The fleet schema exactly as it must be committed.
+pub fn generated_fleet_text() -> String {
+    let mut text =
+        serde_json::to_string_pretty(&cilium_gc::fleet::schema()).expect("schema serializes");
+    text.push('\n');
+    text
+}

@@ -568,6 +568,20 @@ mod tests {
         }
     }
 
+    /// `--help`, the README and the schema state the order [`SEVERITY`] is.
+    #[test]
+    fn the_documented_order_is_the_one_applied() {
+        let order = SEVERITY
+            .iter()
+            .map(|e| e.code().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        assert_eq!(order, "143, 130, 1, 4, 5, 3, 2");
+        assert!(Exit::HELP.contains(&order), "{}", Exit::HELP);
+        let schema = schema().to_string();
+        assert!(schema.contains(&format!("(order: {order})")));
+    }
+
     #[test]
     fn issues_are_shortened() {
         assert_eq!(

@@ -1,0 +1,231 @@
+//! The fleet, from the library: several simulated clusters in one
+//! kubeconfig, `run_fleet` with plain settings, and what each server holds
+//! afterwards. The one confirmation is checked through an observer that
+//! records what it is asked.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use cilium_gc::exit::Exit;
+use cilium_gc::fleet::{
+    run_fleet, ClusterErrorReason, ClusterStatus, FleetObserver, FleetSettings,
+};
+use cilium_gc::gc::PendingWrites;
+use cilium_gc::report::{AbortReason, Mode, Outcome};
+use cilium_gc::settings::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
+use cilium_gc::stop::Stop;
+use cilium_gc_sim::{Scenario, Simulator};
+
+const TEST_TIMEOUT: Duration = Duration::from_secs(240);
+
+/// Simulators, each a context of one kubeconfig.
+struct Fleet {
+    sims: Vec<(String, Simulator)>,
+    _dir: tempfile::TempDir,
+    kube: ConnectSettings,
+}
+
+impl Fleet {
+    /// One calm `small` cluster per name.
+    async fn calm(names: &[&str]) -> Fleet {
+        let mut sims = Vec::new();
+        for n in names {
+            let s = Scenario::preset("small").expect("preset").calm();
+            sims.push((n.to_string(), Simulator::start(s).await.expect("starts")));
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("kubeconfig");
+        let named: Vec<(&str, &Simulator)> = sims.iter().map(|(n, s)| (n.as_str(), s)).collect();
+        std::fs::write(&path, Simulator::fleet_kubeconfig(&named, &[])).expect("written");
+        Fleet {
+            sims,
+            _dir: dir,
+            kube: ConnectSettings {
+                kubeconfig: Some(path),
+                ..ConnectSettings::default()
+            },
+        }
+    }
+
+    fn contexts(&self) -> Vec<String> {
+        self.sims.iter().map(|(n, _)| n.clone()).collect()
+    }
+
+    fn names(&self) -> Vec<BTreeSet<String>> {
+        self.sims
+            .iter()
+            .map(|(_, s)| s.identity_names().into_iter().collect())
+            .collect()
+    }
+}
+
+/// Answers `answer` and records every question.
+#[derive(Default)]
+struct Asked {
+    answer: Option<bool>,
+    questions: Mutex<Vec<Vec<PendingWrites>>>,
+}
+
+impl FleetObserver for Asked {
+    fn confirm_all(&self, pending: &[PendingWrites]) -> Option<bool> {
+        self.questions.lock().unwrap().push(pending.to_vec());
+        self.answer
+    }
+}
+
+/// `delete` (asking first), one cluster at a time.
+fn delete_asking() -> GcSettings {
+    let w = WriteSettings {
+        qps: 0.0,
+        yes: false,
+        ..WriteSettings::default()
+    };
+    GcSettings::for_delete(ScanSettings::default(), w).expect("valid")
+}
+
+async fn run(
+    f: &Fleet,
+    s: &GcSettings,
+    parallel: u32,
+    observer: Arc<Asked>,
+) -> (cilium_gc::FleetReport, Exit) {
+    let fleet = FleetSettings {
+        contexts: f.contexts(),
+        parallel,
+        diagnose: false,
+        redact: false,
+    };
+    tokio::time::timeout(
+        TEST_TIMEOUT,
+        run_fleet(&f.kube, s, &fleet, &Stop::default(), observer),
+    )
+    .await
+    .expect("fleet finished in time")
+}
+
+/// Three clusters, one at a time: the person is asked once, with every
+/// cluster's deletes, in the order selected, and a yes deletes on all
+/// three. (With `parallel` 1 the first cluster waits at the gate for the
+/// others: it must give its slot back, or the run would never end.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_question_for_every_cluster_and_yes_deletes_everywhere() {
+    let f = Fleet::calm(&["a", "b", "c"]).await;
+    let asked = Arc::new(Asked {
+        answer: Some(true),
+        ..Asked::default()
+    });
+    let (report, exit) = run(&f, &delete_asking(), 1, asked.clone()).await;
+    assert_eq!(exit, Exit::Success, "{:#?}", report.summary);
+    let questions = asked.questions.lock().unwrap().clone();
+    assert_eq!(questions.len(), 1, "asked once: {questions:#?}");
+    let contexts: Vec<_> = questions[0]
+        .iter()
+        .map(|p| p.context.clone().unwrap())
+        .collect();
+    assert_eq!(contexts, ["a", "b", "c"]);
+    for (p, e) in questions[0].iter().zip(&report.clusters) {
+        let r = e.report.as_ref().unwrap();
+        assert_eq!(p.deletes, r.summary.candidates);
+        assert_eq!(r.summary.deleted, r.summary.candidates, "{}", e.context);
+        assert!(r.summary.deleted > 0);
+    }
+    assert_eq!(report.summary.deleted, report.summary.candidates);
+    // What the servers hold: every candidate gone, nothing else.
+    for ((_, sim), e) in f.sims.iter().zip(&report.clusters) {
+        let r = e.report.as_ref().unwrap();
+        let gone: BTreeSet<String> = r
+            .items
+            .iter()
+            .filter(|i| i.outcome == Outcome::Deleted)
+            .map(|i| i.name.clone())
+            .collect();
+        let left: BTreeSet<String> = sim.identity_names().into_iter().collect();
+        assert!(gone.is_disjoint(&left));
+        assert_eq!(sim.ledger().unsafe_deletes().count(), 0);
+    }
+}
+
+/// A no, or nobody to ask: nothing is deleted anywhere, every cluster is
+/// `not-confirmed` with its candidates `not-attempted`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_or_nobody_to_ask_deletes_nothing_anywhere() {
+    for answer in [Some(false), None] {
+        let f = Fleet::calm(&["a", "b"]).await;
+        let before = f.names();
+        let asked = Arc::new(Asked {
+            answer,
+            ..Asked::default()
+        });
+        let (report, exit) = run(&f, &delete_asking(), 2, asked.clone()).await;
+        assert_eq!(exit, Exit::Usage, "{answer:?}");
+        assert_eq!(asked.questions.lock().unwrap().len(), 1);
+        for e in &report.clusters {
+            assert_eq!(e.status, ClusterStatus::Failed);
+            assert_eq!(
+                e.error.as_ref().unwrap().reason,
+                ClusterErrorReason::NotConfirmed
+            );
+            let r = e.report.as_ref().unwrap();
+            assert_eq!(
+                r.aborted.as_ref().unwrap().reason,
+                AbortReason::NotConfirmed
+            );
+            assert_eq!(r.summary.not_attempted, r.summary.candidates);
+        }
+        assert_eq!(f.names(), before, "{answer:?}: nothing deleted");
+    }
+}
+
+/// `--max-deletions` is per cluster: the cluster over it is refused (exit 5,
+/// nothing deleted there), the others delete; the fleet exits 5.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn max_deletions_applies_to_each_cluster_on_its_own() {
+    let f = Fleet::calm(&["small", "big"]).await;
+    // Seed the second with more stale identities than the first has.
+    let small_stale = {
+        let s = GcSettings::for_scan(ScanSettings::default()).unwrap();
+        let (r, _) = run(&f, &s, 2, Arc::default()).await;
+        r.clusters[0].report.as_ref().unwrap().summary.candidates
+    };
+    let big = &f.sims[1].1;
+    let mark = (big.now() - jiff::SignedDuration::from_hours(2)).to_string();
+    for i in 0..20u64 {
+        let name = (60_000 + i).to_string();
+        big.create_object(
+            cilium_gc_sim::Kind::Identity,
+            serde_json::json!({
+                "apiVersion": "cilium.io/v2", "kind": "CiliumIdentity",
+                "metadata": {"name": name, "annotations": {"io.cilium.heartbeat": mark}},
+                "security-labels": {"k8s:app": "gone"}
+            }),
+            "test",
+        )
+        .expect("created");
+    }
+    let before = f.names();
+    let w = WriteSettings {
+        qps: 0.0,
+        yes: true,
+        max_deletions: Some(small_stale),
+        ..WriteSettings::default()
+    };
+    let s = GcSettings::for_delete(ScanSettings::default(), w).unwrap();
+    let (report, exit) = run(&f, &s, 2, Arc::default()).await;
+    assert_eq!(exit, Exit::BlastRadius);
+    assert_eq!(report.mode, Mode::Delete);
+    let (a, b) = (&report.clusters[0], &report.clusters[1]);
+    assert_eq!(a.status, ClusterStatus::Succeeded);
+    assert_eq!(a.report.as_ref().unwrap().summary.deleted, small_stale);
+    assert_eq!(b.exit_code, Exit::BlastRadius.code());
+    assert_eq!(
+        b.error.as_ref().unwrap().reason,
+        ClusterErrorReason::BlastRadius
+    );
+    assert_eq!(
+        f.names()[1],
+        before[1],
+        "nothing deleted on the refused cluster"
+    );
+    assert_eq!(f.names()[0].len(), before[0].len() - small_stale as usize);
+}
