@@ -35,3 +35,6 @@ mod diagnose;
 
 /// The simulator's answers against the real server's, request by request.
 mod wire;
+
+/// Fleet mode over two real clusters and an unreachable context.
+mod fleet;
