@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use jiff::Timestamp;
 use tokio::sync::Semaphore;
+use tracing::Instrument as _;
 
 pub use document::{
     exit_of_code, fleet_exit, gc_verdict, identity_space, schema, summarize, ClusterEntry,
@@ -110,7 +111,9 @@ pub async fn run_fleet(
             gate: gate.clone(),
             observer: observer.clone(),
         };
-        handles.push((context.clone(), tokio::spawn(job.run())));
+        // Every log line of the cluster's run says which cluster it is.
+        let span = tracing::warn_span!("cluster", context = %context);
+        handles.push((context.clone(), tokio::spawn(job.run().instrument(span))));
     }
     let mut entries = Vec::with_capacity(handles.len());
     for (context, handle) in handles {

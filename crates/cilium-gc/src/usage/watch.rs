@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument as _;
 
 use futures::StreamExt;
 use kube::api::{Api, ApiResource};
@@ -94,7 +95,10 @@ impl UsageHandle {
                 Kind::EndpointSlice => sources.slices_version,
                 _ => kind.version(),
             };
-            let task = tokio::spawn(async move { h.run(kind, version, client, stats).await });
+            // In the caller's span: a fleet run's logs say which cluster.
+            let task = tokio::spawn(
+                async move { h.run(kind, version, client, stats).await }.in_current_span(),
+            );
             handle.shared.tasks.lock().unwrap().push(task);
         }
         handle
