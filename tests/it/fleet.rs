@@ -375,6 +375,18 @@ async fn without_yes_and_a_terminal_nothing_is_deleted_anywhere() {
         .run(&["delete", "--context", "a", "--context", "b", "-o", "json"])
         .await;
     assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for progress in [
+        "listing identities",
+        "syncing endpoints",
+        "waiting for the confirmation",
+        "Proceed?",
+    ] {
+        assert!(
+            !stderr.contains(progress),
+            "no progress or prompt on a pipe: {stderr}"
+        );
+    }
     let doc = parse(&out);
     for c in ["a", "b"] {
         assert_eq!(entry(&doc, c)["error"]["reason"], "not-confirmed");
