@@ -85,8 +85,8 @@ fn fleet_flags_fit(cli: &Cli, fleet: bool) -> Result<(), String> {
     };
     match scan {
         Some(_) if fleet => Ok(()),
-        Some(a) if a.redact || !a.cluster_label.is_empty() => Err(
-            "--redact and --cluster-label apply to a fleet run: give several --context, a glob, --all-contexts or --context-regex".into(),
+        Some(a) if a.redact || a.no_diagnosis || !a.cluster_label.is_empty() => Err(
+            "--redact, --cluster-label and --no-diagnosis apply to a fleet run: give several --context, a glob, --all-contexts or --context-regex".into(),
         ),
         Some(_) => Ok(()),
         None if fleet => Err(

@@ -250,6 +250,10 @@ pub struct ScanArgs {
     /// Replace contexts and servers with keyed hashes in the fleet report (every format).
     #[arg(long, help_heading = heading::FLEET)]
     pub redact: bool,
+    /// Skip the read-only diagnosis of each cluster before its run (faster;
+    /// the table's GC verdict and worst finding stay empty).
+    #[arg(long, help_heading = heading::FLEET)]
+    pub no_diagnosis: bool,
 }
 
 /// `--items`: which identities get an item in the report.

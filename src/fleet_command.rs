@@ -48,7 +48,7 @@ pub async fn fleet_and_emit(
     let fleet = FleetSettings {
         contexts: contexts.clone(),
         parallel: args.parallel,
-        diagnose: true,
+        diagnose: !args.no_diagnosis,
         redact: args.redact,
     };
     let observer = Arc::new(FleetTerminal::detect(&contexts));

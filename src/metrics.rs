@@ -621,6 +621,53 @@ mod tests {
         }
     }
 
+    /// A fleet's textfile: one family per metric, every cluster's sample
+    /// labelled, and a failed cluster keeps its own last success (not
+    /// another cluster's) across runs.
+    #[test]
+    fn fleet_textfile_keeps_each_clusters_last_success() {
+        let mut ok = sample();
+        ok.exit_code = 0;
+        ok.aborted = None;
+        let mut failed = sample();
+        failed.exit_code = 2;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gc.prom");
+        // First run: "a" fails, "b \"x\"" succeeds.
+        write_fleet_textfile(&path, &[("a", &failed), ("b \"x\"", &ok)]).unwrap();
+        let first = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(last_success_of(&first, "a"), None);
+        let b_success = ok.finished_at.as_millisecond() as f64 / 1000.0;
+        assert_eq!(last_success_of(&first, "b \"x\""), Some(b_success));
+        assert_eq!(first.matches("# HELP cilium_gc_run_exit_code ").count(), 1);
+        let s = parsed(&first);
+        let exit = |cluster: &str| {
+            s.samples
+                .iter()
+                .find(|x| {
+                    x.metric == "cilium_gc_run_exit_code"
+                        && x.labels.get("cluster") == Some(cluster)
+                })
+                .map(|x| match x.value {
+                    prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
+                    _ => f64::NAN,
+                })
+        };
+        // (prometheus-parse cuts a label value at an escaped quote, so the
+        // quoted label is checked by `last_success_of` above only.)
+        assert_eq!(exit("a"), Some(2.0));
+        let samples = s
+            .samples
+            .iter()
+            .filter(|x| x.metric == "cilium_gc_run_exit_code");
+        assert_eq!(samples.count(), 2);
+        // Second run: "b" fails too, and keeps the first run's success.
+        write_fleet_textfile(&path, &[("a", &failed), ("b \"x\"", &failed)]).unwrap();
+        let second = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(last_success_of(&second, "b \"x\""), Some(b_success));
+        assert_eq!(last_success_of(&second, "a"), None);
+    }
+
     #[test]
     fn a_failed_run_carries_the_previous_success_or_omits_it() {
         let mut r = sample();

@@ -39,8 +39,13 @@ pub fn redact(doc: &mut FleetReport) {
         if let Ok(e) = serde_json::from_value(v) {
             *entry = e;
         }
+        // The diagnosis redacted itself with a key of its own: give it the
+        // document's tokens for its cluster, so one cluster has one name.
+        let (server, context) = (entry.server.clone(), entry.context.clone());
         if let Some(d) = entry.diagnosis.as_mut() {
             d.redacted = true;
+            d.cluster.server = server;
+            d.cluster.context = Some(context);
         }
     }
     if let Some(f) = doc.summary.fullest.as_mut() {
