@@ -20,3 +20,25 @@ pub fn exhaustion(full_in: &str, at: impl std::fmt::Display) -> String {
 pub fn duplicates(groups: &str, surplus: &str) -> String {
     format!("{groups} ({surplus} surplus identities)")
 }
+
+/// The identity states, in the order both views list them, with their
+/// counts (lower case: the Markdown view capitalises).
+pub fn states(st: &cilium_gc::diagnose::types::StateCounts) -> [(&'static str, u64); 7] {
+    [
+        ("in use", st.in_use),
+        ("stale candidates (GC may delete)", st.stale_candidates),
+        ("unused, marked (too recent)", st.unused_marked),
+        ("unused, unmarked", st.unused_unmarked),
+        ("too young to judge", st.too_young),
+        ("not local", st.not_local),
+        ("malformed mark", st.malformed_mark),
+    ]
+}
+
+/// `s` with its first letter capitalised (the Markdown view's labels).
+pub fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
+        .unwrap_or_default()
+}

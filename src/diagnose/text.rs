@@ -107,18 +107,10 @@ fn identity_space(o: &mut String, d: &Diagnosis, p: &Paint) {
         thousands(sp.headroom),
         level(p, sp.level)
     );
-    for (label, v) in [
-        ("in use", st.in_use),
-        ("stale candidates", st.stale_candidates),
-        ("unused, marked (too recent)", st.unused_marked),
-        ("unused, unmarked", st.unused_unmarked),
-        ("too young to judge", st.too_young),
-        ("not local", st.not_local),
-        ("malformed mark", st.malformed_mark),
-    ] {
-        let _ = writeln!(o, "  {label:<28} {:>9}", thousands(v));
+    for (label, v) in super::phrases::states(st) {
+        let _ = writeln!(o, "  {label:<32} {:>9}", thousands(v));
     }
-    let _ = writeln!(o, "  {:<28} {:>9}", "total", thousands(sp.total));
+    let _ = writeln!(o, "  {:<32} {:>9}", "total", thousands(sp.total));
 }
 
 /// When identities were created and marked, and the creation rate.
@@ -366,7 +358,8 @@ mod tests {
         let info = t.find("INFO").expect(&t);
         assert!(warning < info, "{t}");
         for s in [
-            "stale candidates                     3",
+            "stale candidates (GC may delete)         3",
+            "total                                  ",
             "k8s:job-name",
             "high cardinality",
             "dangling references: 1 missing ids, 2 references (5000)",

@@ -116,19 +116,11 @@ fn identity_space_section(o: &mut String, d: &Diagnosis) {
         sp.utilisation_percent,
         thousands(sp.headroom),
     );
-    let rows: Vec<Vec<String>> = [
-        ("In use", st.in_use),
-        ("Stale candidates (GC may delete)", st.stale_candidates),
-        ("Unused, marked (too recent)", st.unused_marked),
-        ("Unused, unmarked", st.unused_unmarked),
-        ("Too young to judge", st.too_young),
-        ("Not local", st.not_local),
-        ("Malformed mark", st.malformed_mark),
-        ("**Total**", sp.total),
-    ]
-    .iter()
-    .map(|(k, v)| vec![(*k).to_string(), thousands(*v)])
-    .collect();
+    let mut rows: Vec<Vec<String>> = crate::diagnose::phrases::states(st)
+        .iter()
+        .map(|(k, v)| vec![crate::diagnose::phrases::capitalised(k), thousands(*v)])
+        .collect();
+    rows.push(vec!["**Total**".into(), thousands(sp.total)]);
     table(o, &["State", "Identities"], &rows);
 }
 
