@@ -670,3 +670,61 @@ async fn readme_jq_one_liners_answer_the_fleet_questions() {
         );
     }
 }
+
+/// A server that accepts connections and never answers (a blackholed
+/// cluster), counting the connections it was sent.
+async fn blackhole() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("https://{}", listener.local_addr().unwrap());
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = count.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = listener.accept().await {
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(conn);
+        }
+    });
+    (url, count)
+}
+
+/// A cluster that never answers is not diagnosed: one probe, then only
+/// the run's own attempts (a diagnosis would spend its retries, each a
+/// whole `--request-timeout`, for nothing). Its entry says it was not
+/// reached; the healthy one is diagnosed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_blackholed_cluster_costs_one_probe_not_a_diagnosis() {
+    let f = Fleet::start(&[("up", calm("small"))], &[]).await;
+    let (url, sent) = blackhole().await;
+    let text = std::fs::read_to_string(&f.kubeconfig).unwrap();
+    // The same kubeconfig with a second context whose server never answers.
+    let hole = text
+        .replace("- name: \"up\"\n  cluster:", "- name: \"hole\"\n  cluster:\n    server: HOLE\n    insecure-skip-tls-verify: true\n- name: \"up\"\n  cluster:")
+        .replace("contexts:\n", "contexts:\n- name: \"hole\"\n  context:\n    cluster: \"hole\"\n    user: \"up\"\n")
+        .replace("HOLE", &url);
+    std::fs::write(&f.kubeconfig, hole).unwrap();
+    let args = [
+        "scan",
+        "--all-contexts",
+        "--request-timeout",
+        "1s",
+        "-o",
+        "json",
+    ];
+    let doc = parse(&f.run(&args).await);
+    let with_diagnosis = sent.swap(0, std::sync::atomic::Ordering::SeqCst);
+    let mut no_diag = args.to_vec();
+    no_diag.push("--no-diagnosis");
+    parse(&f.run(&no_diag).await);
+    let run_alone = sent.load(std::sync::atomic::Ordering::SeqCst);
+    assert!(run_alone >= 1, "the run tried the dead server");
+    assert_eq!(
+        with_diagnosis,
+        run_alone + 1,
+        "one probe, no diagnosis retries"
+    );
+    let h = entry(&doc, "hole");
+    assert_eq!(h["error"]["reason"], "read-failed");
+    assert!(h["diagnosis"].is_null() && h["diagnosisError"].is_null());
+    assert!(entry(&doc, "up")["diagnosis"]["findings"].is_array());
+}

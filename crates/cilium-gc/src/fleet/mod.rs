@@ -180,7 +180,7 @@ impl Job {
         // The diagnosis first: the verdict is about the cluster as the run
         // found it (a delete would hide the backlog it explains).
         let diagnosis = match self.diagnose {
-            Some(ds) if stop.reason().is_none() => {
+            Some(ds) if answers(&self.kube, &stop).await => {
                 display.listing("diagnosing");
                 Some(crate::diagnose::diagnose(&self.kube, &ds, &stop).await)
             }
@@ -199,6 +199,26 @@ impl Job {
         drop(slot);
         self.observer.cluster_done(&entry);
         entry
+    }
+}
+
+/// Whether the cluster's API server answers at all: one `GET /version`, no
+/// retry. A server that does not is left to the run, whose report says so;
+/// diagnosing it first would spend every one of diagnose's retries (a
+/// blackholed address costs `--request-timeout` each) for nothing.
+/// A stop answers "no" at once.
+async fn answers(kube: &ConnectSettings, stop: &Stop) -> bool {
+    let probe = async {
+        let stats = Arc::new(crate::stats::Stats::default());
+        match crate::cluster::ApiClient::connect(kube, stats).await {
+            Ok((api, _)) => api.get("/version", 0).await.code != 0,
+            // A configuration error: the run reports it.
+            Err(_) => false,
+        }
+    };
+    tokio::select! {
+        answered = probe => answered && stop.reason().is_none(),
+        _ = stop.wait() => false,
     }
 }
 
