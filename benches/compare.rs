@@ -33,21 +33,9 @@ use common::{load, measure, median, proc_cpu, r3, Cost};
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-cilium_gc");
 
-/// The simulator's own binary (`cilium-gc-sim`), built next to the plugin's.
+/// The simulator's own binary, built next to the plugin's.
 fn sim_bin() -> std::path::PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "cilium-gc-sim",
-            "--bin",
-            "cilium-gc-sim",
-        ])
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building cilium-gc-sim failed");
-    Path::new(BIN).with_file_name("cilium-gc-sim")
+    common::sim_bin(BIN)
 }
 
 /// A simulator in its own process.

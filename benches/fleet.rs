@@ -32,22 +32,6 @@ impl Drop for Server {
     }
 }
 
-fn sim_bin() -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--release",
-            "-p",
-            "cilium-gc-sim",
-            "--bin",
-            "cilium-gc-sim",
-        ])
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "building cilium-gc-sim failed");
-    Path::new(BIN).with_file_name("cilium-gc-sim")
-}
-
 fn start(sim: &Path, dir: &Path, name: &str, identities: usize, endpoints: usize) -> Server {
     let raw = dir.join(format!("{name}.raw"));
     let child = Command::new(sim)
@@ -121,7 +105,7 @@ fn main() {
     } else {
         (8, 10_000, 5_000, 3)
     };
-    let sim = sim_bin();
+    let sim = common::sim_bin(BIN);
     let dir = tempfile::tempdir().unwrap();
     eprintln!("fleet benchmark: {clusters} clusters x {identities} identities + {endpoints} CEPs, load {:.2}", load());
     let servers: Vec<Server> = (0..clusters)

@@ -57,6 +57,23 @@ fn kube_options(kubeconfig: &Path) -> ConnectSettings {
     }
 }
 
+/// The demo's delete flags (it implies `--yes`) and the engine's settings.
+fn demo_settings(
+    mut delete: crate::cli::DeleteArgs,
+    scan_only: bool,
+) -> (
+    crate::cli::DeleteArgs,
+    Result<GcSettings, cilium_gc::settings::SettingsError>,
+) {
+    delete.yes = true;
+    let settings = if scan_only {
+        GcSettings::for_scan(delete.scan.settings())
+    } else {
+        GcSettings::for_delete(delete.scan.settings(), delete.writes())
+    };
+    (delete, settings)
+}
+
 /// The clusters of `demo --fleet`: context name and preset.
 pub const FLEET: [(&str, &str); 4] = [
     ("prod-eu", "demo"),
@@ -70,13 +87,7 @@ pub const FLEET_UNREACHABLE: &str = "dr-unreachable";
 /// `demo --fleet`: the [`FLEET`] simulators and an unreachable context in
 /// one kubeconfig, and the fleet run over all of them.
 async fn run_fleet(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
-    let mut delete = args.delete;
-    delete.yes = true;
-    let settings = if args.scan_only {
-        GcSettings::for_scan(delete.scan.settings())
-    } else {
-        GcSettings::for_delete(delete.scan.settings(), delete.writes())
-    };
+    let (delete, settings) = demo_settings(args.delete, args.scan_only);
     let dir = match tempfile::tempdir() {
         Ok(d) => d,
         Err(e) => {
@@ -152,13 +163,7 @@ pub async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
         Ok(s) => s,
         Err(e) => return crate::output::usage_error(&e),
     };
-    let mut delete = args.delete;
-    delete.yes = true;
-    let settings = if args.scan_only {
-        GcSettings::for_scan(delete.scan.settings())
-    } else {
-        GcSettings::for_delete(delete.scan.settings(), delete.writes())
-    };
+    let (delete, settings) = demo_settings(args.delete, args.scan_only);
     if let Err(e) = &settings {
         return crate::output::usage_error(&e.to_string());
     }

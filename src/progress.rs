@@ -88,15 +88,21 @@ impl Observer for Terminal {
         if let Some(b) = &self.bar {
             b.suspend(|| ());
         }
-        let mut err = std::io::stderr();
-        let _ = write!(err, "{question}\nProceed? [y/N] ");
-        let _ = err.flush();
-        let mut line = String::new();
-        if std::io::stdin().lock().read_line(&mut line).is_err() {
-            return Some(false);
-        }
-        Some(matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
+        Some(ask_yes_no(&format!("{question}\n")))
     }
+}
+
+/// `question`, then "Proceed? [y/N] " on stderr, and the answer on stdin:
+/// only "y" or "yes" is yes; an unreadable stdin is no.
+fn ask_yes_no(question: &str) -> bool {
+    let mut err = std::io::stderr();
+    let _ = write!(err, "{question}Proceed? [y/N] ");
+    let _ = err.flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() {
+        return false;
+    }
+    matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes")
 }
 
 /// A fleet run at the terminal: one progress line per cluster (indicatif's
@@ -204,16 +210,7 @@ impl cilium_gc::fleet::FleetObserver for FleetTerminal {
             return None;
         }
         let question = crate::render::fleet_confirmation(pending);
-        let ask = || {
-            let mut err = std::io::stderr();
-            let _ = write!(err, "{question}Proceed? [y/N] ");
-            let _ = err.flush();
-            let mut line = String::new();
-            if std::io::stdin().lock().read_line(&mut line).is_err() {
-                return Some(false);
-            }
-            Some(matches!(line.trim(), "y" | "Y" | "yes" | "YES" | "Yes"))
-        };
+        let ask = || Some(ask_yes_no(&question));
         match &self.multi {
             Some(m) => m.suspend(ask),
             None => ask(),

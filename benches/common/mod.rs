@@ -69,6 +69,24 @@ pub fn proc_cpu(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / hz
 }
 
+/// The simulator's own binary (`cilium-gc-sim`), built (release) next to
+/// the plugin binary `plugin_bin`.
+pub fn sim_bin(plugin_bin: &str) -> std::path::PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "cilium-gc-sim",
+            "--bin",
+            "cilium-gc-sim",
+        ])
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building cilium-gc-sim failed");
+    std::path::Path::new(plugin_bin).with_file_name("cilium-gc-sim")
+}
+
 /// Reset this process's RSS high water mark to its current RSS, so children
 /// spawned next do not inherit an earlier peak (see the module doc).
 pub fn reset_peak_rss() {

@@ -33,32 +33,7 @@ pub fn diagnosis(d: &Diagnosis) -> String {
     table(&mut o, &["About", "Value"], &about);
 
     let _ = writeln!(o, "## Findings\n");
-    if d.findings.is_empty() {
-        let _ = writeln!(o, "None: {}.\n", phrases::HEALTHY);
-    } else {
-        let rows: Vec<Vec<String>> = d
-            .findings
-            .iter()
-            .map(|f| {
-                vec![
-                    severity(f.severity).into(),
-                    format!("`{}`", f.code.as_str()),
-                    cell(&f.message),
-                    f.evidence
-                        .iter()
-                        .map(|e| cell(e))
-                        .collect::<Vec<_>>()
-                        .join("<br>"),
-                    f.suggestion.as_deref().map(cell).unwrap_or_default(),
-                ]
-            })
-            .collect();
-        table(
-            &mut o,
-            &["Severity", "Code", "Finding", "Evidence", "Next step"],
-            &rows,
-        );
-    }
+    findings_table(&mut o, &d.findings);
 
     identity_space_section(&mut o, d);
     gc_health_section(&mut o, d);
@@ -424,4 +399,34 @@ fn config_section(o: &mut String, d: &Diagnosis) {
     if let Some(s) = &cfg.suggested_labels {
         let _ = writeln!(o, "Suggested `labels`: `{}`\n", s.replace('`', "'"));
     }
+}
+
+/// The findings as a table (severity, code, finding, evidence, next step),
+/// or that there are none. Shared with the fleet view's per-cluster details.
+pub(super) fn findings_table(o: &mut String, findings: &[cilium_gc::diagnose::types::Finding]) {
+    if findings.is_empty() {
+        let _ = writeln!(o, "None: {}.\n", phrases::HEALTHY);
+        return;
+    }
+    let rows: Vec<Vec<String>> = findings
+        .iter()
+        .map(|f| {
+            vec![
+                severity(f.severity).into(),
+                format!("`{}`", f.code.as_str()),
+                cell(&f.message),
+                f.evidence
+                    .iter()
+                    .map(|e| cell(e))
+                    .collect::<Vec<_>>()
+                    .join("<br>"),
+                f.suggestion.as_deref().map(cell).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    table(
+        o,
+        &["Severity", "Code", "Finding", "Evidence", "Next step"],
+        &rows,
+    );
 }

@@ -95,23 +95,8 @@ fn cluster_details(o: &mut String, e: &ClusterEntry) {
         let _ = writeln!(o, "**Error:** {}\n", cell(&err.message));
     }
     if let Some(d) = &e.diagnosis {
-        let rows: Vec<Vec<String>> = d
-            .findings
-            .iter()
-            .map(|f| {
-                vec![
-                    severity(f.severity).into(),
-                    format!("`{}`", f.code.as_str()),
-                    cell(&f.message),
-                ]
-            })
-            .collect();
-        if rows.is_empty() {
-            let _ = writeln!(o, "Diagnosis: no findings.\n");
-        } else {
-            let _ = writeln!(o, "**Findings**\n");
-            table(o, &["Severity", "Code", "Finding"], &rows);
-        }
+        let _ = writeln!(o, "**Findings**\n");
+        super::diagnosis::findings_table(o, &d.findings);
     }
     if let Some(why) = &e.diagnosis_error {
         let _ = writeln!(o, "No diagnosis: {}\n", cell(why));

@@ -27,6 +27,23 @@ pub enum Exit {
 }
 
 impl Exit {
+    /// Every exit, in code order.
+    pub const ALL: [Exit; 8] = [
+        Exit::Success,
+        Exit::Unexpected,
+        Exit::Usage,
+        Exit::Refused,
+        Exit::PartialFailure,
+        Exit::BlastRadius,
+        Exit::Interrupted,
+        Exit::Terminated,
+    ];
+
+    /// The exit with this numeric code, if there is one.
+    pub fn from_code(code: u8) -> Option<Exit> {
+        Exit::ALL.into_iter().find(|e| e.code() == code)
+    }
+
     /// The numeric process status.
     pub fn code(self) -> u8 {
         match self {
@@ -72,18 +89,12 @@ mod tests {
 
     #[test]
     fn codes_are_stable_and_listed_in_help() {
-        let all = [
-            Exit::Success,
-            Exit::Unexpected,
-            Exit::Usage,
-            Exit::Refused,
-            Exit::PartialFailure,
-            Exit::BlastRadius,
-            Exit::Interrupted,
-            Exit::Terminated,
-        ];
-        let codes: Vec<u8> = all.iter().map(|e| e.code()).collect();
+        let codes: Vec<u8> = Exit::ALL.iter().map(|e| e.code()).collect();
         assert_eq!(codes, vec![0, 1, 2, 3, 4, 5, 130, 143]);
+        for (e, c) in Exit::ALL.into_iter().zip(codes.clone()) {
+            assert_eq!(Exit::from_code(c), Some(e));
+        }
+        assert_eq!(Exit::from_code(6), None);
         for c in codes {
             assert!(
                 Exit::HELP.contains(&format!("  {c} ")),

@@ -24,9 +24,9 @@ use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 
 pub use document::{
-    exit_of_code, fleet_exit, gc_verdict, identity_space, schema, summarize, ClusterEntry,
-    ClusterError, ClusterErrorReason, ClusterStatus, FleetReport, FleetSummary, Fullest,
-    IdentitySpaceUse, WorstFinding, FLEET_KIND, FLEET_SCHEMA_ID, SEVERITY,
+    fleet_exit, gc_verdict, identity_space, schema, summarize, ClusterEntry, ClusterError,
+    ClusterErrorReason, ClusterStatus, FleetReport, FleetSummary, Fullest, IdentitySpaceUse,
+    WorstFinding, FLEET_KIND, FLEET_SCHEMA_ID, SEVERITY,
 };
 pub use redact::redact;
 pub use select::{is_glob, ContextFilter, SelectError};
