@@ -170,6 +170,7 @@ async fn healthy_clusters_are_collected_and_failing_ones_carry_their_errors() {
         .map(|c| stale_names(f.sim(c), HEARTBEAT))
         .to_vec();
     let before_refused = [f.names("lab-forbidden"), f.names("lab-kvstore")];
+    let file = f.dir.path().join("fleet.json");
     let out = f
         .run(&[
             "delete",
@@ -179,10 +180,14 @@ async fn healthy_clusters_are_collected_and_failing_ones_carry_their_errors() {
             "0",
             "-o",
             "json",
+            "--report-file",
+            file.to_str().unwrap(),
         ])
         .await;
     let doc = parse(&out);
     assert_fleet_valid(&doc);
+    let written: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(written, doc, "--report-file holds the fleet report");
     assert_eq!(
         out.status.code(),
         Some(3),
@@ -727,4 +732,43 @@ async fn a_blackholed_cluster_costs_one_probe_not_a_diagnosis() {
     assert_eq!(h["error"]["reason"], "read-failed");
     assert!(h["diagnosis"].is_null() && h["diagnosisError"].is_null());
     assert!(entry(&doc, "up")["diagnosis"]["findings"].is_array());
+}
+
+/// `--dry-run=server` over a fleet: the servers validate every delete,
+/// nothing is deleted anywhere, and the counts say `validated`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn server_dry_run_over_a_fleet_deletes_nothing() {
+    let f = Fleet::start(&[("a", calm("small")), ("b", calm("small"))], &[]).await;
+    let before = [f.names("a"), f.names("b")];
+    let out = f
+        .run(&[
+            "delete",
+            "--all-contexts",
+            "--dry-run=server",
+            "--qps",
+            "0",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc = parse(&out);
+    assert_fleet_valid(&doc);
+    assert_eq!(doc["mode"], "dry-run-server");
+    assert_eq!(doc["summary"]["deleted"], 0);
+    assert_eq!(doc["summary"]["validated"], doc["summary"]["candidates"]);
+    assert!(doc["summary"]["validated"].as_u64().unwrap() > 0);
+    assert_eq!([f.names("a"), f.names("b")], before);
+    let text = String::from_utf8(
+        f.run(&["delete", "--all-contexts", "--dry-run=server", "--qps", "0"])
+            .await
+            .stdout,
+    )
+    .unwrap();
+    assert!(text.contains("VALIDATED/ELIGIBLE"), "{text}");
 }
