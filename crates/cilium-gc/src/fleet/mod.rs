@@ -8,7 +8,7 @@
 //! bound, so `--qps` and `--concurrency` apply per cluster. What the fleet
 //! adds is shared only where sharing is the point: one [`Stop`] (Ctrl-C
 //! stops every cluster, and the fleet report is still written), one
-//! confirmation for every cluster's writes ([`gate`]), and a diagnosis of
+//! confirmation for every cluster's writes (`gate`), and a diagnosis of
 //! each cluster before its run, for the table's verdict.
 
 mod document;
