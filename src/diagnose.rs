@@ -10,7 +10,7 @@
 pub mod phrases;
 pub mod text;
 
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 
 use cilium_gc::diagnose::{diagnose, DiagnoseError, DiagnoseSettings, Diagnosis};
 use cilium_gc::exit::Exit;
@@ -18,7 +18,7 @@ use cilium_gc::settings::ConnectSettings;
 use cilium_gc::stop::{Stop, StopReason};
 
 use crate::cli::DiagnoseArgs;
-use crate::render::{color_allowed, no_color_env, ColorChoice, OutputFormat, Style};
+use crate::render::{ColorChoice, OutputFormat, Style};
 
 /// Writes `d` in `format`: one pretty JSON document and a newline, one YAML
 /// document, or the text view. Errs only when `out` does.
@@ -85,9 +85,7 @@ pub async fn run(
     for w in &d.warnings {
         tracing::warn!("{w}");
     }
-    let style = Style {
-        color: color_allowed(color, io::stdout().is_terminal(), no_color_env()),
-    };
+    let style = crate::render::stdout_style(color);
     let mut buf = Vec::new();
     if let Err(e) = render(&d, args.output, style, &mut buf) {
         eprintln!("error: cannot render the diagnosis: {e}");

@@ -2,7 +2,6 @@
 //! kubeconfig, run the engine's fleet with signals and a progress line per
 //! cluster, then write the fleet report and the metrics labelled per cluster.
 
-use std::io::IsTerminal;
 use std::sync::Arc;
 
 use cilium_gc::cluster::kubeconfig_contexts;
@@ -14,7 +13,7 @@ use cilium_gc::stop::Stop;
 use crate::cli::{KubeArgs, ScanArgs};
 use crate::output::{usage_error, write_stdout};
 use crate::progress::FleetTerminal;
-use crate::render::{color_allowed, no_color_env, write_atomically, ColorChoice, Style};
+use crate::render::{stdout_style, write_report_file, ColorChoice};
 
 /// Run scan/delete on every selected context and write the fleet report.
 /// Flags that cannot work on several clusters, and a selection that
@@ -96,20 +95,12 @@ pub fn cluster_labels(contexts: &[String], chosen: &[(String, String)]) -> Vec<S
 fn emit(report: &FleetReport, args: &ScanArgs, exit: Exit, color: ColorChoice) -> Exit {
     let mut exit = exit;
     if let Some(path) = &args.report_file {
-        let written = serde_json::to_vec_pretty(report)
-            .map_err(std::io::Error::from)
-            .and_then(|mut json| {
-                json.push(b'\n');
-                write_atomically(path, &json)
-            });
-        if let Err(e) = written {
+        if let Err(e) = write_report_file(path, report) {
             eprintln!("error: cannot write report file {}: {e}", path.display());
             exit = exit.max(Exit::Unexpected);
         }
     }
-    let style = Style {
-        color: color_allowed(color, std::io::stdout().is_terminal(), no_color_env()),
-    };
+    let style = stdout_style(color);
     let mut buf = Vec::new();
     let rendered = crate::render::write_document(
         report,

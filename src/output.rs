@@ -1,13 +1,13 @@
 //! Writing what a command produced: the report on stdout and nothing else
 //! there, errors as one line on stderr, `--report-file` atomically.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 use cilium_gc::exit::Exit;
 use cilium_gc::report::{AbortReason, Report};
 
 use crate::cli::ScanArgs;
-use crate::render::{color_allowed, no_color_env, render, write_report_file, ColorChoice, Style};
+use crate::render::{render, stdout_style, write_report_file, ColorChoice};
 
 /// Write the report: to stdout as `-o` says, and to `--report-file`.
 pub fn emit(report: &Report, args: &ScanArgs, exit: Exit, color: ColorChoice) -> Exit {
@@ -33,9 +33,7 @@ pub fn emit(report: &Report, args: &ScanArgs, exit: Exit, color: ColorChoice) ->
         eprintln!("error: {}", a.message);
     }
     let mut buf = Vec::new();
-    let style = Style {
-        color: color_allowed(color, std::io::stdout().is_terminal(), no_color_env()),
-    };
+    let style = stdout_style(color);
     if let Err(e) = render(report, args.output, style, &mut buf) {
         eprintln!("error: cannot render the report: {e}");
         return Exit::Unexpected;

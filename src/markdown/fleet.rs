@@ -51,7 +51,8 @@ pub fn fleet(f: &FleetReport) -> String {
         ],
     );
     let _ = writeln!(o, "## Clusters\n");
-    let header = crate::render::fleet_header(f.mode).map(title_case);
+    let header = crate::render::fleet_header(f.mode)
+        .map(|h| crate::diagnose::phrases::capitalised(&h.to_lowercase()));
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let rows: Vec<Vec<String>> = f
         .clusters
@@ -69,15 +70,6 @@ pub fn fleet(f: &FleetReport) -> String {
         cluster_details(&mut o, e);
     }
     o
-}
-
-/// `DELETED/ELIGIBLE` as `Deleted/eligible`.
-fn title_case(h: &str) -> String {
-    let lower = h.to_lowercase();
-    let mut c = lower.chars();
-    c.next()
-        .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
-        .unwrap_or_default()
 }
 
 /// One cluster in `<details>`: why it failed, its findings, its report.

@@ -80,6 +80,15 @@ pub fn color_allowed(choice: ColorChoice, stdout_is_terminal: bool, no_color_env
     }
 }
 
+/// The style of stdout for `--color`: colour only on a terminal, never with
+/// `NO_COLOR` in `auto` (shared by every command that writes a document).
+pub fn stdout_style(color: ColorChoice) -> Style {
+    use std::io::IsTerminal;
+    Style {
+        color: color_allowed(color, std::io::stdout().is_terminal(), no_color_env()),
+    }
+}
+
 /// Whether `NO_COLOR` is set to a non-empty value (no-color.org: an empty
 /// value counts as unset). The only function here that reads the environment.
 pub fn no_color_env() -> bool {
@@ -138,7 +147,8 @@ pub fn write_document<T: serde::Serialize>(
 ///
 /// Errs when the directory is not writable or the disk is full; the
 /// temporary file is removed then. Not worth retrying.
-pub fn write_report_file(path: &Path, report: &Report) -> io::Result<()> {
+/// Any of our documents (the report, the fleet report) goes through here.
+pub fn write_report_file<T: Serialize>(path: &Path, report: &T) -> io::Result<()> {
     let mut json = serde_json::to_vec_pretty(report).map_err(io::Error::from)?;
     json.push(b'\n');
     write_atomically(path, &json)

@@ -28,7 +28,7 @@ pub enum Exit {
 
 impl Exit {
     /// Every exit, in code order.
-    pub const ALL: [Exit; 8] = [
+    pub(crate) const ALL: [Exit; 8] = [
         Exit::Success,
         Exit::Unexpected,
         Exit::Usage,
@@ -40,7 +40,7 @@ impl Exit {
     ];
 
     /// The exit with this numeric code, if there is one.
-    pub fn from_code(code: u8) -> Option<Exit> {
+    pub(crate) fn from_code(code: u8) -> Option<Exit> {
         Exit::ALL.into_iter().find(|e| e.code() == code)
     }
 

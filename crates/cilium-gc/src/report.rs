@@ -393,7 +393,7 @@ impl ReasonCounts {
         *self.slot(r) += 1;
     }
     /// Add `other`'s counts to these (a fleet's totals).
-    pub fn merge(&mut self, other: &ReasonCounts) {
+    pub(crate) fn merge(&mut self, other: &ReasonCounts) {
         self.in_use += other.in_use;
         self.not_local += other.not_local;
         self.filtered += other.filtered;

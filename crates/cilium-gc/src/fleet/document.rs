@@ -276,7 +276,7 @@ pub fn fleet_exit(exits: impl IntoIterator<Item = Exit>) -> Exit {
 
 impl ClusterEntry {
     /// The entry of a cluster whose run went its course.
-    pub fn from_run(context: String, report: Report, exit: Exit) -> Self {
+    pub(crate) fn from_run(context: String, report: Report, exit: Exit) -> Self {
         ClusterEntry {
             server: report.cluster.server.clone(),
             status: if exit == Exit::Success {
@@ -311,7 +311,7 @@ impl ClusterEntry {
     }
 
     /// The entry of a cluster the fleet run was stopped before starting.
-    pub fn not_started(context: String, exit: Exit) -> Self {
+    pub(crate) fn not_started(context: String, exit: Exit) -> Self {
         ClusterEntry {
             context,
             server: None,
@@ -333,7 +333,7 @@ impl ClusterEntry {
     /// Attach the diagnosis, and what its findings say of GC. When the run
     /// stopped before listing (a refused delete), the identity space is
     /// the diagnosis' count.
-    pub fn with_diagnosis(mut self, diagnosis: Diagnosis) -> Self {
+    pub(crate) fn with_diagnosis(mut self, diagnosis: Diagnosis) -> Self {
         if self.identity_space.is_none() {
             let s = &diagnosis.identity_space;
             self.identity_space = Some(IdentitySpaceUse {
@@ -358,7 +358,7 @@ impl ClusterEntry {
 }
 
 /// How full `report`'s local range was, when identities were listed.
-pub fn identity_space(report: &Report) -> Option<IdentitySpaceUse> {
+pub(crate) fn identity_space(report: &Report) -> Option<IdentitySpaceUse> {
     if report.summary.list_pages == 0 {
         return None;
     }
@@ -381,7 +381,7 @@ pub fn identity_space(report: &Report) -> Option<IdentitySpaceUse> {
 /// one upstream cannot confirm for this version counts only while GC is
 /// visibly struggling, and says `(unconfirmed)`), the mode, GC switched off,
 /// passes not completing, a stale backlog, else that it keeps up.
-pub fn gc_verdict(d: &Diagnosis) -> String {
+pub(crate) fn gc_verdict(d: &Diagnosis) -> String {
     let has = |code: FindingCode| d.findings.iter().any(|f| f.code == code);
     let struggling = has(FindingCode::GcNotCompleting) || has(FindingCode::StaleBacklog);
     if has(FindingCode::NotCrdMode) {
@@ -445,7 +445,7 @@ fn short_issue(url: &str) -> String {
 }
 
 /// The fleet summary of `entries`.
-pub fn summarize(entries: &[ClusterEntry]) -> FleetSummary {
+pub(crate) fn summarize(entries: &[ClusterEntry]) -> FleetSummary {
     let mut s = FleetSummary {
         clusters: entries.len() as u64,
         ..FleetSummary::default()
@@ -483,7 +483,7 @@ pub fn summarize(entries: &[ClusterEntry]) -> FleetSummary {
 
 impl FleetReport {
     /// The document for `entries`, however the fleet run ended.
-    pub fn new(
+    pub(crate) fn new(
         entries: Vec<ClusterEntry>,
         mode: Mode,
         parallel: u32,

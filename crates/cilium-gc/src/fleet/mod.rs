@@ -24,12 +24,11 @@ use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 
 pub use document::{
-    fleet_exit, gc_verdict, identity_space, schema, summarize, ClusterEntry, ClusterError,
-    ClusterErrorReason, ClusterStatus, FleetReport, FleetSummary, Fullest, IdentitySpaceUse,
-    WorstFinding, FLEET_KIND, FLEET_SCHEMA_ID, SEVERITY,
+    fleet_exit, schema, ClusterEntry, ClusterError, ClusterErrorReason, ClusterStatus, FleetReport,
+    FleetSummary, Fullest, IdentitySpaceUse, WorstFinding, FLEET_KIND, FLEET_SCHEMA_ID, SEVERITY,
 };
-pub use redact::redact;
-pub use select::{is_glob, ContextFilter, SelectError};
+use redact::redact;
+pub use select::{ContextFilter, SelectError};
 
 use crate::diagnose::DiagnoseSettings;
 use crate::exit::Exit;

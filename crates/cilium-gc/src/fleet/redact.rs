@@ -13,7 +13,7 @@ use crate::diagnose::redact::Redactor;
 const MIN_SUBSTRING: usize = 3;
 
 /// Replace contexts and servers in `doc` by tokens; set `redacted`.
-pub fn redact(doc: &mut FleetReport) {
+pub(crate) fn redact(doc: &mut FleetReport) {
     let r = Redactor::new();
     let mut renamed = Vec::new();
     for entry in &mut doc.clusters {

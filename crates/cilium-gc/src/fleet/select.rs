@@ -92,7 +92,7 @@ impl ContextFilter {
 }
 
 /// Whether a `--context` value is a glob rather than a name.
-pub fn is_glob(s: &str) -> bool {
+pub(crate) fn is_glob(s: &str) -> bool {
     s.contains(['*', '?'])
 }
 
