@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use jiff::Timestamp;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument as _;
 
 pub use document::{
@@ -110,9 +110,19 @@ pub async fn run_fleet(
             gate: gate.clone(),
             observer: observer.clone(),
         };
+        // Slots are taken here, in selection order, so clusters start in
+        // the order they were selected (tasks polling for a slot each would
+        // start in whatever order the scheduler polls them).
+        let permit = tokio::select! {
+            p = slots.clone().acquire_owned() => p.ok(),
+            _ = stop.wait() => None,
+        };
         // Every log line of the cluster's run says which cluster it is.
         let span = tracing::warn_span!("cluster", context = %context);
-        handles.push((context.clone(), tokio::spawn(job.run().instrument(span))));
+        handles.push((
+            context.clone(),
+            tokio::spawn(job.run(permit).instrument(span)),
+        ));
     }
     let mut entries = Vec::with_capacity(handles.len());
     for (context, handle) in handles {
@@ -152,13 +162,10 @@ struct Job {
 }
 
 impl Job {
-    /// Wait for a slot, run, diagnose when the cluster was reached.
-    async fn run(self) -> ClusterEntry {
+    /// With its slot (`None`: the fleet stopped before one was free):
+    /// probe, diagnose, run.
+    async fn run(self, permit: Option<OwnedSemaphorePermit>) -> ClusterEntry {
         let stop = self.stop.clone();
-        let permit = tokio::select! {
-            p = self.slots.clone().acquire_owned() => p.ok(),
-            _ = stop.wait() => None,
-        };
         let Some(permit) = permit.filter(|_| stop.reason().is_none()) else {
             self.gate.done(self.index);
             let entry = ClusterEntry::not_started(self.context, stop_exit(&stop));
