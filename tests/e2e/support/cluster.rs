@@ -50,19 +50,31 @@ impl Cluster {
     /// tools are missing on a developer's machine (the test then returns).
     pub fn up(extra_apiserver_flags: &[&str]) -> Option<Cluster> {
         let bin = binaries()?;
-        let dir = tempfile::Builder::new()
-            .prefix("kcg-e2e.")
-            .tempdir()
-            .expect("tempdir")
-            .keep();
-        let out = Command::new(repo_path("tests/apiserver/cluster.sh"))
-            .arg("up")
-            .arg(&dir)
-            .args(["--owner", &std::process::id().to_string(), "--"])
-            .args(extra_apiserver_flags)
-            .env("KCG_APISERVER_BIN", bin)
-            .output()
-            .expect("cluster.sh runs");
+        // cluster.sh picks free ports, which a process of a test running
+        // beside this one may take before etcd binds them: start again
+        // (new ports) when that is why it failed.
+        let mut attempt = 0;
+        let (dir, out) = loop {
+            attempt += 1;
+            let dir = tempfile::Builder::new()
+                .prefix("kcg-e2e.")
+                .tempdir()
+                .expect("tempdir")
+                .keep();
+            let out = Command::new(repo_path("tests/apiserver/cluster.sh"))
+                .arg("up")
+                .arg(&dir)
+                .args(["--owner", &std::process::id().to_string(), "--"])
+                .args(extra_apiserver_flags)
+                .env("KCG_APISERVER_BIN", bin)
+                .output()
+                .expect("cluster.sh runs");
+            let port_taken =
+                String::from_utf8_lossy(&out.stderr).contains("address already in use");
+            if out.status.success() || !port_taken || attempt == 3 {
+                break (dir, out);
+            }
+        };
         assert!(
             out.status.success(),
             "cluster.sh up failed:\n{}",
