@@ -2,6 +2,7 @@
 
 pub mod example;
 pub mod schema;
+pub mod tools;
 
 use std::path::PathBuf;
 
