@@ -5,12 +5,31 @@
 
 use serde_json::Value;
 
-use super::ClusterEntry;
+use super::{ClusterEntry, FleetDiagnosis};
 use crate::diagnose::redact::Redactor;
 
 /// Names shorter than this are replaced only where a whole string equals
 /// them: replacing "a" inside every message would wreck the text.
 const MIN_SUBSTRING: usize = 3;
+
+/// Replace contexts and servers in a fleet diagnosis by tokens of one key;
+/// set `redacted`. (A fleet report's entries are redacted one by one as
+/// they finish, [`redact_entry`], before they are spooled.)
+pub(crate) fn redact_diagnosis(doc: &mut FleetDiagnosis) {
+    let r = Redactor::new();
+    let mut renamed = Vec::new();
+    for entry in &mut doc.clusters {
+        let context = entry.context.clone();
+        redact_entry(&r, entry);
+        renamed.push((context, entry.context.clone()));
+    }
+    if let Some(f) = doc.summary.fullest.as_mut() {
+        if let Some((_, token)) = renamed.iter().find(|(c, _)| *c == f.context) {
+            f.context = token.clone();
+        }
+    }
+    doc.redacted = true;
+}
 
 /// Replace `entry`'s context and server by `r`'s tokens, wherever they
 /// appear in it. Each cluster's entry is redacted as it finishes (before

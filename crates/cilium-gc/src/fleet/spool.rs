@@ -113,6 +113,24 @@ impl Clusters {
     }
 }
 
+impl Clusters {
+    /// Apply `f` to every full entry (a spooled one is read back, changed
+    /// and spooled again, one at a time), keeping the slim copies in step.
+    /// For readers that add to each cluster's report before it is written.
+    pub fn update(&mut self, mut f: impl FnMut(&mut ClusterEntry)) {
+        for i in 0..self.entries.len() {
+            let spooled = self.spool.as_ref().and_then(|s| s.read(i).map(|e| (s, e)));
+            match spooled {
+                Some((spool, Ok(mut full))) => {
+                    f(&mut full);
+                    self.entries[i] = spool.keep(i, full).0;
+                }
+                _ => f(&mut self.entries[i]),
+            }
+        }
+    }
+}
+
 impl From<Vec<ClusterEntry>> for Clusters {
     fn from(entries: Vec<ClusterEntry>) -> Self {
         Clusters::new(entries, None)
@@ -192,6 +210,13 @@ mod tests {
             spool.keep(9, entry("z")).1 == false,
             "an index out of range stays in memory"
         );
+        // An update reaches the written document too.
+        let mut clusters = clusters;
+        clusters.update(|e| e.diagnosis_error = Some(format!("updated {}", e.context)));
+        let written = serde_json::to_value(&clusters).unwrap();
+        assert_eq!(written[1]["diagnosisError"], "updated b");
+        assert_eq!(written[0]["diagnosisError"], "updated a");
+        assert_eq!(clusters[2].diagnosis_error.as_deref(), Some("updated c"));
         let back: Clusters = serde_json::from_value(written).unwrap();
         assert_eq!(back[1].context, "b");
     }
