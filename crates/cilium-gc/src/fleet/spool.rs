@@ -207,7 +207,7 @@ mod tests {
         );
         assert_eq!(clusters.len(), 3);
         assert!(
-            spool.keep(9, entry("z")).1 == false,
+            !spool.keep(9, entry("z")).1,
             "an index out of range stays in memory"
         );
         // An update reaches the written document too.
