@@ -71,12 +71,9 @@ pub async fn run(
 ) -> Exit {
     crate::signals::listen(stop);
     let result = diagnosis(kube, &args, stop).await;
-    let result = match (result, stop.reason()) {
-        (_, Some(StopReason::Interrupt)) => return Exit::Interrupted,
-        (_, Some(StopReason::Terminate)) => return Exit::Terminated,
-        (_, Some(StopReason::InternalError)) => return Exit::Unexpected,
-        (r, _) => r,
-    };
+    if let Some(exit) = stop.reason().and_then(StopReason::exit) {
+        return exit;
+    }
     let d = match result {
         Ok(d) => d,
         Err(Failed::Diagnose(e)) => {
