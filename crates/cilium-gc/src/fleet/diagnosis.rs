@@ -15,11 +15,11 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 
-use super::document::{fleet_exit, ClusterEntry, ClusterError, ClusterErrorReason, ClusterStatus};
+use super::document::{fleet_exit, ClusterEntry, ClusterError, ClusterFailure, ClusterStatus};
 use super::{Fullest, IdentitySpaceUse};
 use crate::diagnose::{DiagnoseError, DiagnoseSettings};
 use crate::exit::Exit;
-use crate::report::{Tool, API_VERSION};
+use crate::report::{AbortReason, Tool, API_VERSION};
 use crate::settings::ConnectSettings;
 use crate::stop::{Stop, StopReason};
 
@@ -152,7 +152,7 @@ pub async fn diagnose_fleet(
             };
             failed(
                 ClusterEntry::not_started(context, Exit::Unexpected),
-                ClusterErrorReason::InternalError,
+                AbortReason::InternalError.into(),
                 format!("internal error: {message} (a bug: please report it)"),
                 Exit::Unexpected,
             )
@@ -217,13 +217,13 @@ async fn diagnose_one(
                     "the API server at {} did not answer: {}",
                     endpoint.server, answer.message
                 );
-                return failed(entry, ClusterErrorReason::ReadFailed, message, Exit::Usage);
+                return failed(entry, AbortReason::ReadFailed.into(), message, Exit::Usage);
             }
         }
         Err(e) => {
             let e = DiagnoseError::Connect(e);
             let message = crate::cluster::error_chain(&e);
-            return failed(entry, ClusterErrorReason::ReadFailed, message, e.exit());
+            return failed(entry, AbortReason::ReadFailed.into(), message, e.exit());
         }
     }
     match crate::diagnose::diagnose(kube, ds, stop).await {
@@ -234,12 +234,12 @@ async fn diagnose_one(
         }
         Err(_) if stop.reason().is_some() => failed_by_stop(entry, stop),
         Err(e) => {
-            let reason = match e {
-                DiagnoseError::CrdMissing => ClusterErrorReason::PreflightRefused,
+            let reason: ClusterFailure = match e {
+                DiagnoseError::CrdMissing => AbortReason::PreflightRefused.into(),
                 DiagnoseError::List(crate::scan::ScanError::NotInstalled(_)) => {
-                    ClusterErrorReason::PreflightRefused
+                    AbortReason::PreflightRefused.into()
                 }
-                _ => ClusterErrorReason::ReadFailed,
+                _ => AbortReason::ReadFailed.into(),
             };
             let message = crate::cluster::error_chain(&e);
             failed(entry, reason, message, e.exit())
@@ -250,7 +250,7 @@ async fn diagnose_one(
 /// `entry` failed with `reason`.
 fn failed(
     mut entry: ClusterEntry,
-    reason: ClusterErrorReason,
+    reason: ClusterFailure,
     message: String,
     exit: Exit,
 ) -> ClusterEntry {
@@ -264,7 +264,7 @@ fn failed(
 fn failed_by_stop(entry: ClusterEntry, stop: &Stop) -> ClusterEntry {
     failed(
         entry,
-        ClusterErrorReason::Interrupted,
+        AbortReason::Interrupted.into(),
         "stopped by signal while diagnosing: no diagnosis".into(),
         stop_exit(stop),
     )
@@ -272,11 +272,9 @@ fn failed_by_stop(entry: ClusterEntry, stop: &Stop) -> ClusterEntry {
 
 /// The exit of a cluster the stop ended.
 fn stop_exit(stop: &Stop) -> Exit {
-    match stop.reason() {
-        Some(StopReason::Terminate) => Exit::Terminated,
-        Some(StopReason::Interrupt) => Exit::Interrupted,
-        _ => Exit::Unexpected,
-    }
+    stop.reason()
+        .and_then(StopReason::exit)
+        .unwrap_or(Exit::Unexpected)
 }
 
 /// The summary of `entries`.
