@@ -38,3 +38,11 @@ mod wire;
 
 /// Fleet mode over two real clusters and an unreachable context.
 mod fleet;
+
+/// The real cilium-operator 1.15.6 and agents on Cilium's own identity code
+/// (tests/cilium): the seed's bug, then the plugin. Issue 25.
+mod operator_115;
+
+/// Today's real cilium-operator with agents on its release's identity code:
+/// the seed's workload, the plugin next to it, heartbeat marks both ways.
+mod operator_current;

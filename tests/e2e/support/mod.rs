@@ -2,7 +2,9 @@
 
 pub mod cluster;
 pub mod objects;
+pub mod operator;
 pub mod runs;
+pub mod workload;
 
 use std::path::PathBuf;
 use std::process::Output;
