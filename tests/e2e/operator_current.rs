@@ -60,6 +60,8 @@ async fn plugin_next_to_the_current_operator_collecting_the_same_identities() {
     let old = seed_old(&cluster, Version::Current).await;
     // Let the operator mark them (2 s unused, then a pass) and start deleting.
     wait_marked(&cluster, &old).await;
+    // Past our timeout (5 s) for the plugin; the operator deletes meanwhile.
+    tokio::time::sleep(Duration::from_secs(3)).await;
     let before = operator.passes();
     let verdict = plugin_under_churn(&cluster, Version::Current, &old, &[]).await;
     let after = operator.passes();
