@@ -39,6 +39,10 @@ mod wire;
 /// Fleet mode over two real clusters and an unreachable context.
 mod fleet;
 
+/// examples/cronjob.yaml applied, and the plugin run as its Job's pod runs:
+/// in-cluster config, a ServiceAccount token, a real Pushgateway. Issue 26.
+mod cronjob;
+
 /// The real cilium-operator 1.15.6 and agents on Cilium's own identity code
 /// (tests/cilium): the seed's bug, then the plugin. Issue 25.
 mod operator_115;
