@@ -139,31 +139,49 @@ async fn heartbeat_marks_both_ways_with_the_current_operator() {
         return;
     }
     let gc = cluster.gc_kubeconfig();
-    let timeout = ["--heartbeat-timeout", PLUGIN_TIMEOUT, "--allow-short-heartbeat-timeout"];
+    let timeout = [
+        "--heartbeat-timeout",
+        PLUGIN_TIMEOUT,
+        "--allow-short-heartbeat-timeout",
+    ];
 
     // (a) Marked by `delete --mark`, no operator running: collected by the
     // real operator once it runs, without its own mark.
     let ours = seed_old(&cluster, Version::Current).await;
     let out = run(
         &gc,
-        &[&["delete", "--yes", "--mark", "--force", "-o", "json"][..], &timeout].concat(),
+        &[
+            &["delete", "--yes", "--mark", "--force", "-o", "json"][..],
+            &timeout,
+        ]
+        .concat(),
     )
     .await;
     assert_exit(&out, 0);
     let r = report(&out);
-    assert_eq!(summary(&r, "marked"), ours.len() as u64, "every unused identity marked");
+    assert_eq!(
+        summary(&r, "marked"),
+        ours.len() as u64,
+        "every unused identity marked"
+    );
     let operator = Operator::up(&cluster, Version::Current, &GC_FLAGS).expect("operator");
     let client = cluster.admin().await;
     let mut left = ours.len();
     for _ in 0..90 {
         let w = World::read(&client).await;
-        left = ours.iter().filter(|n| w.identities.contains_key(*n)).count();
+        left = ours
+            .iter()
+            .filter(|n| w.identities.contains_key(*n))
+            .count();
         if left == 0 {
             break;
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    assert_eq!(left, 0, "the real operator collected every identity --mark marked");
+    assert_eq!(
+        left, 0,
+        "the real operator collected every identity --mark marked"
+    );
     let log = operator.passes();
     assert!(
         log.marked.is_disjoint(&ours),
@@ -200,7 +218,16 @@ async fn heartbeat_marks_both_ways_with_the_current_operator() {
     let scan = |args: &'static [&'static str]| {
         let gc = gc.clone();
         async move {
-            let out = run(&gc, &[&["scan", "-o", "json", "--items", "all"][..], args, &timeout].concat()).await;
+            let out = run(
+                &gc,
+                &[
+                    &["scan", "-o", "json", "--items", "all"][..],
+                    args,
+                    &timeout,
+                ]
+                .concat(),
+            )
+            .await;
             assert_exit(&out, 0);
             report(&out)
         }
@@ -222,9 +249,15 @@ async fn heartbeat_marks_both_ways_with_the_current_operator() {
     operator.restart();
     let after = reasons(&scan(&[]).await);
     let both: BTreeSet<&String> = before.keys().filter(|k| after.contains_key(*k)).collect();
-    assert!(both.len() as f64 >= theirs.len() as f64 * 0.9, "nearly all still there");
+    assert!(
+        both.len() as f64 >= theirs.len() as f64 * 0.9,
+        "nearly all still there"
+    );
     for name in both {
-        assert_eq!(before[name], after[name], "{name} decided alike across the restart");
+        assert_eq!(
+            before[name], after[name],
+            "{name} decided alike across the restart"
+        );
         if theirs.contains(name) {
             assert_eq!(before[name], "stale", "{name}");
         }

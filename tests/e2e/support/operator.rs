@@ -252,7 +252,8 @@ impl GcMetrics {
             if !s.metric.starts_with("cilium_operator_identity_gc_") {
                 continue;
             }
-            let mut labels: Vec<String> = s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let mut labels: Vec<String> =
+                s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
             labels.sort();
             let value = match s.value {
                 prometheus_parse::Value::Counter(v)
@@ -348,7 +349,9 @@ impl Agents {
     /// [`Agents::run`] with the cluster's directory and kubeconfig (for a
     /// spawned task).
     pub async fn run_at(&self, dir: &Path, kubeconfig: &Path, version: Version) -> AgentsSummary {
-        let bin = build(version).expect("cilium built").join("bin/cilium-agents");
+        let bin = build(version)
+            .expect("cilium built")
+            .join("bin/cilium-agents");
         let log = dir.join(format!("agents-{}.log", self.seed));
         let ms = |d: Duration| format!("{}ms", d.as_millis());
         let mut cmd = tokio::process::Command::new(bin);
@@ -430,7 +433,10 @@ impl World {
                     .as_ref()
                     .is_some_and(|a| a.contains_key(HEARTBEAT));
                 let uid = o.metadata.uid.clone().unwrap_or_default();
-                (o.metadata.name.unwrap_or_default(), Ident { app, marked, uid })
+                (
+                    o.metadata.name.unwrap_or_default(),
+                    Ident { app, marked, uid },
+                )
             })
             .collect();
         let used = api(client, Kind::Endpoint, None)

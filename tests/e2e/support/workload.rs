@@ -46,10 +46,17 @@ pub async fn seed_old(cluster: &Cluster, version: Version) -> BTreeSet<String> {
     };
     let s = agents.run(cluster, version).await;
     assert_eq!(s.pods_running, 0, "every old pod ended: {s:?}");
-    assert!(s.new_identities > 50, "the agents allocated identities: {s:?}");
+    assert!(
+        s.new_identities > 50,
+        "the agents allocated identities: {s:?}"
+    );
     let world = World::read(&cluster.admin().await).await;
     let old = world.unused("old");
-    assert_eq!(old.len() as u64, s.new_identities, "one identity per label set used");
+    assert_eq!(
+        old.len() as u64,
+        s.new_identities,
+        "one identity per label set used"
+    );
     old
 }
 
@@ -110,7 +117,10 @@ pub fn spawn_churn(
 
 /// Identities no endpoint uses, of the seeded old ones and the jobs'.
 pub fn stale_now(world: &World, old: &BTreeSet<String>) -> usize {
-    old.iter().filter(|n| world.identities.contains_key(*n)).count() + world.unused("job").len()
+    old.iter()
+        .filter(|n| world.identities.contains_key(*n))
+        .count()
+        + world.unused("job").len()
 }
 
 /// One look at the cluster during the churn.
@@ -195,7 +205,10 @@ pub async fn churn_under_operator(
         let world = World::read(&client).await;
         samples.push(Sample {
             at: start.elapsed(),
-            old_left: old.iter().filter(|n| world.identities.contains_key(*n)).count(),
+            old_left: old
+                .iter()
+                .filter(|n| world.identities.contains_key(*n))
+                .count(),
             stale: stale_now(&world, old),
             passes_ended: operator.passes().passes_ended(),
             successful_runs: operator.metrics().successful_runs(),
@@ -238,7 +251,11 @@ pub async fn plugin_under_churn(
     cmd.arg("--kubeconfig")
         .arg(cluster.gc_kubeconfig())
         .args(["delete", "--yes", "-o", "json"])
-        .args(["--heartbeat-timeout", PLUGIN_TIMEOUT, "--allow-short-heartbeat-timeout"])
+        .args([
+            "--heartbeat-timeout",
+            PLUGIN_TIMEOUT,
+            "--allow-short-heartbeat-timeout",
+        ])
         .args(extra);
     let out = finish(cmd).await;
     let agents = churn.await.expect("agents task");
@@ -286,9 +303,19 @@ impl Verdict {
     /// Nothing in use deleted, every stale identity gone, the report equal
     /// to the server, each conflict re-decided.
     pub fn assert_sound(&self) {
-        assert_eq!(self.exit, Some(0), "the run succeeded: {}", self.report["summary"]);
+        assert_eq!(
+            self.exit,
+            Some(0),
+            "the run succeeded: {}",
+            self.report["summary"]
+        );
         assert_eq!(self.summary("failed"), 0, "{}", self.report["summary"]);
-        assert_eq!(self.summary("notAttempted"), 0, "{}", self.report["summary"]);
+        assert_eq!(
+            self.summary("notAttempted"),
+            0,
+            "{}",
+            self.report["summary"]
+        );
         // Nothing in use was deleted: every endpoint's identity exists.
         assert!(
             self.after.dangling().is_empty(),
@@ -302,7 +329,11 @@ impl Verdict {
             );
         }
         // The report equals the server.
-        for name in self.names_with("deleted").iter().chain(&self.names_with("already-gone")) {
+        for name in self
+            .names_with("deleted")
+            .iter()
+            .chain(&self.names_with("already-gone"))
+        {
             if let Some(now) = self.after.identities.get(name) {
                 assert_ne!(
                     Some(&now.uid),
@@ -312,7 +343,10 @@ impl Verdict {
             }
         }
         for name in &self.names_with("reclaimed") {
-            assert!(self.after.identities.contains_key(name), "{name} reported reclaimed, yet gone");
+            assert!(
+                self.after.identities.contains_key(name),
+                "{name} reported reclaimed, yet gone"
+            );
         }
         // Every stale old identity (no agent uses their label sets any more)
         // the run planned is gone: none was reclaimed.
@@ -323,14 +357,18 @@ impl Verdict {
             .filter_map(|i| i["name"].as_str().map(str::to_string))
             .collect();
         for name in planned.intersection(&self.old) {
-            assert!(!self.after.identities.contains_key(name), "stale {name} left");
+            assert!(
+                !self.after.identities.contains_key(name),
+                "stale {name} left"
+            );
         }
         // Each conflict was re-decided: an item that met a 409 ended
         // deleted, reclaimed or already gone.
         for item in self.items() {
             if item["conflicts"].as_array().is_some_and(|c| !c.is_empty()) {
                 assert!(
-                    ["deleted", "reclaimed", "already-gone"].contains(&item["outcome"].as_str().unwrap_or("")),
+                    ["deleted", "reclaimed", "already-gone"]
+                        .contains(&item["outcome"].as_str().unwrap_or("")),
                     "a conflict was not re-decided: {item}"
                 );
             }
@@ -340,8 +378,16 @@ impl Verdict {
 
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let old_before = self.old.iter().filter(|n| self.before.identities.contains_key(*n)).count();
-        let old_after = self.old.iter().filter(|n| self.after.identities.contains_key(*n)).count();
+        let old_before = self
+            .old
+            .iter()
+            .filter(|n| self.before.identities.contains_key(*n))
+            .count();
+        let old_after = self
+            .old
+            .iter()
+            .filter(|n| self.after.identities.contains_key(*n))
+            .count();
         write!(
             f,
             "kubectl cilium-gc delete: {} deleted ({} re-created since by an agent's allocator), {} already gone, {} reclaimed, {} conflicts re-decided, {} failed; old stale identities {} -> {}; {} unmarked at the plan; {} endpoints left on a deleted identity",
