@@ -22,7 +22,9 @@ async fn real_1_15_operator_passes_end_at_409s_and_the_plugin_deletes_every_stal
         &operator,
         Version::V115,
         &old,
-        Duration::from_secs(75),
+        // 75 s, then on until a pass has ended at a 409 (at most 180 s).
+        (Duration::from_secs(75), Duration::from_secs(180)),
+        |log| log.mark_errors.conflict + log.delete_errors.conflict >= 1,
     )
     .await;
     eprintln!("{run}");

@@ -31,7 +31,8 @@ async fn current_operator_under_the_seeds_workload_skips_409s_on_delete() {
         &operator,
         Version::Current,
         &old,
-        Duration::from_secs(75),
+        (Duration::from_secs(75), Duration::from_secs(75)),
+        |_| true,
     )
     .await;
     eprintln!("{run}");

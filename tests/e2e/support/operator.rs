@@ -342,13 +342,20 @@ impl Agents {
     /// Run the agents of `version` as the cluster's admin until they end;
     /// their log goes to `cluster_dir/agents-<seed>.log`.
     pub async fn run(&self, cluster: &Cluster, version: Version) -> AgentsSummary {
-        self.run_at(cluster.dir(), &cluster.admin_kubeconfig(), version)
+        self.run_at(cluster.dir(), &cluster.admin_kubeconfig(), version, None)
             .await
     }
 
     /// [`Agents::run`] with the cluster's directory and kubeconfig (for a
-    /// spawned task).
-    pub async fn run_at(&self, dir: &Path, kubeconfig: &Path, version: Version) -> AgentsSummary {
+    /// spawned task); when `stop` turns true the agents get SIGTERM, stop
+    /// churning and print their summary.
+    pub async fn run_at(
+        &self,
+        dir: &Path,
+        kubeconfig: &Path,
+        version: Version,
+        stop: Option<tokio::sync::watch::Receiver<bool>>,
+    ) -> AgentsSummary {
         let bin = build(version)
             .expect("cilium built")
             .join("bin/cilium-agents");
@@ -369,7 +376,7 @@ impl Agents {
             .stderr(std::fs::File::create(&log).expect("agents log"))
             .kill_on_drop(true);
         let limit = self.duration + Duration::from_secs(120);
-        let out = tokio::time::timeout(limit, cmd.output())
+        let out = tokio::time::timeout(limit, stoppable(cmd, stop))
             .await
             .expect("the agents ended in time")
             .expect("cilium-agents runs");
@@ -409,14 +416,25 @@ pub struct Ident {
 }
 
 impl World {
-    /// Read it now, as `admin`.
+    /// Read it now, as `admin`. Retries for 30 s: when the operator
+    /// registers its release's CRDs, the server answers 429 "storage is
+    /// (re)initializing" for a moment.
     pub async fn read(client: &kube::Client) -> World {
+        let mut last = None;
+        for _ in 0..60 {
+            match World::try_read(client).await {
+                Ok(w) => return w,
+                Err(e) => last = Some(e),
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        panic!("identities and endpoints could not be listed: {last:?}");
+    }
+
+    async fn try_read(client: &kube::Client) -> Result<World, kube::Error> {
         use crate::support::objects::{api, Kind, HEARTBEAT};
         let lp = kube::api::ListParams::default();
-        let ids = api(client, Kind::Identity, None)
-            .list(&lp)
-            .await
-            .expect("identities listed");
+        let ids = api(client, Kind::Identity, None).list(&lp).await?;
         let identities = ids
             .items
             .into_iter()
@@ -441,14 +459,13 @@ impl World {
             .collect();
         let used = api(client, Kind::Endpoint, None)
             .list(&lp)
-            .await
-            .expect("endpoints listed")
+            .await?
             .items
             .into_iter()
             .filter_map(|o| o.data["status"]["identity"]["id"].as_u64())
             .map(|id| id.to_string())
             .collect();
-        World { identities, used }
+        Ok(World { identities, used })
     }
 
     /// Identities of label sets `<prefix>-N` that no endpoint uses.
@@ -461,14 +478,6 @@ impl World {
             .collect()
     }
 
-    /// Those of them that carry the operator's mark.
-    pub fn marked(&self, prefix: &str) -> BTreeSet<String> {
-        self.unused(prefix)
-            .into_iter()
-            .filter(|n| self.identities[n].marked)
-            .collect()
-    }
-
     /// Identities endpoints use that do not exist: deleted while in use.
     pub fn dangling(&self) -> BTreeSet<String> {
         self.used
@@ -476,5 +485,43 @@ impl World {
             .filter(|id| !self.identities.contains_key(*id))
             .cloned()
             .collect()
+    }
+}
+
+/// Run `cmd` to its end, sending it SIGTERM once `stop` turns true.
+async fn stoppable(
+    mut cmd: tokio::process::Command,
+    stop: Option<tokio::sync::watch::Receiver<bool>>,
+) -> std::io::Result<std::process::Output> {
+    cmd.stdout(std::process::Stdio::piped());
+    let child = cmd.spawn()?;
+    let pid = child.id();
+    let output = child.wait_with_output();
+    tokio::pin!(output);
+    let Some(mut stop) = stop else {
+        return output.await;
+    };
+    tokio::select! {
+        out = &mut output => out,
+        _ = stopped(&mut stop) => {
+            if let Some(pid) = pid {
+                // SAFETY: kill(2) on our own child's pid.
+                unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+            }
+            output.await
+        }
+    }
+}
+
+/// Returns once `stop` is true (never if its sender is gone first).
+async fn stopped(stop: &mut tokio::sync::watch::Receiver<bool>) {
+    loop {
+        let now = *stop.borrow_and_update();
+        if now {
+            return;
+        }
+        if stop.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }

@@ -97,19 +97,21 @@ pub fn churn(duration: Duration, seed: u64) -> [Agents; 2] {
 }
 
 /// Start [`churn`] in the background; the task returns both summaries.
+/// Both groups stop early (SIGTERM) when `stop` turns true.
 pub fn spawn_churn(
     cluster: &Cluster,
     version: Version,
     duration: Duration,
     seed: u64,
+    stop: Option<tokio::sync::watch::Receiver<bool>>,
 ) -> tokio::task::JoinHandle<[AgentsSummary; 2]> {
     let dir = cluster.dir().to_path_buf();
     let kubeconfig = cluster.admin_kubeconfig();
     tokio::spawn(async move {
         let [warm, jobs] = churn(duration, seed);
         let (w, j) = tokio::join!(
-            warm.run_at(&dir, &kubeconfig, version),
-            jobs.run_at(&dir, &kubeconfig, version)
+            warm.run_at(&dir, &kubeconfig, version, stop.clone()),
+            jobs.run_at(&dir, &kubeconfig, version, stop)
         );
         [w, j]
     })
@@ -148,13 +150,6 @@ pub struct ChurnRun {
     pub log: GcLog,
 }
 
-impl ChurnRun {
-    /// Old identities left at the end.
-    pub fn old_left(&self) -> usize {
-        self.samples.last().map_or(self.old, |s| s.old_left)
-    }
-}
-
 impl fmt::Display for ChurnRun {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
@@ -179,6 +174,13 @@ impl fmt::Display for ChurnRun {
                 s.successful_runs
             )?;
         }
+        for (group, a) in [("warm", &self.warm), ("job", &self.jobs)] {
+            writeln!(
+                f,
+                "  agents {group}: {} allocations, {} pods ended, {} allocation errors, {} write errors",
+                a.allocations, a.pods_ended, a.allocation_errors, a.write_errors
+            )?;
+        }
         write!(
             f,
             "  passes ended: mark update {:?}, delete {:?}; 409s on delete skipped: {}",
@@ -187,17 +189,20 @@ impl fmt::Display for ChurnRun {
     }
 }
 
-/// Churn for `duration` under the operator, looking every 5 s at how many
-/// of the old identities are left and how its passes end.
+/// Churn under the operator for `min`, then on until `enough` holds of its
+/// log (at most `max`), looking every 5 s at how many of the old identities
+/// are left and how its passes end.
 pub async fn churn_under_operator(
     cluster: &Cluster,
     operator: &Operator,
     version: Version,
     old: &BTreeSet<String>,
-    duration: Duration,
+    (min, max): (Duration, Duration),
+    enough: impl Fn(&GcLog) -> bool,
 ) -> ChurnRun {
     let client = cluster.admin().await;
-    let churn = spawn_churn(cluster, version, duration, 20);
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let churn = spawn_churn(cluster, version, max, 20, Some(stop_rx));
     let start = Instant::now();
     let mut samples = Vec::new();
     while !churn.is_finished() {
@@ -213,6 +218,9 @@ pub async fn churn_under_operator(
             passes_ended: operator.passes().passes_ended(),
             successful_runs: operator.metrics().successful_runs(),
         });
+        if start.elapsed() >= min && enough(&operator.passes()) {
+            let _ = stop_tx.send(true);
+        }
     }
     let [warm, jobs] = churn.await.expect("agents task");
     ChurnRun {
@@ -244,7 +252,7 @@ pub async fn plugin_under_churn(
     extra: &[&str],
 ) -> Verdict {
     let client = cluster.admin().await;
-    let churn = spawn_churn(cluster, version, Duration::from_secs(30), 30);
+    let churn = spawn_churn(cluster, version, Duration::from_secs(30), 30, None);
     tokio::time::sleep(Duration::from_secs(3)).await;
     let before = World::read(&client).await;
     let mut cmd = plugin();
