@@ -279,15 +279,34 @@ pub async fn plugin_under_churn(
 }
 
 impl Verdict {
-    /// Identities the run deleted that an agent created again under the
-    /// same name (a new uid): Cilium's allocator, holding the key locally
-    /// (allocated, its CiliumEndpoint not written yet), re-creates a master
-    /// key it sees deleted (`WithMasterKeyProtection`).
+    /// Identities the run deleted that are on the server again under the
+    /// same name (a new uid), with the same label set: Cilium's allocator,
+    /// still holding the key locally, re-creates a master key it sees
+    /// deleted (`WithMasterKeyProtection`). (A new uid with another label set
+    /// is a new identity that was given the freed id.)
     pub fn recreated(&self) -> BTreeSet<String> {
         self.names_with("deleted")
             .into_iter()
-            .filter(|n| self.after.identities.contains_key(n))
+            .filter(
+                |n| match (self.before.identities.get(n), self.after.identities.get(n)) {
+                    (Some(b), Some(a)) => a.app == b.app,
+                    _ => false,
+                },
+            )
             .collect()
+    }
+
+    /// Deleted identities whose id a new identity (another label set) took.
+    pub fn id_reused(&self) -> usize {
+        self.names_with("deleted")
+            .into_iter()
+            .filter(
+                |n| match (self.before.identities.get(n), self.after.identities.get(n)) {
+                    (Some(b), Some(a)) => a.app != b.app,
+                    _ => false,
+                },
+            )
+            .count()
     }
 
     /// The report's items.
@@ -366,7 +385,8 @@ impl Verdict {
             .collect();
         for name in planned.intersection(&self.old) {
             assert!(
-                !self.after.identities.contains_key(name),
+                self.after.identities.get(name).map(|i| &i.uid)
+                    != self.before.identities.get(name).map(|i| &i.uid),
                 "stale {name} left"
             );
         }
@@ -398,9 +418,10 @@ impl fmt::Display for Verdict {
             .count();
         write!(
             f,
-            "kubectl cilium-gc delete: {} deleted ({} re-created since by an agent's allocator), {} already gone, {} reclaimed, {} conflicts re-decided, {} failed; old stale identities {} -> {}; {} unmarked at the plan; {} endpoints left on a deleted identity",
+            "kubectl cilium-gc delete: {} deleted ({} re-created since by an agent's allocator, {} ids taken by new identities), {} already gone, {} reclaimed, {} conflicts re-decided, {} failed; old stale identities {} -> {}; {} unmarked at the plan; {} endpoints left on a deleted identity",
             self.summary("deleted"),
             self.recreated().len(),
+            self.id_reused(),
             self.summary("alreadyGone"),
             self.summary("reclaimed"),
             self.summary("conflicts"),
