@@ -507,6 +507,9 @@ pub struct DiagnoseArgs {
     /// and compares its completed passes with its uptime.
     #[arg(long, default_value = "0s", value_parser = parse_duration, value_name = "DURATION")]
     pub operator_metrics_wait: std::time::Duration,
+    /// Clusters diagnosed at the same time with several contexts.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub parallel: u32,
     /// Run against a simulated cluster of this scenario instead of a real one.
     #[cfg(feature = "sim")]
     #[arg(long, hide = true)]
@@ -523,6 +526,8 @@ pub enum SchemaKind {
     FleetReport,
     /// The diagnose report.
     Diagnosis,
+    /// The diagnose report over several contexts.
+    FleetDiagnosis,
 }
 
 /// Flags of schema.

@@ -40,17 +40,6 @@ pub const CLUSTER_LABEL: &str = "cluster";
 /// How long a push may take before it is reported as failed.
 pub const PUSH_TIMEOUT: Duration = Duration::from_secs(15);
 
-/// Every decision reason, in the order they are written.
-const REASONS: [Reason; 7] = [
-    Reason::InUse,
-    Reason::NotLocal,
-    Reason::Filtered,
-    Reason::Unmarked,
-    Reason::MarkTooRecent,
-    Reason::MalformedMark,
-    Reason::Stale,
-];
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabel {
     reason: String,
@@ -119,10 +108,10 @@ fn register_info(reg: &mut Registry, report: &Report) {
 fn register_identities(reg: &mut Registry, report: &Report) {
     let s = &report.summary;
     let reasons = Family::<ReasonLabel, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
-    for r in REASONS {
+    for r in Reason::ALL {
         reasons
             .get_or_create(&ReasonLabel {
-                reason: reason_name(r),
+                reason: r.as_str().to_owned(),
             })
             .set(s.reasons.get(r) as f64);
     }
@@ -139,7 +128,7 @@ fn register_identities(reg: &mut Registry, report: &Report) {
         .saturating_sub(report.options.local_range.min)
         + 1;
     // Every identity has exactly one reason; all but not-local occupy the range.
-    let local = REASONS
+    let local = Reason::ALL
         .iter()
         .filter(|r| **r != Reason::NotLocal)
         .map(|r| s.reasons.get(*r))
@@ -531,14 +520,6 @@ fn mode_name(m: Mode) -> &'static str {
         Mode::Delete => "delete",
         Mode::DryRunServer => "dry-run-server",
     }
-}
-
-/// The reason as the report spells it (`in-use`, `stale`, ...).
-fn reason_name(r: Reason) -> String {
-    serde_json::to_value(r)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

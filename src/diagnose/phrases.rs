@@ -21,6 +21,30 @@ pub fn duplicates(groups: &str, surplus: &str) -> String {
     format!("{groups} ({surplus} surplus identities)")
 }
 
+/// How full the local range is: "local range 256-65535: 1,200 of 65,280
+/// allocated (1.8%), 64,080 free". `dash` joins the range's ends (the
+/// Markdown view typesets an en dash), `emph` marks the allocation (bold
+/// in Markdown).
+pub fn identity_space(
+    sp: &cilium_gc::diagnose::types::IdentitySpace,
+    dash: &str,
+    emph: impl Fn(String) -> String,
+) -> String {
+    use cilium_gc::humanize::thousands;
+    format!(
+        "local range {}{dash}{}: {}, {} free",
+        sp.local_range.min,
+        sp.local_range.max,
+        emph(format!(
+            "{} of {} allocated ({}%)",
+            thousands(sp.allocated),
+            thousands(sp.capacity),
+            sp.utilisation_percent
+        )),
+        thousands(sp.headroom),
+    )
+}
+
 /// The identity states, in the order both views list them, with their
 /// counts (lower case: the Markdown view capitalises).
 pub fn states(st: &cilium_gc::diagnose::types::StateCounts) -> [(&'static str, u64); 7] {

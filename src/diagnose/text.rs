@@ -98,13 +98,8 @@ fn identity_space(o: &mut String, d: &Diagnosis, p: &Paint) {
     let _ = writeln!(o, "\n{}", p.bold("IDENTITY SPACE"));
     let _ = writeln!(
         o,
-        "  local range {}-{}: {} of {} allocated ({}%), {} free  [{}]",
-        sp.local_range.min,
-        sp.local_range.max,
-        thousands(sp.allocated),
-        thousands(sp.capacity),
-        sp.utilisation_percent,
-        thousands(sp.headroom),
+        "  {}  [{}]",
+        phrases::identity_space(sp, "-", |s| s),
         level(p, sp.level)
     );
     for (label, v) in super::phrases::states(st) {
@@ -320,7 +315,7 @@ fn warnings(o: &mut String, d: &Diagnosis, p: &Paint) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cilium_gc::diagnose::analyze::{analyze, IdentityRecord, Input};
+    use cilium_gc::diagnose::{analyze, IdentityRecord, Input};
     use cilium_gc::model::Identity;
     use std::collections::BTreeMap;
 

@@ -81,15 +81,11 @@ fn identity_space_section(o: &mut String, d: &Diagnosis) {
         Level::Critical => "**critical** (95% or more)",
     };
     let _ = writeln!(o, "## Identity space\n");
+    let sentence = crate::diagnose::phrases::identity_space(sp, "–", |s| format!("**{s}**"));
     let _ = writeln!(
         o,
-        "Local range {}–{}: **{} of {} allocated ({}%)**, {} free — {level}.\n",
-        sp.local_range.min,
-        sp.local_range.max,
-        thousands(sp.allocated),
-        thousands(sp.capacity),
-        sp.utilisation_percent,
-        thousands(sp.headroom),
+        "{} — {level}.\n",
+        crate::diagnose::phrases::capitalised(&sentence)
     );
     let mut rows: Vec<Vec<String>> = crate::diagnose::phrases::states(st)
         .iter()

@@ -9,7 +9,7 @@ use http::Method;
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::cluster::{ApiClient, JSON};
+use crate::cluster::{ApiClient, ServerError, JSON};
 use crate::model::{Kind, CILIUM_GROUP};
 use crate::rbac::Permission;
 use crate::report::{Check, CheckName, ConfigSource, ConfigValue};
@@ -487,15 +487,15 @@ pub(crate) async fn fetch_missing_permissions(
 }
 
 /// Whether the server allows `p` now, by SelfSubjectAccessReview (`version`
-/// is the Cilium API version of the resource). `Err` with the answer's
-/// message when the review could not be made.
+/// is the Cilium API version of the resource). `Err` with the answer (its
+/// status code and message) when the review could not be made.
 pub(crate) async fn review(
     api: &ApiClient,
     p: &Permission,
     version: &str,
     cilium_namespace: &str,
     max_retries: u32,
-) -> Result<bool, String> {
+) -> Result<bool, ServerError> {
     let mut attrs = json!({"group": p.group, "resource": p.resource, "verb": p.verb});
     if p.namespaced {
         attrs["namespace"] = json!(cilium_namespace);
@@ -516,10 +516,10 @@ pub(crate) async fn review(
             max_retries,
         )
         .await;
-    match (&a.class, a.json::<Review>()) {
-        (Class::Success, Ok(r)) => Ok(r.status.allowed),
-        _ => Err(a.message),
+    if let (Class::Success, Ok(r)) = (&a.class, a.json::<Review>()) {
+        return Ok(r.status.allowed);
     }
+    Err(a.into_error())
 }
 
 #[derive(Deserialize)]

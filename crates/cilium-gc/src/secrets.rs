@@ -22,15 +22,6 @@ pub(crate) const REDACTED: &str = "<redacted>";
 
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
-/// The kubeconfig's exec plugin command, as configured.
-static EXEC_PROGRAM: RwLock<Option<String>> = RwLock::new(None);
-
-/// Remember the exec plugin's command, to name it in errors (kube's error
-/// text is not parsed reliably: its env values are quoted JSON).
-pub(crate) fn set_exec_program(command: &str) {
-    *EXEC_PROGRAM.write().unwrap_or_else(|e| e.into_inner()) = Some(command.to_owned());
-}
-
 /// Remember a credential for the rest of the process. An argument shaped
 /// `--flag=value` also registers its value.
 pub(crate) fn register(value: &str) {
@@ -67,13 +58,23 @@ pub(crate) fn scrub(text: &str) -> String {
 /// authentication error anywhere in it is described by [`auth_message`]
 /// alone, and registered credentials are scrubbed from the rest.
 pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    describe_with(e, None)
+}
+
+/// [`describe`], naming `exec_program` (the exec plugin command the
+/// client was configured with) in an exec plugin's failure; without it
+/// the program is read from kube's error text.
+pub(crate) fn describe_with(
+    e: &(dyn std::error::Error + 'static),
+    exec_program: Option<&str>,
+) -> String {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(c) = cur {
         if let Some(auth) = c.downcast_ref::<AuthError>() {
-            return auth_message(auth);
+            return auth_message(auth, exec_program);
         }
         if let Some(kube::Error::Auth(auth)) = c.downcast_ref::<kube::Error>() {
-            return auth_message(auth);
+            return auth_message(auth, exec_program);
         }
         cur = c.source();
     }
@@ -93,10 +94,9 @@ pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
 /// An authentication failure, named without its secrets: for an exec
 /// plugin, the command (its first word; never arguments, env or output)
 /// and exit status.
-pub(crate) fn auth_message(e: &AuthError) -> String {
+pub(crate) fn auth_message(e: &AuthError, configured: Option<&str>) -> String {
     match e {
         AuthError::AuthExecRun { cmd, out } => {
-            let configured = EXEC_PROGRAM.read().unwrap_or_else(|e| e.into_inner()).clone();
             let program = configured.map_or_else(|| exec_program(cmd), |p| format!("{p:?}"));
             let status = match out.status.code() {
                 Some(c) => format!("exit status {c}"),
@@ -165,7 +165,7 @@ mod tests {
             cmd: r#"VAULT_TOKEN="hvs.secret" "/bin/plugin" "--oidc-client-secret=zz""#.into(),
             out: Box::new(out),
         };
-        let m = auth_message(&e);
+        let m = auth_message(&e, None);
         assert!(
             m.contains("/bin/plugin") && m.contains("exit status 7"),
             "{m}"
@@ -173,5 +173,10 @@ mod tests {
         for secret in ["hvs.secret", "zz", "token-printed", "more"] {
             assert!(!m.contains(secret), "{m}");
         }
+        // The client's own configured program wins over kube's text (a
+        // fleet: each cluster's errors name its own plugin).
+        let m = auth_message(&e, Some("/opt/cluster-b/plugin"));
+        assert!(m.contains("\"/opt/cluster-b/plugin\""), "{m}");
+        assert!(!m.contains("/bin/plugin"), "{m}");
     }
 }

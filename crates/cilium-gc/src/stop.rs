@@ -33,6 +33,24 @@ pub enum StopReason {
     InternalError,
 }
 
+impl StopReason {
+    /// The exit this stop imposes on whatever was running: a signal's, or
+    /// a bug's. `None` for the stops a run reports as its own outcome
+    /// (permission lost, usage lost, an unreadable endpoint): it keeps its
+    /// exit then. The one mapping for the run, the fleet and diagnose.
+    pub fn exit(self) -> Option<crate::exit::Exit> {
+        use crate::exit::Exit;
+        match self {
+            StopReason::Interrupt => Some(Exit::Interrupted),
+            StopReason::Terminate => Some(Exit::Terminated),
+            StopReason::InternalError => Some(Exit::Unexpected),
+            StopReason::PermissionLost | StopReason::UsageLost | StopReason::UnreadableEndpoint => {
+                None
+            }
+        }
+    }
+}
+
 /// How long a write already sent when the run stops may take to be
 /// answered before it is given up (and reported as possibly applied).
 pub(crate) const IN_FLIGHT_GRACE: Duration = Duration::from_millis(1500);
@@ -126,6 +144,21 @@ impl Stop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::Exit;
+
+    #[test]
+    fn only_signals_and_bugs_impose_an_exit() {
+        assert_eq!(StopReason::Interrupt.exit(), Some(Exit::Interrupted));
+        assert_eq!(StopReason::Terminate.exit(), Some(Exit::Terminated));
+        assert_eq!(StopReason::InternalError.exit(), Some(Exit::Unexpected));
+        for r in [
+            StopReason::PermissionLost,
+            StopReason::UsageLost,
+            StopReason::UnreadableEndpoint,
+        ] {
+            assert_eq!(r.exit(), None, "{r:?}");
+        }
+    }
 
     #[tokio::test]
     async fn first_reason_wins_and_waiters_wake() {

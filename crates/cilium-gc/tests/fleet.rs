@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cilium_gc::exit::Exit;
-use cilium_gc::fleet::{
-    run_fleet, ClusterErrorReason, ClusterStatus, FleetObserver, FleetSettings,
-};
+use cilium_gc::fleet::{run_fleet, ClusterFailure, ClusterStatus, FleetObserver, FleetSettings};
 use cilium_gc::gc::PendingWrites;
 use cilium_gc::report::{AbortReason, Mode, Outcome};
 use cilium_gc::settings::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
@@ -164,7 +162,7 @@ async fn no_or_nobody_to_ask_deletes_nothing_anywhere() {
             assert_eq!(e.status, ClusterStatus::Failed);
             assert_eq!(
                 e.error.as_ref().unwrap().reason,
-                ClusterErrorReason::NotConfirmed
+                ClusterFailure::Aborted(AbortReason::NotConfirmed)
             );
             let r = e.report.as_ref().unwrap();
             assert_eq!(
@@ -220,7 +218,7 @@ async fn max_deletions_applies_to_each_cluster_on_its_own() {
     assert_eq!(b.exit_code, Exit::BlastRadius.code());
     assert_eq!(
         b.error.as_ref().unwrap().reason,
-        ClusterErrorReason::BlastRadius
+        ClusterFailure::Aborted(AbortReason::BlastRadius)
     );
     assert_eq!(
         f.names()[1],

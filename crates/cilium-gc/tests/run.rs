@@ -155,7 +155,13 @@ async fn delete_removes_exactly_the_stale_identities() {
     let ledger = c.sim.ledger();
     assert_eq!(ledger.deletes.len(), stale.len());
     assert_eq!(ledger.unsafe_deletes().count(), 0);
-    assert!(ledger.deletes.iter().all(|d| d.preconditions));
+    assert!(
+        ledger.deletes.iter().all(|d| d.preconditions),
+        "every delete carries preconditions"
+    );
+    assert_eq!(report.summary.deleted as usize, stale.len());
+    assert_eq!(report.summary.candidates, report.summary.deleted);
+    assert_eq!(report.exit_code, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -3,39 +3,16 @@
 pub mod cluster;
 pub mod objects;
 pub mod runs;
+/// The real Pushgateway (and krew, promtool), shared with the integration suite.
+#[path = "../../it/support/tools.rs"]
+pub mod tools;
 
-use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
 use serde_json::Value;
 
-/// A path inside the repository.
-pub fn repo_path(relative: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
-}
-
-/// Whether `CI=true`: in CI a test whose tool is missing fails.
-pub fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true"))
-}
-
-/// Whether `tool` can be run. In CI a missing tool fails the test; on a
-/// developer's machine it says SKIPPING and the caller returns.
-pub fn tool_or_skip(tool: &str, what: &str) -> bool {
-    let found = std::process::Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        assert!(
-            !in_ci(),
-            "{tool} not found and CI=true: {what} cannot run (.ci/run installs it)"
-        );
-        eprintln!("{tool} not found: SKIPPING {what} (.ci/run installs it)");
-    }
-    found
-}
+pub use cilium_gc_testkit::{repo_path, tool_or_skip};
 
 /// Every run of the plugin gives up after this long rather than hang CI.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(300);

@@ -99,7 +99,7 @@ fn full_example() -> diagnose::Diagnosis {
         server: Some("https://127.0.0.1:6443".into()),
         context: Some("sim".into()),
         redacted: false,
-        workloads: Some(diagnose::gc_health::Workloads {
+        workloads: Some(diagnose::input::Workloads {
             operator_images: vec!["quay.io/cilium/operator-generic:v1.15.6".into()],
             agent_images: vec!["quay.io/cilium/cilium:v1.15.6".into()],
             operator_pods: vec![diagnose::types::OperatorPodStatus {

@@ -17,11 +17,7 @@ pub(crate) use serde_json::{json, Value};
 pub(crate) const IDS: &str = "/apis/cilium.io/v2/ciliumidentities";
 pub(crate) const LIMIT: Duration = Duration::from_secs(60);
 
-/// Whether `CI=true`: in CI a test whose tool is missing fails, since
-/// `.ci/run` installs every tool; only a developer's machine may skip.
-pub(crate) fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true"))
-}
+pub(crate) use cilium_gc_testkit::in_ci;
 
 /// Fail, showing stderr, unless the command succeeded.
 pub(crate) fn assert_ok(out: &std::process::Output) {

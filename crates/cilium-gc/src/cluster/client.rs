@@ -17,7 +17,8 @@ use crate::stats::Stats;
 use crate::watch_tap::{WatchTap, WatchTapLayer};
 
 use super::clock::ServerClock;
-use super::kubeconfig::{load_config, ConnectError, Endpoint};
+use super::error::ConnectError;
+use super::kubeconfig::{load_config, Endpoint};
 
 /// The whole cause chain on one line, with no credential in it (see
 /// `crate::secrets::describe`).
@@ -133,6 +134,10 @@ pub struct ApiClient {
     pub backoff: Backoff,
     /// Which endpoint watch streams are open (usage freshness).
     pub(crate) watch_tap: WatchTap,
+    /// The kubeconfig's exec credential plugin, as configured: named in
+    /// this client's authentication errors (each cluster of a fleet has
+    /// its own; kube's error text is not parsed reliably).
+    exec_program: Option<Arc<str>>,
 }
 
 /// Content type of a JSON body.
@@ -159,6 +164,7 @@ impl ApiClient {
             clock: Arc::new(ServerClock::new()),
             stats,
             backoff: Backoff::default(),
+            exec_program: None,
         }
     }
 
@@ -168,15 +174,20 @@ impl ApiClient {
         stats: Arc<Stats>,
     ) -> Result<(ApiClient, Endpoint), ConnectError> {
         let (config, endpoint) = load_config(args).await?;
+        let exec_program = config
+            .auth_info
+            .exec
+            .as_ref()
+            .and_then(|e| e.command.as_deref())
+            .map(Arc::from);
         let tap = WatchTap::default();
         let client = kube::client::ClientBuilder::try_from(config)
             .map_err(ConnectError::Client)?
             .with_layer(&WatchTapLayer(tap.clone()))
             .build();
-        Ok((
-            ApiClient::new(client, tap, endpoint.timeout, stats),
-            endpoint,
-        ))
+        let mut api = ApiClient::new(client, tap, endpoint.timeout, stats);
+        api.exec_program = exec_program;
+        Ok((api, endpoint))
     }
 
     /// The kube client, for kube-runtime watchers.
@@ -227,7 +238,7 @@ impl ApiClient {
     async fn exchange(&self, req: Request<kube::client::Body>) -> Answer {
         let res = match self.client.send(req).await {
             Ok(r) => r,
-            Err(e) => return transport_failure(&e),
+            Err(e) => return self.transport_failure(&e),
         };
         let local = Timestamp::now();
         let code = res.status().as_u16();
@@ -267,7 +278,7 @@ impl ApiClient {
                     unsent: false,
                 }
             }
-            Err(e) => return transport_failure(&*e),
+            Err(e) => return self.transport_failure(&*e),
         };
         interpret(code, retry_after.as_deref(), location.as_deref(), body)
     }
@@ -380,13 +391,17 @@ fn interpret(code: u16, retry_after: Option<&str>, location: Option<&str>, body:
 /// something posing as it) is not sending a Kubernetes list.
 pub(crate) const MAX_BODY_BYTES: usize = 256 << 20;
 
-fn transport_failure(e: &(dyn std::error::Error + 'static)) -> Answer {
-    Answer {
-        code: 0,
-        class: Class::Transient { retry_after: None },
-        body: Bytes::new(),
-        message: error_chain(e),
-        unsent: connection_refused(e),
+impl ApiClient {
+    /// A request that got no answer; an authentication failure names this
+    /// client's exec plugin.
+    fn transport_failure(&self, e: &(dyn std::error::Error + 'static)) -> Answer {
+        Answer {
+            code: 0,
+            class: Class::Transient { retry_after: None },
+            body: Bytes::new(),
+            message: crate::secrets::describe_with(e, self.exec_program.as_deref()),
+            unsent: connection_refused(e),
+        }
     }
 }
 

@@ -11,72 +11,8 @@ use kube::Config;
 
 use crate::settings::ConnectSettings;
 
-use super::proxy::{cluster_proxy_url, resolve_proxy};
-
-/// Failures to set up a connection. All are configuration errors (exit 2).
-#[derive(Debug, thiserror::Error)]
-pub enum ConnectError {
-    /// The kubeconfig could not be read or used. Displayed through
-    /// `crate::secrets::describe`, as an exec plugin's failure carries
-    /// its env, arguments and output.
-    #[error(
-        "kubeconfig: {}{}",
-        .path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default(),
-        crate::secrets::describe(.source)
-    )]
-    Kubeconfig {
-        /// The file given with `--kubeconfig`, if one was.
-        path: Option<std::path::PathBuf>,
-        /// Why it could not be read or used.
-        #[source]
-        source: kube::config::KubeconfigError,
-    },
-    /// No kubeconfig and not inside a pod.
-    #[error("no kubeconfig found ($KUBECONFIG, ~/.kube/config) and not running in a pod; pass --kubeconfig or --server")]
-    NoConfig,
-    /// A URL (`--server`, a proxy) does not parse.
-    #[error("{what}: {raw:?} is not a URL: {source}")]
-    Url {
-        /// Which setting: the flag, or where the proxy came from.
-        what: &'static str,
-        /// The value as given.
-        raw: String,
-        /// Why it is not a URL.
-        #[source]
-        source: http::uri::InvalidUri,
-    },
-    /// The `--certificate-authority` file cannot be read.
-    #[error("--certificate-authority: {}: {source}", .path.display())]
-    CertificateAuthority {
-        /// The file.
-        path: PathBuf,
-        /// Why it cannot be read.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The `--certificate-authority` file holds no usable certificate.
-    #[error("--certificate-authority: {}: {source}", .path.display())]
-    CertificateBundle {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with its content.
-        #[source]
-        source: PemError,
-    },
-    /// A flag value is unusable.
-    #[error("{flag}: {problem}")]
-    Flag {
-        /// The flag.
-        flag: &'static str,
-        /// What is wrong.
-        problem: String,
-    },
-    /// The HTTP client could not be built.
-    /// (Displayed through `crate::secrets::describe`: kube's own text of
-    /// an exec-plugin failure carries its env, arguments and output.)
-    #[error("cannot build the Kubernetes client: {}", crate::secrets::describe(.0))]
-    Client(#[source] kube::Error),
-}
+use super::error::{ConnectError, PemError};
+use super::proxy::resolve_proxy;
 
 /// Where we are connected, for the report (never a credential).
 #[derive(Debug, Clone, Default)]
@@ -232,9 +168,6 @@ fn register_credentials(config: &Config) {
         crate::secrets::register(s.expose_secret());
     }
     if let Some(exec) = &a.exec {
-        if let Some(c) = &exec.command {
-            crate::secrets::set_exec_program(c);
-        }
         for arg in exec.args.iter().flatten() {
             crate::secrets::register(arg);
         }
@@ -331,15 +264,30 @@ fn apply_overrides(config: &mut Config, args: &ConnectSettings) -> Result<(), Co
     Ok(())
 }
 
-/// What is wrong with a certificate bundle.
-#[derive(Debug, thiserror::Error)]
-pub enum PemError {
-    /// The PEM reader refused it.
-    #[error("not a PEM certificate bundle: {0}")]
-    NotPem(#[source] rustls_pki_types::pem::Error),
-    /// It is PEM, with no certificate in it.
-    #[error("no certificate found")]
-    Empty,
+/// The `proxy-url` of the kubeconfig cluster the flags select.
+fn cluster_proxy_url(
+    k: &Kubeconfig,
+    args: &ConnectSettings,
+    context: Option<&str>,
+) -> Option<String> {
+    let cluster = match &args.cluster {
+        Some(c) => c.clone(),
+        None => {
+            let ctx = k
+                .contexts
+                .iter()
+                .find(|c| Some(c.name.as_str()) == context)?;
+            ctx.context.as_ref()?.cluster.clone()
+        }
+    };
+    k.clusters
+        .iter()
+        .find(|c| c.name == cluster)?
+        .cluster
+        .as_ref()?
+        .proxy_url
+        .clone()
+        .filter(|p| !p.trim().is_empty())
 }
 
 /// DER certificates from a PEM bundle (rustls-pki-types' PEM reader).

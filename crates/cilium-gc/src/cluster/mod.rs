@@ -8,11 +8,13 @@
 //! retry is ours, so the report can count it.
 //!
 //! Split the way kube-client splits its `config`: `kubeconfig` (the
-//! kubeconfig, flags and credentials), `proxy` (proxy rules), `clock`
-//! (the server's clock) and `client` (the raw request path).
+//! kubeconfig, flags and credentials), `proxy` (proxy rules), `error` (why
+//! a connection could not be set up, used by both), `clock` (the server's
+//! clock) and `client` (the raw request path).
 
 mod client;
 mod clock;
+mod error;
 mod kubeconfig;
 mod proxy;
 
@@ -20,4 +22,5 @@ pub use crate::watch_tap::WatchTap;
 pub use client::{error_chain, Answer, ApiClient, ServerError, JSON};
 pub(crate) use client::{FIELD_MANAGER, MERGE_PATCH};
 pub use clock::ServerClock;
-pub use kubeconfig::{kubeconfig_contexts, request_timeout, ConnectError, Endpoint, PemError};
+pub use error::{ConnectError, PemError};
+pub use kubeconfig::{kubeconfig_contexts, request_timeout, Endpoint};

@@ -3,37 +3,7 @@
 //! the server (host names, domains, IPs and CIDRs, as Go's httpproxy reads
 //! them).
 
-use kube::config::Kubeconfig;
-
-use crate::settings::ConnectSettings;
-
-use super::kubeconfig::ConnectError;
-
-/// The `proxy-url` of the kubeconfig cluster the flags select.
-pub(super) fn cluster_proxy_url(
-    k: &Kubeconfig,
-    args: &ConnectSettings,
-    context: Option<&str>,
-) -> Option<String> {
-    let cluster = match &args.cluster {
-        Some(c) => c.clone(),
-        None => {
-            let ctx = k
-                .contexts
-                .iter()
-                .find(|c| Some(c.name.as_str()) == context)?;
-            ctx.context.as_ref()?.cluster.clone()
-        }
-    };
-    k.clusters
-        .iter()
-        .find(|c| c.name == cluster)?
-        .cluster
-        .as_ref()?
-        .proxy_url
-        .clone()
-        .filter(|p| !p.trim().is_empty())
-}
+use super::error::ConnectError;
 
 /// The proxy to use, as kubectl chooses it: the kubeconfig cluster's
 /// `proxy-url` when set; else `HTTPS_PROXY` (`HTTP_PROXY` for an
@@ -155,5 +125,128 @@ fn in_cidr(ip: std::net::IpAddr, net: std::net::IpAddr, bits: u32) -> bool {
             u128::from(a) & mask == u128::from(b) & mask
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn uri(s: &str) -> http::Uri {
+        s.parse().unwrap()
+    }
+
+    fn covers(no_proxy: &str, server: &str) -> bool {
+        no_proxy_matches(no_proxy, &uri(server))
+    }
+
+    #[test]
+    fn star_covers_every_server() {
+        assert!(covers("*", "https://anything.example:6443"));
+        assert!(covers("foo, *", "https://[::1]:6443"));
+        assert!(!covers("", "https://a.example"));
+        assert!(!covers(" , ", "https://a.example"));
+    }
+
+    #[test]
+    fn host_names_and_domains() {
+        assert!(covers("api.example.com", "https://api.example.com:6443"));
+        assert!(covers("API.Example.com", "https://api.example.com"));
+        // A bare domain or a leading dot or `*.` covers subdomains.
+        assert!(covers("example.com", "https://api.example.com"));
+        assert!(covers(".example.com", "https://api.example.com"));
+        assert!(covers("*.example.com", "https://api.example.com"));
+        assert!(covers(".example.com", "https://example.com"));
+        // Not a suffix on a label boundary.
+        assert!(!covers("ample.com", "https://api.example.com"));
+        assert!(!covers("other.com", "https://api.example.com"));
+    }
+
+    #[test]
+    fn ports_must_match_when_given() {
+        assert!(covers(
+            "api.example.com:6443",
+            "https://api.example.com:6443"
+        ));
+        assert!(!covers(
+            "api.example.com:443",
+            "https://api.example.com:6443"
+        ));
+        // The scheme's default port when the URL names none.
+        assert!(covers("api.example.com:443", "https://api.example.com"));
+        assert!(covers("api.example.com:80", "http://api.example.com"));
+        assert!(!covers("api.example.com:443", "http://api.example.com"));
+        assert!(covers("127.0.0.1:6443", "https://127.0.0.1:6443"));
+        assert!(!covers("127.0.0.1:6444", "https://127.0.0.1:6443"));
+    }
+
+    #[test]
+    fn ipv4_addresses_and_cidrs() {
+        assert!(covers("127.0.0.1", "https://127.0.0.1:6443"));
+        assert!(!covers("127.0.0.2", "https://127.0.0.1:6443"));
+        assert!(covers("127.0.0.0/8", "https://127.1.2.3:6443"));
+        assert!(covers("10.0.0.0/24", "https://10.0.0.255"));
+        assert!(!covers("10.0.0.0/24", "https://10.0.1.0"));
+        assert!(covers("10.0.0.7/32", "https://10.0.0.7"));
+        assert!(!covers("10.0.0.7/32", "https://10.0.0.8"));
+        assert!(covers("0.0.0.0/0", "https://192.0.2.1"));
+        // A CIDR never matches a host name, nor an address of the other family.
+        assert!(!covers("127.0.0.0/8", "https://localhost"));
+        assert!(!covers("127.0.0.0/8", "https://[::1]"));
+        // Malformed prefix lengths match nothing.
+        assert!(!covers("10.0.0.0/33", "https://10.0.0.1"));
+        assert!(!covers("10.0.0.0/x", "https://10.0.0.1"));
+    }
+
+    #[test]
+    fn ipv6_addresses_and_cidrs() {
+        assert!(covers("::1", "https://[::1]:6443"));
+        assert!(covers("[::1]", "https://[::1]:6443"));
+        assert!(covers("[::1]:6443", "https://[::1]:6443"));
+        assert!(!covers("[::1]:443", "https://[::1]:6443"));
+        // Written differently, the same address.
+        assert!(covers("0:0:0:0:0:0:0:1", "https://[::1]"));
+        assert!(covers("fd00::/8", "https://[fd12:3456::1]:6443"));
+        assert!(!covers("fd00::/8", "https://[fe80::1]"));
+        assert!(covers("::/0", "https://[2001:db8::1]"));
+        assert!(covers("2001:db8::/128", "https://[2001:db8::]"));
+        assert!(!covers("2001:db8::/129", "https://[2001:db8::]"));
+        assert!(!covers("::1", "https://127.0.0.1"));
+    }
+
+    #[test]
+    fn proxy_choice_follows_kubectl() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| (*v).to_owned())
+            }
+        };
+        let server = uri("https://127.0.0.1:6443");
+        // kubeconfig proxy-url wins over the environment and NO_PROXY.
+        let e = env(&[("HTTPS_PROXY", "http://env:3128"), ("NO_PROXY", "*")]);
+        let p = resolve_proxy(Some("socks5://kc:1080"), &server, &e).unwrap();
+        assert_eq!(p.unwrap().host(), Some("kc"));
+        // HTTPS_PROXY for an https server, unless NO_PROXY covers it.
+        let p = resolve_proxy(None, &server, &e).unwrap();
+        assert_eq!(p, None);
+        let e = env(&[
+            ("https_proxy", "http://env:3128"),
+            ("no_proxy", "10.0.0.0/8"),
+        ]);
+        let p = resolve_proxy(None, &server, &e).unwrap();
+        assert_eq!(p.unwrap().host(), Some("env"));
+        // HTTP_PROXY for an http server; HTTPS_PROXY is not read then.
+        let e = env(&[("HTTPS_PROXY", "http://s:1")]);
+        assert_eq!(resolve_proxy(None, &uri("http://h"), &e).unwrap(), None);
+        let e = env(&[("HTTP_PROXY", "http://p:1"), ("HTTPS_PROXY", "  ")]);
+        let p = resolve_proxy(None, &uri("http://h"), &e).unwrap();
+        assert_eq!(p.unwrap().host(), Some("p"));
+        assert_eq!(resolve_proxy(None, &server, &e).unwrap(), None, "blank");
+        // Unsupported schemes are a clear error.
+        let e = env(&[("HTTPS_PROXY", "ftp://p:1")]);
+        assert!(resolve_proxy(None, &server, &e).is_err());
+        assert!(resolve_proxy(Some("p:1"), &server, &e).is_err());
     }
 }

@@ -43,11 +43,10 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::analyze::{agent_like, IdentityRecord};
+use super::input::{agent_like, IdentityRecord, Workloads};
 use super::types::{
     AgeBucket, CiliumWorkloads, DefectStatus, Finding, FindingCode, GcHealth, KnownDefect,
-    NamespaceCount, OperatorGcMetrics, OperatorMetricsRead, OperatorPodStatus, PassEvidence,
-    PassVerdict, Severity,
+    NamespaceCount, OperatorGcMetrics, OperatorPodStatus, PassEvidence, PassVerdict, Severity,
 };
 use crate::humanize::human_duration;
 
@@ -60,26 +59,6 @@ pub(crate) const AGENT_RECENT: Duration = Duration::from_secs(15 * 60);
 /// Longer than any pod takes to start: an identity this old that no
 /// endpoint uses is not one a starting pod is about to use.
 pub(crate) const POD_START: Duration = Duration::from_secs(10 * 60);
-
-/// What `diagnose` read of the Cilium workloads; `problem` says why not,
-/// when it could not (the permission is optional).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Workloads {
-    /// Images of the cilium-operator Deployment.
-    pub operator_images: Vec<String>,
-    /// Images of the cilium DaemonSet.
-    pub agent_images: Vec<String>,
-    /// The operator's pods.
-    pub operator_pods: Vec<OperatorPodStatus>,
-    /// Why some of it could not be read.
-    pub problem: Option<String>,
-    /// The operator pods' metrics as read through the pod proxy, not yet
-    /// judged; empty when no running operator pod was found.
-    pub metrics: Vec<OperatorMetricsRead>,
-    /// `--identity-gc-interval` from the operator pods' arguments, which
-    /// wins over cilium-config's.
-    pub gc_interval_arg: Option<Duration>,
-}
 
 /// `major.minor.patch` of an image tag like `quay.io/cilium/cilium:v1.15.6@sha256:..`.
 pub(crate) fn image_version(image: &str) -> Option<(u64, u64, u64)> {

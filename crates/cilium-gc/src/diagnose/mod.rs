@@ -14,6 +14,7 @@
 
 pub mod analyze;
 pub mod gc_health;
+pub mod input;
 pub(crate) mod operator_metrics;
 pub mod redact;
 pub mod types;
@@ -24,7 +25,8 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-pub use analyze::{analyze, IdentityRecord, Input};
+pub use analyze::analyze;
+pub use input::{IdentityRecord, Input};
 pub use types::{schema, Diagnosis};
 
 use crate::cluster::{ApiClient, ConnectError};
@@ -261,9 +263,9 @@ pub async fn collect(
 /// optional permission, like `cilium-config`: what cannot be read is said
 /// in `problem` and the diagnosis goes on without it.
 #[tracing::instrument(skip(api))]
-pub(crate) async fn fetch_workloads(api: &ApiClient, namespace: &str) -> gc_health::Workloads {
+pub(crate) async fn fetch_workloads(api: &ApiClient, namespace: &str) -> input::Workloads {
     use crate::retry::Class;
-    let mut w = gc_health::Workloads::default();
+    let mut w = input::Workloads::default();
     let mut problems = Vec::new();
     let mut read = |what: &str, a: &crate::cluster::Answer| -> bool {
         match a.class {
@@ -408,7 +410,7 @@ async fn read_operator_metrics(
     config: Option<&BTreeMap<String, String>>,
     wait: std::time::Duration,
     stop: &Stop,
-    w: &mut gc_health::Workloads,
+    w: &mut input::Workloads,
 ) {
     let default_port = config
         .and_then(|c| c.get("operator-prometheus-serve-addr"))

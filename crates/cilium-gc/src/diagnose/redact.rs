@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use ring::hmac;
 
-use super::analyze::Input;
+use super::input::Input;
 
 /// Hex digits of every token: 64 bits.
 pub(crate) const TOKEN_DIGITS: usize = 16;
@@ -193,7 +193,7 @@ fn hide_values(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::analyze::{analyze, IdentityRecord};
+    use crate::diagnose::{analyze, IdentityRecord};
     use crate::model::Identity;
 
     fn record(id: u64, ns: &str, job: &str) -> IdentityRecord {

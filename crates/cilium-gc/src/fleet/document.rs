@@ -172,54 +172,42 @@ pub struct ClusterEntry {
 #[serde(rename_all = "camelCase")]
 pub struct ClusterError {
     /// The category.
-    pub reason: ClusterErrorReason,
+    pub reason: ClusterFailure,
     /// A one-line explanation for humans.
     pub message: String,
 }
 
-/// Categories of a cluster's failure: the report's abort reasons, plus the
-/// two only a fleet has.
+/// Why a cluster failed: its run's own abort reason (the same words the
+/// single-cluster report's `aborted.reason` uses), or one only a fleet has.
+/// Serialized as the bare kebab-case word either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ClusterFailure {
+    /// The cluster's run aborted, for this reason.
+    Aborted(AbortReason),
+    /// The cluster failed in a way only a fleet run has.
+    Fleet(FleetReason),
+}
+
+/// The failures only a fleet run has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum ClusterErrorReason {
-    /// A preflight check refused the run before any write (missing CRD,
-    /// kvstore mode, missing permission, rejected credentials).
-    PreflightRefused,
-    /// Permission was lost during the run (401/403).
-    PermissionLost,
-    /// Candidates exceeded `--max-deletions` or `--max-percent`.
-    BlastRadius,
-    /// SIGINT or SIGTERM.
-    Interrupted,
-    /// Confirmation was declined or not possible.
-    NotConfirmed,
-    /// The server could not be reached, or the list or usage could not be read.
-    ReadFailed,
-    /// Endpoint usage stayed unknown for the stall limit.
-    UsageLost,
-    /// An unexpected error.
-    Unexpected,
-    /// A bug in this tool (a panic).
-    InternalError,
+pub enum FleetReason {
     /// The run finished, but some candidates could not be deleted.
     ItemsFailed,
     /// The fleet run was stopped before this cluster's run started.
     NotStarted,
 }
 
-impl From<AbortReason> for ClusterErrorReason {
+impl From<AbortReason> for ClusterFailure {
     fn from(r: AbortReason) -> Self {
-        match r {
-            AbortReason::PreflightRefused => ClusterErrorReason::PreflightRefused,
-            AbortReason::PermissionLost => ClusterErrorReason::PermissionLost,
-            AbortReason::BlastRadius => ClusterErrorReason::BlastRadius,
-            AbortReason::Interrupted => ClusterErrorReason::Interrupted,
-            AbortReason::NotConfirmed => ClusterErrorReason::NotConfirmed,
-            AbortReason::ReadFailed => ClusterErrorReason::ReadFailed,
-            AbortReason::UsageLost => ClusterErrorReason::UsageLost,
-            AbortReason::Unexpected => ClusterErrorReason::Unexpected,
-            AbortReason::InternalError => ClusterErrorReason::InternalError,
-        }
+        ClusterFailure::Aborted(r)
+    }
+}
+
+impl From<FleetReason> for ClusterFailure {
+    fn from(r: FleetReason) -> Self {
+        ClusterFailure::Fleet(r)
     }
 }
 
@@ -288,9 +276,9 @@ impl ClusterEntry {
             error: report.aborted.as_ref().map(ClusterError::from).or_else(|| {
                 (exit != Exit::Success).then(|| ClusterError {
                     reason: if report.summary.failed > 0 {
-                        ClusterErrorReason::ItemsFailed
+                        FleetReason::ItemsFailed.into()
                     } else {
-                        ClusterErrorReason::Unexpected
+                        AbortReason::Unexpected.into()
                     },
                     message: format!(
                         "finished with exit code {}: {} of {} candidates could not be deleted",
@@ -318,7 +306,7 @@ impl ClusterEntry {
             status: ClusterStatus::NotStarted,
             exit_code: exit.code(),
             error: Some(ClusterError {
-                reason: ClusterErrorReason::NotStarted,
+                reason: FleetReason::NotStarted.into(),
                 message: "stopped by signal before this cluster's run started: nothing was read or written".into(),
             }),
             identity_space: None,

@@ -140,3 +140,123 @@ impl Observer for GatedObserver {
         answer
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::thread;
+
+    use super::*;
+    use crate::stop::StopReason;
+
+    /// Answers `answer` and remembers every question.
+    struct Asker {
+        answer: Option<bool>,
+        asked: Mutex<Vec<Vec<PendingWrites>>>,
+        calls: AtomicUsize,
+    }
+
+    impl FleetObserver for Asker {
+        fn confirm_all(&self, pending: &[PendingWrites]) -> Option<bool> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            self.asked.lock().unwrap().push(pending.to_vec());
+            self.answer
+        }
+    }
+
+    fn asker(answer: Option<bool>) -> Arc<Asker> {
+        Arc::new(Asker {
+            answer,
+            asked: Mutex::new(Vec::new()),
+            calls: AtomicUsize::new(0),
+        })
+    }
+
+    fn pending(context: &str, deletes: u64) -> PendingWrites {
+        PendingWrites {
+            server: format!("https://{context}.invalid"),
+            context: Some(context.into()),
+            scanned: 10,
+            deletes,
+            marks: 0,
+        }
+    }
+
+    /// Cluster `i` asks on a thread of its own, as `gc::plan::confirm` does.
+    fn ask_on_thread(
+        gate: &Arc<Gate>,
+        i: usize,
+        p: PendingWrites,
+    ) -> thread::JoinHandle<Option<bool>> {
+        let gate = gate.clone();
+        thread::spawn(move || gate.ask(i, p))
+    }
+
+    #[test]
+    fn everyone_waits_for_the_last_and_is_asked_once_in_cluster_order() {
+        let obs = asker(Some(true));
+        let gate = Arc::new(Gate::new(3, obs.clone(), Stop::default()));
+        // Cluster 2 arrives first, cluster 1 ends without writing, 0 last.
+        let two = ask_on_thread(&gate, 2, pending("c", 3));
+        gate.done(1);
+        let zero = ask_on_thread(&gate, 0, pending("a", 1));
+        assert_eq!(two.join().unwrap(), Some(true));
+        assert_eq!(zero.join().unwrap(), Some(true));
+        assert_eq!(obs.calls.load(Ordering::SeqCst), 1, "asked once");
+        let asked = obs.asked.lock().unwrap();
+        let contexts: Vec<_> = asked[0]
+            .iter()
+            .map(|p| p.context.clone().unwrap())
+            .collect();
+        assert_eq!(
+            contexts,
+            ["a", "c"],
+            "in the order selected, not of arrival"
+        );
+        // A late `done` from a cluster already at the gate changes nothing.
+        gate.done(0);
+        assert_eq!(obs.calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_no_goes_to_every_cluster() {
+        let obs = asker(Some(false));
+        let gate = Arc::new(Gate::new(2, obs.clone(), Stop::default()));
+        let a = ask_on_thread(&gate, 0, pending("a", 1));
+        let b = ask_on_thread(&gate, 1, pending("b", 2));
+        assert_eq!(
+            (a.join().unwrap(), b.join().unwrap()),
+            (Some(false), Some(false))
+        );
+        assert_eq!(obs.calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn nobody_to_ask_means_nobody_writes() {
+        let gate = Arc::new(Gate::new(2, asker(None), Stop::default()));
+        let a = ask_on_thread(&gate, 0, pending("a", 1));
+        gate.done(1);
+        assert_eq!(a.join().unwrap(), None);
+    }
+
+    #[test]
+    fn a_stopped_fleet_is_answered_no_without_asking() {
+        let obs = asker(Some(true));
+        let stop = Stop::default();
+        let gate = Arc::new(Gate::new(2, obs.clone(), stop.clone()));
+        let a = ask_on_thread(&gate, 0, pending("a", 1));
+        stop.trigger(StopReason::Interrupt);
+        gate.done(1);
+        assert_eq!(a.join().unwrap(), Some(false));
+        assert_eq!(obs.calls.load(Ordering::SeqCst), 0, "not asked");
+    }
+
+    #[test]
+    fn clusters_that_all_end_without_writing_ask_nobody() {
+        let obs = asker(Some(true));
+        let gate = Gate::new(2, obs.clone(), Stop::default());
+        gate.done(0);
+        gate.done(1);
+        assert_eq!(obs.calls.load(Ordering::SeqCst), 0);
+    }
+}

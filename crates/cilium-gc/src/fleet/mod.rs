@@ -10,7 +10,12 @@
 //! stops every cluster, and the fleet report is still written), one
 //! confirmation for every cluster's writes (`gate`), and a diagnosis of
 //! each cluster before its run, for the table's verdict.
+//!
+//! `diagnose` over a fleet ([`diagnose_fleet`]) is the single-cluster
+//! diagnosis on every context, gathered the same way into a
+//! [`FleetDiagnosis`].
 
+mod diagnosis;
 mod document;
 mod gate;
 mod redact;
@@ -23,9 +28,14 @@ use jiff::Timestamp;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument as _;
 
+pub use diagnosis::{
+    diagnose_fleet, diagnosis_schema, FindingCounts, FleetDiagnosis, FleetDiagnosisSummary,
+    FLEET_DIAGNOSIS_KIND, FLEET_DIAGNOSIS_SCHEMA_ID,
+};
 pub use document::{
-    fleet_exit, schema, ClusterEntry, ClusterError, ClusterErrorReason, ClusterStatus, FleetReport,
-    FleetSummary, Fullest, IdentitySpaceUse, WorstFinding, FLEET_KIND, FLEET_SCHEMA_ID, SEVERITY,
+    fleet_exit, schema, ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FleetReason,
+    FleetReport, FleetSummary, Fullest, IdentitySpaceUse, WorstFinding, FLEET_KIND,
+    FLEET_SCHEMA_ID, SEVERITY,
 };
 use redact::redact;
 pub use select::{ContextFilter, SelectError};
@@ -33,7 +43,7 @@ pub use select::{ContextFilter, SelectError};
 use crate::diagnose::DiagnoseSettings;
 use crate::exit::Exit;
 use crate::gc::{Headless, Observer, PendingWrites, Ui};
-use crate::report::{ErrorKind, Report};
+use crate::report::{AbortReason, ErrorKind, Report};
 use crate::settings::{ConnectSettings, GcSettings};
 use crate::stop::{Stop, StopReason};
 use gate::{Gate, GatedObserver};
@@ -239,11 +249,9 @@ fn reached(report: &Report) -> bool {
 
 /// The exit of a run the stop ended before it began.
 fn stop_exit(stop: &Stop) -> Exit {
-    match stop.reason() {
-        Some(StopReason::Terminate) => Exit::Terminated,
-        Some(StopReason::Interrupt) => Exit::Interrupted,
-        _ => Exit::Unexpected,
-    }
+    stop.reason()
+        .and_then(StopReason::exit)
+        .unwrap_or(Exit::Unexpected)
 }
 
 /// The entry of a cluster whose task panicked outside its run.
@@ -251,7 +259,7 @@ fn crashed_entry(context: String, message: String) -> ClusterEntry {
     let mut e = ClusterEntry::not_started(context, Exit::Unexpected);
     e.status = ClusterStatus::Failed;
     e.error = Some(ClusterError {
-        reason: ClusterErrorReason::InternalError,
+        reason: AbortReason::InternalError.into(),
         message: format!("internal error: {message} (a bug: please report it)"),
     });
     e

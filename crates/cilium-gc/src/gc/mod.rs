@@ -85,12 +85,11 @@ impl Run<'_> {
     fn finish(mut self, exit: Exit) -> (Report, Exit) {
         self.ui.observer.finish();
         self.report_usage_and_clock();
-        let exit = match self.stop.reason() {
-            Some(StopReason::Interrupt) => Exit::Interrupted,
-            Some(StopReason::Terminate) => Exit::Terminated,
-            Some(StopReason::InternalError) => Exit::Unexpected,
-            _ => exit,
-        };
+        let exit = self
+            .stop
+            .reason()
+            .and_then(StopReason::exit)
+            .unwrap_or(exit);
         let run = &mut self.report;
         if matches!(exit, Exit::Interrupted | Exit::Terminated) {
             run.interrupted = true;

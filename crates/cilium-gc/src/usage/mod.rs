@@ -30,7 +30,7 @@ mod index;
 mod watch;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -72,6 +72,15 @@ struct Shared {
     /// Malformed endpoints seen, as (what, uid, problem), at most
     /// [`MAX_MALFORMED`].
     malformed: Mutex<BTreeMap<(String, String, &'static str), ()>>,
+}
+
+/// Take `m` even when a thread panicked holding it. A panic anywhere stops
+/// the run's writes (`StopReason::InternalError`, set by the plugin's panic
+/// hook), so what a panicking watcher left half-updated is only read for
+/// the report's counts; refusing the lock would turn one panic into a
+/// panic in every reader, and the report would be lost.
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// The one malformed-endpoint problem that leaves its identity reference
@@ -117,7 +126,7 @@ impl UsageHandle {
 
     /// Stop the watchers (the run is over). Counts stay readable.
     pub(crate) fn stop(&self) {
-        for t in self.shared.tasks.lock().unwrap().drain(..) {
+        for t in lock(&self.shared.tasks).drain(..) {
             t.abort();
         }
     }
@@ -125,7 +134,7 @@ impl UsageHandle {
     /// Malformed endpoint objects seen so far, as (what, problem), e.g.
     /// ("ciliumendpoint ns/name", "status.identity.id is not an identity id").
     pub(crate) fn malformed(&self) -> Vec<(String, &'static str)> {
-        let g = self.shared.malformed.lock().unwrap();
+        let g = lock(&self.shared.malformed);
         g.keys().map(|(what, _, p)| (what.clone(), *p)).collect()
     }
 
@@ -143,7 +152,7 @@ impl UsageHandle {
 
     /// How many endpoints [`UsageHandle::unreadable`] would list.
     pub(crate) fn unreadable_count(&self) -> usize {
-        let g = self.shared.malformed.lock().unwrap();
+        let g = lock(&self.shared.malformed);
         g.keys().filter(|(_, _, p)| *p != NO_NAME).count()
     }
 
@@ -152,14 +161,7 @@ impl UsageHandle {
     pub(crate) async fn wait_ready(&self) {
         loop {
             let notified = self.shared.changed.notified();
-            if self
-                .shared
-                .sources
-                .lock()
-                .unwrap()
-                .values()
-                .all(|s| s.synced_once)
-            {
+            if lock(&self.shared.sources).values().all(|s| s.synced_once) {
                 return;
             }
             notified.await;
@@ -169,7 +171,7 @@ impl UsageHandle {
     /// Per source, the instant up to which its index is known complete
     /// (`None`: not listed yet).
     pub(crate) fn complete_as_of(&self, now: Instant) -> Vec<(Kind, Option<Instant>)> {
-        let sources = self.shared.sources.lock().unwrap();
+        let sources = lock(&self.shared.sources);
         sources
             .iter()
             .map(|(k, s)| (*k, s.complete_as_of(self.shared.tap.state(*k), now)))
@@ -230,7 +232,7 @@ impl UsageHandle {
 
     /// Endpoints referencing `id` right now (over all sources).
     pub(crate) fn refs(&self, id: u64) -> u32 {
-        let sources = self.shared.sources.lock().unwrap();
+        let sources = lock(&self.shared.sources);
         // A re-list in progress: the previous index or the part of the new
         // list read so far; either one referencing it keeps it in use.
         sources
@@ -242,13 +244,13 @@ impl UsageHandle {
 
     /// Number of objects per source right now.
     pub(crate) fn object_count(&self, kind: Kind) -> u64 {
-        let sources = self.shared.sources.lock().unwrap();
+        let sources = lock(&self.shared.sources);
         sources.get(&kind).map_or(0, |s| s.live.len() as u64)
     }
 
     /// Distinct identity ids referenced right now.
     pub(crate) fn referenced_ids(&self) -> Vec<u64> {
-        let sources = self.shared.sources.lock().unwrap();
+        let sources = lock(&self.shared.sources);
         let mut ids: Vec<u64> = sources
             .values()
             .flat_map(|s| s.live.refs.keys().copied())

@@ -13,7 +13,7 @@ use kube::runtime::WatchStreamExt;
 use tokio::time::Instant;
 
 use super::index::{Index, Source};
-use super::{Shared, Sources, UsageHandle, UsageObject, MAX_MALFORMED, PAGE_SIZE};
+use super::{lock, Shared, Sources, UsageHandle, UsageObject, MAX_MALFORMED, PAGE_SIZE};
 use crate::model::{Kind, CILIUM_GROUP};
 use crate::stats::Stats;
 use crate::watch_tap::WatchTap;
@@ -82,12 +82,7 @@ impl UsageHandle {
             if !on {
                 continue;
             }
-            handle
-                .shared
-                .sources
-                .lock()
-                .unwrap()
-                .insert(kind, Source::default());
+            lock(&handle.shared.sources).insert(kind, Source::default());
             let h = handle.clone();
             let client = client.clone();
             let stats = stats.clone();
@@ -99,7 +94,7 @@ impl UsageHandle {
             let task = tokio::spawn(
                 async move { h.run(kind, version, client, stats).await }.in_current_span(),
             );
-            handle.shared.tasks.lock().unwrap().push(task);
+            lock(&handle.shared.tasks).push(task);
         }
         handle
     }
@@ -145,7 +140,7 @@ impl UsageHandle {
     }
 
     fn update(&self, kind: Kind, f: impl FnOnce(&mut Source)) {
-        if let Some(s) = self.shared.sources.lock().unwrap().get_mut(&kind) {
+        if let Some(s) = lock(&self.shared.sources).get_mut(&kind) {
             f(s);
         }
     }
@@ -193,9 +188,146 @@ impl UsageHandle {
         };
         let what = format!("{} {name}", kind.kind().to_lowercase());
         let key = (what, m.uid.clone().unwrap_or_default(), problem);
-        let mut g = self.shared.malformed.lock().unwrap();
+        let mut g = lock(&self.shared.malformed);
         if g.len() < MAX_MALFORMED {
             g.insert(key, ());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use kube::runtime::utils::Backoff as _;
+    use kube::runtime::watcher::Event;
+    use tokio::time::Instant;
+
+    use super::*;
+    use crate::watch_tap::StreamState;
+
+    fn cep(name: &str, id: &str) -> UsageObject {
+        serde_json::from_str(&format!(
+            r#"{{"metadata":{{"name":"{name}","namespace":"n","uid":"{name}"}},"status":{{"identity":{{"id":{id}}}}}}}"#
+        ))
+        .unwrap()
+    }
+
+    fn endpoints_only() -> UsageHandle {
+        let h = UsageHandle::with_tap(WatchTap::default());
+        h.shared
+            .sources
+            .lock()
+            .unwrap()
+            .insert(Kind::Endpoint, Source::default());
+        h
+    }
+
+    #[test]
+    fn backoff_is_capped_and_reset_by_an_event() {
+        let mut b = WatchBackoff::default();
+        let delays: Vec<Duration> = (&mut b).take(20).collect();
+        assert!(
+            delays.iter().all(|d| *d <= Duration::from_secs(3)),
+            "{delays:?}"
+        );
+        assert_eq!(b.attempt, 20);
+        b.reset();
+        assert_eq!(b.attempt, 0);
+        assert!(b.next().unwrap() <= Duration::from_millis(250));
+    }
+
+    #[test]
+    fn only_a_relist_after_the_first_counts_as_a_restart() {
+        let h = endpoints_only();
+        let stats = Stats::default();
+        h.on_event(Kind::Endpoint, Event::Init, &stats);
+        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+        assert_eq!(Stats::get(&stats.watcher_restarts), 0, "the first list");
+        h.on_event(Kind::Endpoint, Event::Init, &stats);
+        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+        assert_eq!(Stats::get(&stats.watcher_restarts), 1);
+    }
+
+    #[test]
+    fn events_for_an_unwatched_kind_are_ignored() {
+        let h = endpoints_only();
+        let stats = Stats::default();
+        h.on_event(Kind::EndpointSlice, Event::Init, &stats);
+        h.on_event(Kind::EndpointSlice, Event::Apply(cep("a", "7")), &stats);
+        assert_eq!(h.refs(7), 0);
+        assert_eq!(h.object_count(Kind::EndpointSlice), 0);
+    }
+
+    #[test]
+    fn malformed_endpoints_are_remembered_once_and_capped() {
+        let h = endpoints_only();
+        let stats = Stats::default();
+        h.on_event(Kind::Endpoint, Event::Init, &stats);
+        h.on_event(Kind::Endpoint, Event::InitApply(cep("a", "\"x\"")), &stats);
+        h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+        h.on_event(Kind::Endpoint, Event::Apply(cep("a", "\"x\"")), &stats);
+        assert_eq!(h.unreadable_count(), 1, "the same endpoint once");
+        assert_eq!(h.unreadable()[0].0, "ciliumendpoint n/a");
+        for i in 0..MAX_MALFORMED + 5 {
+            h.on_event(
+                Kind::Endpoint,
+                Event::Apply(cep(&format!("e{i}"), "-1")),
+                &stats,
+            );
+        }
+        assert_eq!(h.malformed().len(), MAX_MALFORMED);
+    }
+
+    /// The freshness rules, one source at a time (`Source::complete_as_of`).
+    #[tokio::test(start_paused = true)]
+    async fn freshness_rules() {
+        let t0 = Instant::now();
+        tokio::time::advance(Duration::from_secs(100)).await;
+        let now = Instant::now();
+        let at = |s| t0 + Duration::from_secs(s);
+        let open = StreamState {
+            open: 1,
+            last_end: None,
+        };
+        let ended = |s| StreamState {
+            open: 0,
+            last_end: Some(at(s)),
+        };
+        let listed = |s| Source {
+            synced_once: true,
+            list_started: Some(at(s)),
+            listed_from: Some(at(s)),
+            ..Source::default()
+        };
+        // Never listed: unknown, whatever the stream.
+        assert_eq!(Source::default().complete_as_of(open, now), None);
+        // Listed and a stream open: complete up to now.
+        assert_eq!(listed(10).complete_as_of(open, now), Some(now));
+        // Stream ended: up to its end, or the list's start if later.
+        assert_eq!(listed(10).complete_as_of(ended(50), now), Some(at(50)));
+        assert_eq!(listed(60).complete_as_of(ended(50), now), Some(at(60)));
+        // Listed, no stream yet: as of the list's start.
+        assert_eq!(
+            listed(10).complete_as_of(StreamState::default(), now),
+            Some(at(10))
+        );
+        // During a re-list, an open stream adds nothing: the old index is
+        // complete up to the last stream's end (else its list's start).
+        let relisting = |s| Source {
+            relisting: Some(Index::default()),
+            ..listed(s)
+        };
+        assert_eq!(relisting(10).complete_as_of(ended(50), now), Some(at(50)));
+        assert_eq!(
+            relisting(10).complete_as_of(
+                StreamState {
+                    open: 1,
+                    last_end: None
+                },
+                now
+            ),
+            Some(at(10))
+        );
     }
 }

@@ -2,6 +2,7 @@
 //! the integrity of marks and references, and who modifies identities.
 
 use super::*;
+use crate::diagnose::input::agent_like;
 
 /// Keys policies depend on: never suggested for exclusion, never a churn
 /// driver (their values are namespaces, service accounts, the cluster, or
@@ -132,12 +133,6 @@ fn duplicates(input: &Input) -> Duplicates {
         surplus: dup.iter().map(|g| g.identities.len() as u64 - 1).sum(),
         examples: dup.into_iter().take(10).collect(),
     }
-}
-
-/// Whether a field manager is a Cilium agent. Agents write as `cilium-agent`
-/// (and forks as `*-agent`); the operator as `cilium-operator*`.
-pub(crate) fn agent_like(manager: &str) -> bool {
-    manager.to_ascii_lowercase().contains("agent")
 }
 
 /// The mark-strip loop: an unused identity without a heartbeat mark whose

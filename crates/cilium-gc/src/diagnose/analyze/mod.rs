@@ -18,12 +18,12 @@ mod labels;
 #[cfg(test)]
 mod tests;
 
-use crate::model::{Change, Identity};
+use super::input::{IdentityRecord, Input};
+use crate::model::Change;
 use crate::policy::{self, decide, Reason, Rules};
-use crate::preflight::{self, Crds};
+use crate::preflight;
 use crate::report::{ConfigSource, ConfigValue, IdRange};
 use ages::*;
-pub(crate) use churn::agent_like;
 use churn::*;
 use findings::*;
 pub(crate) use labels::LabelFilter;
@@ -45,46 +45,6 @@ pub(crate) const EXHAUSTION_HORIZON: Duration = Duration::from_secs(7 * 24 * 360
 
 const HOUR: i64 = 3600;
 const DAY: i64 = 24 * HOUR;
-
-/// One CiliumIdentity as the diagnosis needs it: what `scan` decodes, plus
-/// the full `security-labels` map (label keys and values drive churn).
-#[derive(Debug, Clone, PartialEq)]
-pub struct IdentityRecord {
-    /// The identity as [`crate::model::decode_identity`] reads it.
-    pub identity: Identity,
-    /// `security-labels`: `source:key` → value.
-    pub security_labels: BTreeMap<String, String>,
-}
-
-/// Everything collected from the cluster. Built by the shell in `mod.rs`
-/// (or by tests), then only read.
-#[derive(Debug, Clone, Default)]
-pub struct Input {
-    /// Every decodable identity.
-    pub identities: Vec<IdentityRecord>,
-    /// Identities that could not be decoded (name and problem), already one line each.
-    pub malformed: Vec<String>,
-    /// Identity id → endpoint references to it, from CEPs and CESs.
-    pub refs: BTreeMap<u64, u32>,
-    /// CiliumEndpoints seen.
-    pub endpoints: u64,
-    /// CiliumEndpointSlices seen.
-    pub endpoint_slices: u64,
-    /// Which CRDs are served.
-    pub crds: Crds,
-    /// `cilium-config` data, `None` when it could not be read.
-    pub config: Option<BTreeMap<String, String>>,
-    /// Problems met while collecting.
-    pub warnings: Vec<String>,
-    /// API server URL.
-    pub server: Option<String>,
-    /// kubeconfig context.
-    pub context: Option<String>,
-    /// Whether `--redact` was applied to this input.
-    pub redacted: bool,
-    /// The Cilium workloads (images, operator pods); `None` when not collected.
-    pub workloads: Option<super::gc_health::Workloads>,
-}
 
 /// The state of one identity, as the diagnosis counts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,9 @@
 //! The diagnosis from plain data: one scenario per finding and state.
 
 use super::*;
+use crate::diagnose::input::agent_like;
+use crate::model::Identity;
+use crate::preflight::Crds;
 
 const NOW: &str = "2026-06-01T12:00:00Z";
 

@@ -1,0 +1,82 @@
+//! Why a connection could not be set up, in a file of its own (as
+//! kube-client's `config` keeps its errors apart from the loaders), so the
+//! kubeconfig loader and the proxy rules both use it without using each
+//! other.
+
+use std::path::PathBuf;
+
+/// Failures to set up a connection. All are configuration errors (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    /// The kubeconfig could not be read or used. Displayed through
+    /// `crate::secrets::describe`, as an exec plugin's failure carries
+    /// its env, arguments and output.
+    #[error(
+        "kubeconfig: {}{}",
+        .path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default(),
+        crate::secrets::describe(.source)
+    )]
+    Kubeconfig {
+        /// The file given with `--kubeconfig`, if one was.
+        path: Option<std::path::PathBuf>,
+        /// Why it could not be read or used.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// No kubeconfig and not inside a pod.
+    #[error("no kubeconfig found ($KUBECONFIG, ~/.kube/config) and not running in a pod; pass --kubeconfig or --server")]
+    NoConfig,
+    /// A URL (`--server`, a proxy) does not parse.
+    #[error("{what}: {raw:?} is not a URL: {source}")]
+    Url {
+        /// Which setting: the flag, or where the proxy came from.
+        what: &'static str,
+        /// The value as given.
+        raw: String,
+        /// Why it is not a URL.
+        #[source]
+        source: http::uri::InvalidUri,
+    },
+    /// The `--certificate-authority` file cannot be read.
+    #[error("--certificate-authority: {}: {source}", .path.display())]
+    CertificateAuthority {
+        /// The file.
+        path: PathBuf,
+        /// Why it cannot be read.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The `--certificate-authority` file holds no usable certificate.
+    #[error("--certificate-authority: {}: {source}", .path.display())]
+    CertificateBundle {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with its content.
+        #[source]
+        source: PemError,
+    },
+    /// A flag value is unusable.
+    #[error("{flag}: {problem}")]
+    Flag {
+        /// The flag.
+        flag: &'static str,
+        /// What is wrong.
+        problem: String,
+    },
+    /// The HTTP client could not be built.
+    /// (Displayed through `crate::secrets::describe`: kube's own text of
+    /// an exec-plugin failure carries its env, arguments and output.)
+    #[error("cannot build the Kubernetes client: {}", crate::secrets::describe(.0))]
+    Client(#[source] kube::Error),
+}
+
+/// What is wrong with a certificate bundle.
+#[derive(Debug, thiserror::Error)]
+pub enum PemError {
+    /// The PEM reader refused it.
+    #[error("not a PEM certificate bundle: {0}")]
+    NotPem(#[source] rustls_pki_types::pem::Error),
+    /// It is PEM, with no certificate in it.
+    #[error("no certificate found")]
+    Empty,
+}

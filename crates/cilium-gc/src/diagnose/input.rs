@@ -1,0 +1,76 @@
+//! What the diagnosis reads: everything collected from the cluster, as
+//! plain data. Its own module so that both the analysis (`analyze`) and the
+//! GC-health checks (`gc_health`) read it without reading each other.
+
+use std::collections::BTreeMap;
+
+use crate::model::Identity;
+use crate::preflight::Crds;
+
+use super::types::{OperatorMetricsRead, OperatorPodStatus};
+
+/// One CiliumIdentity as the diagnosis needs it: what `scan` decodes, plus
+/// the full `security-labels` map (label keys and values drive churn).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdentityRecord {
+    /// The identity as [`crate::model::decode_identity`] reads it.
+    pub identity: Identity,
+    /// `security-labels`: `source:key` → value.
+    pub security_labels: BTreeMap<String, String>,
+}
+
+/// Everything collected from the cluster. Built by the shell in `mod.rs`
+/// (or by tests), then only read.
+#[derive(Debug, Clone, Default)]
+pub struct Input {
+    /// Every decodable identity.
+    pub identities: Vec<IdentityRecord>,
+    /// Identities that could not be decoded (name and problem), already one line each.
+    pub malformed: Vec<String>,
+    /// Identity id → endpoint references to it, from CEPs and CESs.
+    pub refs: BTreeMap<u64, u32>,
+    /// CiliumEndpoints seen.
+    pub endpoints: u64,
+    /// CiliumEndpointSlices seen.
+    pub endpoint_slices: u64,
+    /// Which CRDs are served.
+    pub crds: Crds,
+    /// `cilium-config` data, `None` when it could not be read.
+    pub config: Option<BTreeMap<String, String>>,
+    /// Problems met while collecting.
+    pub warnings: Vec<String>,
+    /// API server URL.
+    pub server: Option<String>,
+    /// kubeconfig context.
+    pub context: Option<String>,
+    /// Whether `--redact` was applied to this input.
+    pub redacted: bool,
+    /// The Cilium workloads (images, operator pods); `None` when not collected.
+    pub workloads: Option<Workloads>,
+}
+
+/// What `diagnose` read of the Cilium workloads; `problem` says why not,
+/// when it could not (the permission is optional).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Workloads {
+    /// Images of the cilium-operator Deployment.
+    pub operator_images: Vec<String>,
+    /// Images of the cilium DaemonSet.
+    pub agent_images: Vec<String>,
+    /// The operator's pods.
+    pub operator_pods: Vec<OperatorPodStatus>,
+    /// Why some of it could not be read.
+    pub problem: Option<String>,
+    /// The operator pods' metrics as read through the pod proxy, not yet
+    /// judged; empty when no running operator pod was found.
+    pub metrics: Vec<OperatorMetricsRead>,
+    /// `--identity-gc-interval` from the operator pods' arguments, which
+    /// wins over cilium-config's.
+    pub gc_interval_arg: Option<std::time::Duration>,
+}
+
+/// Whether a field manager is a Cilium agent. Agents write as `cilium-agent`
+/// (and forks as `*-agent`); the operator as `cilium-operator*`.
+pub(crate) fn agent_like(manager: &str) -> bool {
+    manager.to_ascii_lowercase().contains("agent")
+}
