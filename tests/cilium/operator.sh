@@ -143,6 +143,8 @@ METRICS_PORT=$METRICS_PORT
 METRICS_URL=http://$host:$METRICS_PORT/metrics
 OPERATOR_LOG=$OP/operator.log
 ENV
+  # shellcheck disable=SC1091
+  . "$OP/env"
   [ -n "$owner" ] && watchdog "$owner"
   start_operator
   log "up: cilium-operator $VERSION ($(cat "$BIN/../version" 2>/dev/null || echo '?')), metrics http://$host:$METRICS_PORT/metrics, log $OP/operator.log"

@@ -15,10 +15,11 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 
-use super::document::{fleet_exit, ClusterEntry, ClusterError, ClusterErrorReason, ClusterStatus};
+use super::document::{fleet_exit, ClusterEntry, ClusterError, ClusterStatus};
 use super::{Fullest, IdentitySpaceUse};
 use crate::diagnose::{DiagnoseError, DiagnoseSettings};
 use crate::exit::Exit;
+use crate::report::AbortReason;
 use crate::report::{Tool, API_VERSION};
 use crate::settings::ConnectSettings;
 use crate::stop::{Stop, StopReason};
@@ -152,7 +153,7 @@ pub async fn diagnose_fleet(
             };
             failed(
                 ClusterEntry::not_started(context, Exit::Unexpected),
-                ClusterErrorReason::InternalError,
+                AbortReason::InternalError,
                 format!("internal error: {message} (a bug: please report it)"),
                 Exit::Unexpected,
             )
@@ -217,13 +218,13 @@ async fn diagnose_one(
                     "the API server at {} did not answer: {}",
                     endpoint.server, answer.message
                 );
-                return failed(entry, ClusterErrorReason::ReadFailed, message, Exit::Usage);
+                return failed(entry, AbortReason::ReadFailed, message, Exit::Usage);
             }
         }
         Err(e) => {
             let e = DiagnoseError::Connect(e);
             let message = crate::cluster::error_chain(&e);
-            return failed(entry, ClusterErrorReason::ReadFailed, message, e.exit());
+            return failed(entry, AbortReason::ReadFailed, message, e.exit());
         }
     }
     match crate::diagnose::diagnose(kube, ds, stop).await {
@@ -235,11 +236,11 @@ async fn diagnose_one(
         Err(_) if stop.reason().is_some() => failed_by_stop(entry, stop),
         Err(e) => {
             let reason = match e {
-                DiagnoseError::CrdMissing => ClusterErrorReason::PreflightRefused,
+                DiagnoseError::CrdMissing => AbortReason::PreflightRefused,
                 DiagnoseError::List(crate::scan::ScanError::NotInstalled(_)) => {
-                    ClusterErrorReason::PreflightRefused
+                    AbortReason::PreflightRefused
                 }
-                _ => ClusterErrorReason::ReadFailed,
+                _ => AbortReason::ReadFailed,
             };
             let message = crate::cluster::error_chain(&e);
             failed(entry, reason, message, e.exit())
@@ -250,13 +251,16 @@ async fn diagnose_one(
 /// `entry` failed with `reason`.
 fn failed(
     mut entry: ClusterEntry,
-    reason: ClusterErrorReason,
+    reason: AbortReason,
     message: String,
     exit: Exit,
 ) -> ClusterEntry {
     entry.status = ClusterStatus::Failed;
     entry.exit_code = exit.code();
-    entry.error = Some(ClusterError { reason, message });
+    entry.error = Some(ClusterError {
+        reason: reason.into(),
+        message,
+    });
     entry
 }
 
@@ -264,7 +268,7 @@ fn failed(
 fn failed_by_stop(entry: ClusterEntry, stop: &Stop) -> ClusterEntry {
     failed(
         entry,
-        ClusterErrorReason::Interrupted,
+        AbortReason::Interrupted,
         "stopped by signal while diagnosing: no diagnosis".into(),
         stop_exit(stop),
     )
