@@ -122,24 +122,29 @@ async fn any_write_is_a_sign_of_life() {
 }
 
 /// Run a pass whose GC limiter lets `n` deletes through and then holds the
-/// next one for 3 s; during that wait (after the pass judged the next
+/// next one for 6 s; during that wait (after the pass judged the next
 /// candidate not alive) `act` writes to it. Returns the pass and the
 /// victim.
 async fn write_during_the_limiter_wait(
     release: OperatorRelease,
     act: impl FnOnce(&Simulator, &str),
-) -> (cilium_gc_sim::OperatorPass, Simulator, Vec<String>) {
+) -> (cilium_gc_sim::OperatorPass, Simulator, Vec<String>, usize) {
     let sim = Simulator::start(calm("small")).await.unwrap();
     let want = deletable(&sim);
-    let n = 4;
+    // The victim is the last but one: one limiter window for the rest.
+    let n = want.len() - 2;
+    assert!(n >= 4, "{want:?}");
     let victim = want[n].clone();
     let mut s = settings(release);
     s.gc_rate_limit = n as u64;
-    s.gc_rate_interval = Duration::from_secs(3);
+    s.gc_rate_interval = Duration::from_secs(6);
     let watcher = async {
         while want[..n].iter().any(|k| sim.identity(k).is_some()) {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
+        // Let the pass reach the victim's liveness check and block on the
+        // limiter (it holds for 6 s): a loaded machine may pause it a while.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
         act(&sim, &victim);
     };
     let (pass, ()) = tokio::time::timeout(TEST_TIMEOUT, async {
@@ -147,7 +152,7 @@ async fn write_during_the_limiter_wait(
     })
     .await
     .unwrap();
-    (pass, sim, want)
+    (pass, sim, want, n)
 }
 
 fn strip(sim: &Simulator, name: &str) {
@@ -164,18 +169,20 @@ fn delete(sim: &Simulator, name: &str) {
 /// (cilium#33142); a current release skips it and deletes the rest.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_409_on_delete_ends_the_1_15_pass_and_the_current_skips_it() {
-    let (pass, sim, want) = write_during_the_limiter_wait(OperatorRelease::V1_15, strip).await;
-    assert_eq!(pass.stopped_at.as_deref(), Some(want[4].as_str()));
+    let (pass, sim, want, n) = write_during_the_limiter_wait(OperatorRelease::V1_15, strip).await;
+    assert_eq!(pass.stopped_at.as_deref(), Some(want[n].as_str()));
     assert_eq!(pass.stopped_by, Some(409));
-    assert_eq!(pass.deleted, 4);
-    assert!(sim.identity(&want[4]).is_some());
+    assert_eq!(pass.deleted as usize, n);
+    assert!(sim.identity(&want[n]).is_some());
+    assert!(sim.identity(&want[n + 1]).is_some(), "the rest left");
     sim.shutdown().await;
 
-    let (pass, sim, want) = write_during_the_limiter_wait(OperatorRelease::Current, strip).await;
+    let (pass, sim, want, n) = write_during_the_limiter_wait(OperatorRelease::Current, strip).await;
     assert_eq!(pass.stopped_at, None);
     assert_eq!(pass.conflicts_skipped, 1);
     assert_eq!(pass.deleted as usize, want.len() - 1);
-    assert!(sim.identity(&want[4]).is_some());
+    assert!(sim.identity(&want[n]).is_some());
+    assert!(sim.identity(&want[n + 1]).is_none(), "the pass went on");
     sim.shutdown().await;
 }
 
@@ -184,16 +191,16 @@ async fn a_409_on_delete_ends_the_1_15_pass_and_the_current_skips_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_404_on_delete_ends_the_pass_in_both_releases() {
     for release in [OperatorRelease::V1_15, OperatorRelease::Current] {
-        let (pass, sim, want) = write_during_the_limiter_wait(release, delete).await;
+        let (pass, sim, want, n) = write_during_the_limiter_wait(release, delete).await;
         assert_eq!(
             pass.stopped_at.as_deref(),
-            Some(want[4].as_str()),
+            Some(want[n].as_str()),
             "{release:?}"
         );
         assert_eq!(pass.stopped_by, Some(404), "{release:?}");
-        assert_eq!(pass.deleted, 4, "{release:?}");
+        assert_eq!(pass.deleted as usize, n, "{release:?}");
         assert!(
-            sim.identity(&want[5]).is_some(),
+            sim.identity(&want[n + 1]).is_some(),
             "{release:?}: the rest left"
         );
         sim.shutdown().await;
