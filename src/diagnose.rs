@@ -49,6 +49,7 @@ impl DiagnoseArgs {
             cilium_namespace: self.cilium_namespace.clone(),
             page_size: self.page_size,
             redact: self.redact,
+            operator_metrics_wait: self.operator_metrics_wait,
         }
     }
 }
