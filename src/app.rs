@@ -46,11 +46,15 @@ pub async fn run(cli: Cli) -> Exit {
         }
         #[cfg(feature = "sim")]
         Command::Demo(args) => crate::demo::run(args, &stop, cli.color).await,
+        Command::Diagnose(args) if fleet => {
+            crate::diagnose::run_fleet(&cli.kube, args, &stop, cli.color).await
+        }
         Command::Diagnose(args) => crate::diagnose::run(&kube, args, &stop, cli.color).await,
         Command::Schema(args) => print_json(&match args.kind {
             SchemaKind::Report => cilium_gc::report::schema(),
             SchemaKind::FleetReport => cilium_gc::fleet::schema(),
             SchemaKind::Diagnosis => cilium_gc::diagnose::schema(),
+            SchemaKind::FleetDiagnosis => cilium_gc::fleet::diagnosis_schema(),
         }),
         Command::Version => {
             let t = gc::tool();
@@ -89,8 +93,9 @@ fn fleet_flags_fit(cli: &Cli, fleet: bool) -> Result<(), String> {
             "--redact, --cluster-label and --no-diagnosis apply to a fleet run: give several --context, a glob, --all-contexts or --context-regex".into(),
         ),
         Some(_) => Ok(()),
+        None if fleet && matches!(cli.command, Command::Diagnose(_)) => Ok(()),
         None if fleet => Err(
-            "several contexts (--context repeated or a glob, --all-contexts, --context-regex) work with scan and delete only; give one --context".into(),
+            "several contexts (--context repeated or a glob, --all-contexts, --context-regex) work with scan, delete and diagnose only; give one --context".into(),
         ),
         None => Ok(()),
     }

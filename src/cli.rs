@@ -501,6 +501,9 @@ pub struct DiagnoseArgs {
     /// Identities per list request.
     #[arg(long, default_value_t = 500)]
     pub page_size: u32,
+    /// Clusters diagnosed at the same time with several contexts.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub parallel: u32,
     /// Run against a simulated cluster of this scenario instead of a real one.
     #[cfg(feature = "sim")]
     #[arg(long, hide = true)]
@@ -517,6 +520,8 @@ pub enum SchemaKind {
     FleetReport,
     /// The diagnose report.
     Diagnosis,
+    /// The diagnose report over several contexts.
+    FleetDiagnosis,
 }
 
 /// Flags of schema.

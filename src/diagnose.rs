@@ -6,6 +6,11 @@
 //! output without treating a full identity space as its own failure; 2 for
 //! flag, kubeconfig, connection and permission problems; 3 when the
 //! CiliumIdentity CRD is not installed; 130/143 on SIGINT/SIGTERM.
+//!
+//! Over several contexts (`--context` repeated or a glob, `--all-contexts`,
+//! `--context-regex`) it writes one fleet diagnosis ([`run_fleet`]): each
+//! cluster's diagnosis as above, and the exit a fleet scan would give (0
+//! only when every cluster was diagnosed, else the most severe cluster's).
 
 pub mod phrases;
 pub mod text;
@@ -95,6 +100,51 @@ pub async fn run(
         return Exit::Unexpected;
     }
     crate::output::write_stdout(&buf)
+}
+
+/// `diagnose` over the contexts the flags select: one fleet diagnosis.
+pub async fn run_fleet(
+    kube: &crate::cli::KubeArgs,
+    args: DiagnoseArgs,
+    stop: &Stop,
+    color: ColorChoice,
+) -> Exit {
+    #[cfg(feature = "sim")]
+    if args.demo_scenario.is_some() {
+        return crate::output::usage_error(
+            "--demo-scenario runs one simulated cluster: give one --context",
+        );
+    }
+    let contexts = match crate::fleet_command::select_contexts(kube) {
+        Ok(c) => c,
+        Err(e) => return crate::output::usage_error(&e),
+    };
+    crate::signals::listen(stop);
+    let (doc, exit) = cilium_gc::fleet::diagnose_fleet(
+        &kube.settings(),
+        &args.settings(),
+        &contexts,
+        args.parallel,
+        stop,
+    )
+    .await;
+    let style = crate::render::stdout_style(color);
+    let mut buf = Vec::new();
+    let rendered = crate::render::write_document(
+        &doc,
+        args.output,
+        || crate::render::fleet_diagnosis_text(&doc, style),
+        || crate::markdown::fleet_diagnosis(&doc),
+        &mut buf,
+    );
+    if let Err(e) = rendered {
+        eprintln!("error: cannot render the diagnosis: {e}");
+        return Exit::Unexpected;
+    }
+    match crate::output::write_stdout(&buf) {
+        Exit::Success => exit,
+        other => other,
+    }
 }
 
 async fn diagnosis(

@@ -54,6 +54,10 @@ pub async fn fleet_and_emit(
     let (report, exit) =
         fleet::run_fleet(&kube.settings(), &settings, &fleet, stop, observer.clone()).await;
     observer.finish();
+    let mut report = report;
+    for entry in &mut report.clusters {
+        entry.report = entry.report.take().map(crate::next_steps::with_next_steps);
+    }
     let exit = emit(&report, args, exit, color);
     let labels = cluster_labels(&contexts, &args.cluster_label);
     crate::gc_command::export_fleet_metrics(&report, &labels, args).await;
@@ -61,7 +65,7 @@ pub async fn fleet_and_emit(
 }
 
 /// The contexts the flags select, from the kubeconfig they name.
-fn select_contexts(kube: &KubeArgs) -> Result<Vec<String>, String> {
+pub(crate) fn select_contexts(kube: &KubeArgs) -> Result<Vec<String>, String> {
     if kube.server.is_some() || kube.cluster.is_some() {
         return Err(
             "--server and --cluster point every context at one server: with several contexts, each context's own cluster is used".into(),

@@ -42,6 +42,7 @@ pub async fn gc_report_and_emit(
     crate::signals::listen(stop);
     let ui = Ui::new(Terminal::detect());
     let (report, exit) = gc::run(kube, &settings, stop, &ui).await;
+    let report = crate::next_steps::with_next_steps(report);
     let exit = emit(&report, args, exit, color);
     export_metrics(&report, args).await;
     (exit, Some(report))

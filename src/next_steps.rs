@@ -1,16 +1,91 @@
 //! What a human should do after a run, as sentences: shared by the text
-//! summary and the Markdown report, so both say the same.
+//! summary, the Markdown report and the JSON report's `nextSteps`, so all
+//! three say the same. Every step follows from the run: each failed
+//! preflight check names its own remedy, and a step never suggests a
+//! command that the same checks would refuse.
 
 use cilium_gc::humanize::{human_duration, thousands};
-use cilium_gc::report::{AbortReason, Mode, Report};
+use cilium_gc::report::{AbortReason, Check, CheckName, Mode, Report};
 
 /// What a human should do next, one sentence each, most urgent first.
 /// Empty when there is nothing to do.
 pub fn next_steps(report: &Report) -> Vec<String> {
     let mut steps = Vec::new();
     why_it_stopped(report, &mut steps);
+    for check in failed_checks(report) {
+        steps.push(remedy(check, report));
+    }
     what_is_left(report, &mut steps);
     steps
+}
+
+/// `report` with its `nextSteps` filled in, as every written report carries.
+pub fn with_next_steps(mut report: Report) -> Report {
+    report.next_steps = next_steps(&report);
+    report
+}
+
+/// The failed preflight checks, each kind once, in the order they ran.
+fn failed_checks(report: &Report) -> Vec<&Check> {
+    let mut seen = Vec::new();
+    let mut failed = Vec::new();
+    for c in report.preflight.checks.iter().filter(|c| !c.passed) {
+        if !seen.contains(&c.name) {
+            seen.push(c.name);
+            failed.push(c);
+        }
+    }
+    failed
+}
+
+/// What to do about one failed check: the step that makes the next run pass it.
+fn remedy(check: &Check, report: &Report) -> String {
+    let ns = &report.options.cilium_namespace;
+    match check.name {
+        CheckName::IdentityCrd => "The CiliumIdentity CRD is not served here: check that this is the \
+             right cluster (--context) and that Cilium runs with identity-allocation-mode crd"
+            .to_string(),
+        CheckName::UsageCrds => "Neither CiliumEndpoints nor CiliumEndpointSlices can be read, so no \
+             identity can be known unused: enable the CiliumEndpoint CRD (disable-endpoint-crd: \
+             false) or CiliumEndpointSlices in cilium-config"
+            .to_string(),
+        CheckName::AllocationMode if check.message.contains("could not be read") => format!(
+            "cilium-config was not readable in {ns}: pass --cilium-namespace where Cilium runs (and \
+             let the user get that ConfigMap), or --identity-allocation-mode crd if you know the mode"
+        ),
+        CheckName::AllocationMode if check.message.contains("identity-management-mode") => {
+            "cilium-operator manages identities in this cluster and collects them itself: there is \
+             nothing for kubectl cilium-gc to do; check the operator with `kubectl cilium-gc diagnose`"
+                .to_string()
+        }
+        CheckName::AllocationMode => "This cluster keeps identities in the kvstore, not in \
+             CiliumIdentity objects: there is nothing for kubectl cilium-gc to do here"
+            .to_string(),
+        CheckName::Permissions => format!(
+            "Grant what is missing ({}): the ClusterRole and Role in examples/cronjob.yaml have \
+             exactly what a run needs; `kubectl auth can-i --list` shows what you have",
+            check
+                .message
+                .strip_prefix("missing permission: ")
+                .unwrap_or(&check.message)
+        ),
+        CheckName::EndpointsPresent => format!(
+            "No CiliumEndpoint or CiliumEndpointSlice exists while identities do: check that the \
+             Cilium agents run (`kubectl -n {ns} get pods -l k8s-app=cilium`) and that this is the \
+             right cluster; only if it really has no pods, rerun with --force"
+        ),
+        CheckName::ClusterId => "Fix cluster-id / max-connected-clusters in cilium-config (cluster-id \
+             at most max-connected-clusters, which is 255 or 511), then rerun"
+            .to_string(),
+        CheckName::HeartbeatTimeout => "Leave --heartbeat-timeout unset, or make it at least \
+             cilium-config's identity-heartbeat-timeout (--allow-short-heartbeat-timeout only if \
+             you know the agents refresh marks faster)"
+            .to_string(),
+        CheckName::EndpointsReadable => "Fix the endpoints whose identity reference cannot be read \
+             (listed in the check), or rerun with --allow-unreadable-endpoints if you accept that \
+             an identity they use may be deleted"
+            .to_string(),
+    }
 }
 
 /// The step an early end calls for (an interruption, a refusal, a limit).
@@ -49,6 +124,8 @@ fn why_it_stopped(report: &Report, steps: &mut Vec<String>) {
                 plural(s.candidates, "candidate", "candidates"),
             ));
         }
+        // Each failed check names its own remedy (see `remedy`).
+        Some(AbortReason::PreflightRefused) if !failed_checks(report).is_empty() => {}
         Some(AbortReason::PreflightRefused) => steps.push(
             "Preflight refused the run: fix the failed checks listed above and rerun".to_string(),
         ),
@@ -92,7 +169,17 @@ fn what_is_left(report: &Report, steps: &mut Vec<String>) {
             plural(s.failed, "deletion", "deletions"),
         ));
     }
+    // A scan whose checks failed: `delete` would be refused the same way.
+    let refused = !failed_checks(report).is_empty();
     match report.mode {
+        Mode::Scan if r.stale > 0 && refused => steps.push(format!(
+            "{} {} stale, but `kubectl cilium-gc delete` refuses to remove them until the \
+             failed {} above {} resolved",
+            thousands(r.stale),
+            plural(r.stale, "identity is", "identities are"),
+            plural(failed_checks(report).len() as u64, "check", "checks"),
+            plural(failed_checks(report).len() as u64, "is", "are"),
+        )),
         Mode::Scan if r.stale > 0 => steps.push(format!(
             "{} {} stale: run `kubectl cilium-gc delete` to remove them",
             thousands(r.stale),
@@ -106,7 +193,8 @@ fn what_is_left(report: &Report, steps: &mut Vec<String>) {
         )),
         _ => {}
     }
-    if r.unmarked > 0 {
+    // Marking is a write the failed checks refuse too.
+    if r.unmarked > 0 && !refused {
         let n = thousands(r.unmarked);
         let are = plural(r.unmarked, "identity is", "identities are");
         match report.mode {

@@ -1,9 +1,10 @@
 //! `-o markdown` of a fleet report: the verdict, the clusters table, then
-//! each cluster's own report and findings folded into `<details>`. With
+//! each cluster's own report and findings folded into `<details>`; and a
+//! fleet diagnosis, each cluster's whole diagnosis folded the same way. With
 //! `--redact` the document is redacted before it gets here.
 
 use super::*;
-use cilium_gc::fleet::{ClusterEntry, ClusterStatus, FleetReport};
+use cilium_gc::fleet::{ClusterEntry, ClusterStatus, FleetDiagnosis, FleetReport};
 
 /// The fleet report as Markdown.
 pub fn fleet(f: &FleetReport) -> String {
@@ -104,4 +105,95 @@ fn cluster_details(o: &mut String, e: &ClusterEntry) {
         }
     }
     let _ = writeln!(o, "</details>\n");
+}
+
+/// A fleet diagnosis as Markdown: the verdict, the clusters table, then each
+/// cluster's whole diagnosis folded into `<details>`.
+pub fn fleet_diagnosis(f: &FleetDiagnosis) -> String {
+    let mut o = String::new();
+    let s = &f.summary;
+    let _ = writeln!(o, "# Cilium identity diagnosis: {} clusters\n", s.clusters);
+    let mark = if s.failed > 0 || s.findings.critical > 0 {
+        "🔴"
+    } else if s.findings.warning > 0 {
+        "🟡"
+    } else {
+        "🟢"
+    };
+    let fullest = s
+        .fullest
+        .as_ref()
+        .map(|x| {
+            format!(
+                "; fullest identity space {} at {:.1}%",
+                cell(&x.context),
+                x.identity_space.utilisation_percent
+            )
+        })
+        .unwrap_or_default();
+    let _ = writeln!(
+        o,
+        "**Verdict: {mark} {} of {} clusters diagnosed; {} critical, {} warning findings{fullest}**\n",
+        s.diagnosed, s.clusters, s.findings.critical, s.findings.warning,
+    );
+    table(
+        &mut o,
+        &["About", "Value"],
+        &[
+            vec!["Started at".into(), f.started_at.to_string()],
+            vec!["Duration".into(), format!("{:.1}s", f.duration_seconds)],
+            vec!["Clusters at a time".into(), f.parallel.to_string()],
+            vec!["Exit code".into(), f.exit_code.to_string()],
+            vec![
+                "Redacted".into(),
+                if f.redacted { "yes" } else { "no" }.into(),
+            ],
+            vec!["Tool".into(), tool_line(&f.tool)],
+        ],
+    );
+    let _ = writeln!(o, "## Clusters\n");
+    let header = crate::render::fleet_diagnosis_header()
+        .map(|h| crate::diagnose::phrases::capitalised(&h.to_lowercase()));
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let rows: Vec<Vec<String>> = f
+        .clusters
+        .iter()
+        .map(|e| {
+            crate::render::fleet_diagnosis_row(e)
+                .iter()
+                .map(|c| cell(c))
+                .collect()
+        })
+        .collect();
+    table(&mut o, &header, &rows);
+    let _ = writeln!(o, "## Per cluster\n");
+    for e in &f.clusters {
+        let outcome = match e.status {
+            ClusterStatus::Succeeded => {
+                format!("🟢 {}", e.gc_verdict.as_deref().unwrap_or("diagnosed"))
+            }
+            _ => format!("🔴 exit {}", e.exit_code),
+        };
+        let _ = writeln!(
+            o,
+            "<details><summary>{}: {}</summary>\n",
+            cell(&e.context),
+            cell(&outcome)
+        );
+        if let Some(err) = &e.error {
+            let _ = writeln!(o, "**Error:** {}\n", cell(&err.message));
+        }
+        if let Some(d) = &e.diagnosis {
+            // The cluster's own diagnosis, its headings one level down.
+            for line in diagnosis(d).lines() {
+                if line.starts_with('#') {
+                    let _ = writeln!(o, "##{line}");
+                } else {
+                    let _ = writeln!(o, "{line}");
+                }
+            }
+        }
+        let _ = writeln!(o, "</details>\n");
+    }
+    o
 }

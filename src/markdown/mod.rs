@@ -24,7 +24,7 @@ mod fleet;
 mod report;
 
 pub use diagnosis::diagnosis;
-pub use fleet::fleet;
+pub use fleet::{fleet, fleet_diagnosis};
 pub use report::report;
 
 /// Rows shown before the rest of a list is folded into `<details>`.

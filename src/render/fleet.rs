@@ -1,10 +1,10 @@
 //! The text form of a fleet report: one table row per cluster, the fleet's
 //! totals, then what went wrong where. Also the table the one confirmation
-//! of a fleet delete shows.
+//! of a fleet delete shows, and the view of a fleet diagnosis.
 
 use std::fmt::Write as _;
 
-use cilium_gc::fleet::{ClusterEntry, ClusterStatus, FleetReport};
+use cilium_gc::fleet::{ClusterEntry, ClusterStatus, FleetDiagnosis, FleetReport};
 use cilium_gc::gc::PendingWrites;
 use cilium_gc::humanize::thousands;
 use cilium_gc::report::Mode;
@@ -214,5 +214,105 @@ pub fn fleet_confirmation(pending: &[PendingWrites]) -> String {
         },
         pending.len()
     );
+    o
+}
+
+/// The header of a fleet diagnosis' clusters table.
+pub fn fleet_diagnosis_header() -> [&'static str; 8] {
+    [
+        "CONTEXT",
+        "KUBERNETES",
+        "IDENTITIES",
+        "SPACE",
+        "STALE CANDIDATES",
+        "GC VERDICT",
+        "WORST FINDING",
+        "RESULT",
+    ]
+}
+
+/// One row of a fleet diagnosis' clusters table, as plain cells (the
+/// Markdown view uses the same cells).
+pub fn fleet_diagnosis_row(e: &ClusterEntry) -> Vec<String> {
+    let dash = || "-".to_owned();
+    let d = e.diagnosis.as_ref();
+    vec![
+        e.context.clone(),
+        d.and_then(|d| d.cluster.kubernetes_version.clone())
+            .unwrap_or_else(dash),
+        d.map_or_else(dash, |d| thousands(d.identity_space.total)),
+        e.identity_space
+            .map_or_else(dash, |s| format!("{:.1}%", s.utilisation_percent)),
+        d.map_or_else(dash, |d| {
+            thousands(d.identity_space.states.stale_candidates)
+        }),
+        e.gc_verdict.clone().unwrap_or_else(dash),
+        e.worst_finding.as_ref().map_or_else(dash, |f| {
+            format!("{}: {}", f.severity.as_str(), f.code.as_str())
+        }),
+        match e.status {
+            ClusterStatus::Succeeded => "diagnosed".into(),
+            _ => status_cell(e),
+        },
+    ]
+}
+
+/// The text view of a fleet diagnosis: the clusters table, the totals and
+/// what failed where, then each cluster's diagnosis under its context.
+pub fn fleet_diagnosis_text(f: &FleetDiagnosis, style: Style) -> String {
+    let p = Paint::new(style);
+    let mut rows = vec![fleet_diagnosis_header().map(String::from).to_vec()];
+    rows.extend(f.clusters.iter().map(fleet_diagnosis_row));
+    let last = rows[0].len() - 1;
+    let mut o = aligned(&rows, |i, c, s| {
+        if i == 0 {
+            p.bold(s)
+        } else if c == last {
+            match f.clusters[i - 1].status {
+                ClusterStatus::Succeeded => p.green(s),
+                _ => p.red(s),
+            }
+        } else {
+            s.to_owned()
+        }
+    });
+    o.push('\n');
+    let s = &f.summary;
+    let _ = writeln!(
+        o,
+        "{} clusters: {} diagnosed, {} failed; findings: {} critical, {} warning, {} info; {}",
+        s.clusters,
+        p.green(&s.diagnosed.to_string()),
+        if s.failed > 0 {
+            p.red(&s.failed.to_string())
+        } else {
+            s.failed.to_string()
+        },
+        s.findings.critical,
+        s.findings.warning,
+        s.findings.info,
+        run_duration(f.duration_seconds),
+    );
+    if let Some(full) = &s.fullest {
+        let _ = writeln!(
+            o,
+            "fullest identity space: {} at {:.1}% ({} of {})",
+            full.context,
+            full.identity_space.utilisation_percent,
+            thousands(full.identity_space.allocated),
+            thousands(full.identity_space.capacity)
+        );
+    }
+    for e in &f.clusters {
+        if let Some(err) = &e.error {
+            let _ = writeln!(o, "{}: {}", p.bold(&e.context), err.message);
+        }
+    }
+    for e in &f.clusters {
+        if let Some(d) = &e.diagnosis {
+            let _ = writeln!(o, "\n{}\n", p.bold(&format!("=== {} ===", e.context)));
+            o.push_str(&crate::diagnose::text::text(d, style));
+        }
+    }
     o
 }

@@ -29,7 +29,10 @@ mod fleet;
 pub(crate) mod tests;
 mod text;
 
-pub use fleet::{fleet_confirmation, fleet_header, fleet_row, fleet_text};
+pub use fleet::{
+    fleet_confirmation, fleet_diagnosis_header, fleet_diagnosis_row, fleet_diagnosis_text,
+    fleet_header, fleet_row, fleet_text,
+};
 pub use text::Paint;
 use text::*;
 
@@ -200,7 +203,7 @@ pub fn is_early_abort(report: &Report) -> bool {
 }
 
 /// The stderr lines of an early abort in text mode: the error, then what to
-/// try next. `None` when the run got further (see [`is_early_abort`]).
+/// try next (a preflight refusal's next steps, else a hint). `None` when the run got further (see [`is_early_abort`]).
 pub fn early_abort_text(report: &Report) -> Option<String> {
     if !is_early_abort(report) {
         return None;
@@ -211,7 +214,19 @@ pub fn early_abort_text(report: &Report) -> Option<String> {
     if a.reason != AbortReason::InternalError {
         let _ = writeln!(o, "error: {}", a.message);
     }
-    let _ = writeln!(o, "{}", early_abort_hint(report));
+    // A refusal by a preflight check: its own remedy (the next steps the
+    // JSON and Markdown reports carry), not a generic hint.
+    let steps = next_steps(report);
+    let refused = a.reason == AbortReason::PreflightRefused
+        && !a.message.contains("401")
+        && report.preflight.checks.iter().any(|c| !c.passed);
+    if refused && !steps.is_empty() {
+        for step in steps {
+            let _ = writeln!(o, "Next: {step}");
+        }
+    } else {
+        let _ = writeln!(o, "{}", early_abort_hint(report));
+    }
     Some(o)
 }
 

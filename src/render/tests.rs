@@ -111,6 +111,7 @@ pub(crate) fn sample() -> Report {
             kind: ErrorKind::MalformedObject,
             message: "ciliumidentities/abc: missing security-labels".into(),
         }],
+        next_steps: Vec::new(),
     }
 }
 

@@ -203,6 +203,8 @@ ENV
 down() {
   DIR="$1"
   [ -d "$DIR" ] || return 0
+  # A real cilium-operator started on this cluster by tests/cilium/operator.sh.
+  [ -d "$DIR/operator" ] && { "$repo/tests/cilium/operator.sh" down "$DIR" >/dev/null 2>&1 || true; }
   stop_pid "$DIR/apiserver.pid"
   stop_pid "$DIR/etcd.pid"
   rm -rf "$DIR"

@@ -38,3 +38,7 @@ mod wire;
 
 /// Fleet mode over two real clusters and an unreachable context.
 mod fleet;
+
+/// examples/cronjob.yaml applied, and the plugin run as its Job's pod runs:
+/// in-cluster config, a ServiceAccount token, a real Pushgateway. Issue 26.
+mod cronjob;

@@ -562,7 +562,7 @@ async fn selection_mistakes_are_usage_errors() {
             &["scan", "--all-contexts", "--server", "https://h"],
             "--server",
         ),
-        (&["diagnose", "--all-contexts"], "scan and delete only"),
+        (&["diagnose", "--context", "zz-*"], "matches no context"),
         (&["scan", "--redact"], "apply to a fleet run"),
         (
             &["scan", "--all-contexts", "--cluster-label", "x=y"],
@@ -771,4 +771,184 @@ async fn server_dry_run_over_a_fleet_deletes_nothing() {
     )
     .unwrap();
     assert!(text.contains("VALIDATED/ELIGIBLE"), "{text}");
+}
+
+#[test]
+fn committed_fleet_diagnosis_schema_matches_the_types() {
+    schema::assert_committed(
+        schema::FLEET_DIAGNOSIS_SCHEMA_FILE,
+        &schema::generated_fleet_diagnosis_text(),
+        "crates/cilium-gc/src/fleet/diagnosis.rs",
+        "fleet::committed_fleet_diagnosis_schema_matches_the_types",
+    );
+    let s = schema::committed_fleet_diagnosis();
+    assert!(schema::meta_errors(&s).is_empty());
+    assert_eq!(s["$id"], cilium_gc::fleet::FLEET_DIAGNOSIS_SCHEMA_ID);
+}
+
+/// Valid against the fleet diagnosis schema, and every embedded diagnosis
+/// against the diagnosis schema.
+fn assert_fleet_diagnosis_valid(doc: &Value) {
+    let errors = schema::errors(&schema::committed_fleet_diagnosis(), doc);
+    assert!(
+        errors.is_empty(),
+        "fleet diagnosis invalid:\n{}",
+        errors.join("\n")
+    );
+    for e in doc["clusters"].as_array().unwrap() {
+        assert!(e["report"].is_null(), "a diagnosis scans nothing");
+        if !e["diagnosis"].is_null() {
+            let errors = schema::errors(&schema::committed_diagnosis(), &e["diagnosis"]);
+            assert!(
+                errors.is_empty(),
+                "{}: diagnosis invalid:\n{}",
+                e["context"],
+                errors.join("\n")
+            );
+        }
+    }
+}
+
+/// Issue 26: `diagnose --all-contexts` is one document: an entry per
+/// cluster holding exactly what `diagnose --context <it>` finds, a failing
+/// cluster with its own error and exit code, the fleet scan's exit rule
+/// (2 here: the unreachable cluster), and nothing written anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn diagnose_over_a_fleet_is_one_document_with_each_clusters_diagnosis() {
+    let f = Fleet::mixed().await;
+    let out = f.run(&["diagnose", "--all-contexts", "-o", "json"]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let doc = parse(&out);
+    assert_fleet_diagnosis_valid(&doc);
+    assert_eq!(doc["kind"], cilium_gc::fleet::FLEET_DIAGNOSIS_KIND);
+    assert_eq!(doc["exitCode"], 2);
+    let contexts: Vec<&str> = doc["clusters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["context"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        contexts,
+        [
+            "prod-a",
+            "prod-b",
+            "lab-forbidden",
+            "lab-kvstore",
+            "dr-down"
+        ]
+    );
+    assert_eq!(doc["summary"]["diagnosed"], 4);
+    assert_eq!(doc["summary"]["failed"], 1);
+    let down = entry(&doc, "dr-down");
+    assert_eq!(down["status"], "failed");
+    assert_eq!(down["exitCode"], 2);
+    assert_eq!(down["error"]["reason"], "read-failed");
+    assert!(down["diagnosis"].is_null());
+
+    // Each diagnosis is the single-context one.
+    for context in ["prod-a", "lab-kvstore"] {
+        let e = entry(&doc, context);
+        assert_eq!(e["status"], "succeeded", "{context}");
+        let single = f
+            .run(&["diagnose", "--context", context, "-o", "json"])
+            .await;
+        assert_eq!(single.status.code(), Some(0));
+        let single = parse(&single);
+        let d = &e["diagnosis"];
+        for field in ["identitySpace", "configuration", "cluster"] {
+            assert_eq!(d[field], single[field], "{context}: {field}");
+        }
+        // Findings as found (their evidence quotes ages, which move on).
+        let found = |d: &Value| -> Vec<(Value, Value, Value)> {
+            d["findings"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| {
+                    (
+                        f["severity"].clone(),
+                        f["code"].clone(),
+                        f["message"].clone(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(found(d), found(&single), "{context}: findings");
+        assert!(e["gcVerdict"].is_string(), "{context}");
+    }
+    assert_eq!(entry(&doc, "lab-kvstore")["gcVerdict"], "not in CRD mode");
+    for (name, sim) in &f.sims {
+        assert!(
+            sim.ledger()
+                .requests
+                .iter()
+                .all(|r| !matches!(r.method.as_str(), "DELETE" | "PATCH" | "PUT")),
+            "{name}: diagnose wrote"
+        );
+    }
+}
+
+/// The text and Markdown views: the clusters table first, then each
+/// cluster's diagnosis (folded per cluster in Markdown); `--redact` hides
+/// every context and server in every format.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn fleet_diagnosis_text_markdown_and_redact() {
+    let f = Fleet::start(
+        &[("prod-a", calm("small")), ("lab-kvstore", calm("kvstore"))],
+        &["dr-down"],
+    )
+    .await;
+    let out = f.run(&["diagnose", "--all-contexts"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with("CONTEXT") && first.contains("GC VERDICT") && first.ends_with("RESULT"),
+        "{text}"
+    );
+    assert!(
+        text.contains("=== prod-a ===") && text.contains("=== lab-kvstore ==="),
+        "{text}"
+    );
+    assert!(!text.contains("=== dr-down ==="), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("dr-down: ")), "{text}");
+    let table_end = text.find("=== prod-a ===").unwrap();
+    assert!(text[..table_end].contains("diagnosed"), "{text}");
+
+    let out = f
+        .run(&["diagnose", "--all-contexts", "-o", "markdown"])
+        .await;
+    let md = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        md.starts_with("# Cilium identity diagnosis: 3 clusters\n"),
+        "{md}"
+    );
+    assert!(md.contains("## Clusters"), "{md}");
+    for c in ["prod-a", "lab-kvstore", "dr-down"] {
+        assert!(
+            md.contains(&format!("<details><summary>{c}: ")),
+            "{c}:\n{md}"
+        );
+    }
+    assert!(
+        md.contains("### Findings"),
+        "each diagnosis one level down:\n{md}"
+    );
+
+    for format in ["json", "text", "markdown"] {
+        let out = f
+            .run(&["diagnose", "--all-contexts", "--redact", "-o", format])
+            .await;
+        let all = String::from_utf8_lossy(&out.stdout);
+        for name in ["prod-a", "lab-kvstore", "dr-down", "127.0.0.1"] {
+            assert!(!all.contains(name), "{format}: {name} leaked:\n{all}");
+        }
+        if format == "json" {
+            let doc: Value = serde_json::from_str(&all).unwrap();
+            assert_eq!(doc["redacted"], true);
+            assert_fleet_diagnosis_valid(&doc);
+        }
+    }
 }

@@ -435,3 +435,283 @@ fn release_script_packs_and_renders() {
     .unwrap();
     assert!(sidecar.starts_with(&sha), "the .sha256 file agrees");
 }
+
+// --- the real krew (issue 26) -------------------------------------------------
+
+/// `.ci/release` once per published platform, each run's manifest the next
+/// one's `--manifest` (as the release matrix does): every archive and the
+/// manifest with every platform's sha256 filled in. Only names differ: the
+/// archives all pack this host's binary (nothing here cross-builds).
+fn release_every_platform(dist: &Path) {
+    let mut manifest = repo_path("krew/cilium-gc.yaml");
+    for (os, arch) in PLATFORMS {
+        let out = Command::new("bash")
+            .arg(repo_path(".ci/release"))
+            .args(["--binary", env!("CARGO_BIN_EXE_kubectl-cilium_gc"), "--out"])
+            .arg(dist)
+            .arg("--manifest")
+            .arg(&manifest)
+            .env("TARGET_OS", os)
+            .env("TARGET_ARCH", arch)
+            .output()
+            .expect("run .ci/release");
+        assert!(
+            out.status.success(),
+            ".ci/release for {os}/{arch} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        manifest = dist.join("cilium-gc.yaml");
+    }
+}
+
+/// A loopback file server for `dir` (HTTP/1.0, GET only), standing in for
+/// the release download host: krew and its validator fetch from it.
+fn serve_dir(dir: &Path) -> String {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let dir = dir.to_owned();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let mut line = String::new();
+            let _ = BufReader::new(&conn).read_line(&mut line);
+            let name = line
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or("/")
+                .trim_start_matches('/')
+                .to_owned();
+            let body = (!name.contains("..") && !name.contains('/'))
+                .then(|| std::fs::read(dir.join(&name)).ok())
+                .flatten();
+            let _ = match body {
+                Some(b) => write!(
+                    conn,
+                    "HTTP/1.0 200 OK\r\nContent-Length: {}\r\n\r\n",
+                    b.len()
+                )
+                .and_then(|_| conn.write_all(&b)),
+                None => write!(conn, "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\n\r\n"),
+            };
+        }
+    });
+    url
+}
+
+/// The real krew's environment: its own `KREW_ROOT`, the real kubectl and
+/// krew on `PATH` (after `$KREW_ROOT/bin`, where installed plugins land), no
+/// upgrade check, and every non-loopback request sent to a closed port.
+fn krew_env(cmd: &mut Command, krew_root: &Path, kubectl: &Path) {
+    let path = std::env::join_paths([
+        krew_root.join("bin"),
+        kubectl.parent().unwrap().to_owned(),
+        crate::support::tools::bin_dir().unwrap().to_owned(),
+        "/usr/bin".into(),
+        "/bin".into(),
+    ])
+    .unwrap();
+    cmd.env_clear()
+        .env("PATH", path)
+        .env("HOME", krew_root)
+        .env("KREW_ROOT", krew_root)
+        .env("KREW_NO_UPGRADE_CHECK", "1")
+        .env("HTTP_PROXY", "http://127.0.0.1:9")
+        .env("HTTPS_PROXY", "http://127.0.0.1:9")
+        .env("NO_PROXY", "127.0.0.1")
+        .env("NO_COLOR", "1");
+}
+
+fn assert_ran(out: &std::process::Output, what: &str) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{text}",
+        out.status
+    );
+    text
+}
+
+/// What a krew-index reviewer runs: krew's own validator accepts the
+/// rendered manifest (structure, every platform used once), and, with the
+/// URIs pointed at a loopback copy of the release, installs every platform
+/// through the real `kubectl krew install`, which checks each archive's
+/// sha256 and the LICENSE it must extract.
+#[test]
+fn the_real_krew_validator_accepts_the_rendered_manifest_for_every_platform() {
+    let (Some(validator), Some(kubectl)) = (
+        crate::support::tools::tool("validate-krew-manifest"),
+        crate::support::tools::kubectl(),
+    ) else {
+        return;
+    };
+    let dist = tempfile::tempdir().unwrap();
+    release_every_platform(dist.path());
+    let manifest = dist.path().join("cilium-gc.yaml");
+    let rendered = load_yaml(&manifest);
+    let version = cargo_version();
+    for p in rendered["spec"]["platforms"].as_array().unwrap() {
+        let (os, arch) = (
+            str_at(p, "/selector/matchLabels/os"),
+            str_at(p, "/selector/matchLabels/arch"),
+        );
+        let archive = dist
+            .path()
+            .join(format!("{BIN}-{version}-{os}-{arch}.tar.gz"));
+        assert_eq!(str_at(p, "/sha256"), sha256_of(&archive), "{os}/{arch}");
+    }
+
+    let krew_root = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(&validator);
+    cmd.arg("-manifest").arg(&manifest).arg("-skip-install");
+    krew_env(&mut cmd, krew_root.path(), &kubectl);
+    let said = assert_ran(
+        &cmd.output().unwrap(),
+        "validate-krew-manifest -skip-install",
+    );
+    assert!(said.contains("structural validation OK"), "{said}");
+
+    // Every platform installed, from a loopback copy of the release.
+    let url = serve_dir(dist.path());
+    let local = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let prefix = format!(
+        "https://github.com/kubectl-cilium-gc/kubectl-cilium-gc/releases/download/v{version}"
+    );
+    assert_eq!(text.matches(&prefix).count(), PLATFORMS.len(), "{text}");
+    let local_manifest = local.path().join("cilium-gc.yaml");
+    std::fs::write(&local_manifest, text.replace(&prefix, &url)).unwrap();
+    let mut cmd = Command::new(&validator);
+    cmd.arg("-manifest").arg(&local_manifest);
+    krew_env(&mut cmd, krew_root.path(), &kubectl);
+    let said = assert_ran(&cmd.output().unwrap(), "validate-krew-manifest");
+    assert!(
+        said.contains(&format!(
+            "all {} spec.platforms installed fine",
+            PLATFORMS.len()
+        )),
+        "{said}"
+    );
+
+    // And it fails when an archive does not match its sha256.
+    let (os, arch) = PLATFORMS[0];
+    let archive = dist
+        .path()
+        .join(format!("{BIN}-{version}-{os}-{arch}.tar.gz"));
+    let mut bytes = std::fs::read(&archive).unwrap();
+    bytes.push(0);
+    std::fs::write(&archive, bytes).unwrap();
+    let mut cmd = Command::new(&validator);
+    cmd.arg("-manifest").arg(&local_manifest);
+    krew_env(&mut cmd, krew_root.path(), &kubectl);
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success(), "a tampered archive must not install");
+}
+
+/// A user's install: in a fresh `KREW_ROOT`, the real `kubectl krew install
+/// --manifest --archive` installs the archive `.ci/release` built; the real
+/// kubectl finds the plugin on `PATH` and `kubectl cilium-gc version` prints
+/// our version; `kubectl krew uninstall` removes it.
+#[test]
+fn the_real_krew_installs_and_uninstalls_the_release() {
+    if !crate::support::tool_or_skip("git", "the real krew's index") {
+        return;
+    }
+    let (Some(_), Some(kubectl)) = (
+        crate::support::tools::tool("kubectl-krew"),
+        crate::support::tools::kubectl(),
+    ) else {
+        return;
+    };
+    let dist = tempfile::tempdir().unwrap();
+    release_every_platform(dist.path());
+    let (os, arch) = host_platform();
+    let version = cargo_version();
+    let archive = dist
+        .path()
+        .join(format!("{BIN}-{version}-{os}-{arch}.tar.gz"));
+    let krew_root = tempfile::tempdir().unwrap();
+    let kubectl_in = |args: &[&str]| {
+        let mut cmd = Command::new(&kubectl);
+        cmd.args(args);
+        krew_env(&mut cmd, krew_root.path(), &kubectl);
+        cmd.output().unwrap()
+    };
+
+    let manifest = dist.path().join("cilium-gc.yaml");
+    let said = assert_ran(
+        &kubectl_in(&[
+            "krew",
+            "install",
+            &format!("--manifest={}", manifest.display()),
+            &format!("--archive={}", archive.display()),
+        ]),
+        "kubectl krew install",
+    );
+    assert!(said.contains("Installed plugin: cilium-gc"), "{said}");
+    assert!(krew_root.path().join("bin").join(BIN).exists());
+
+    // `list` and `uninstall` want a plugin index (a git clone): our own
+    // index, as the README's `krew index add` gives users, here a local
+    // git repository holding the rendered manifest (no network).
+    let index = tempfile::tempdir().unwrap();
+    std::fs::create_dir(index.path().join("plugins")).unwrap();
+    std::fs::copy(&manifest, index.path().join("plugins/cilium-gc.yaml")).unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["add", "."],
+        &[
+            "-c",
+            "user.name=test",
+            "-c",
+            "user.email=test@localhost",
+            "commit",
+            "-qm",
+            "index",
+        ],
+    ] {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(index.path())
+            .output()
+            .expect("git runs");
+        assert_ran(&out, &format!("git {args:?}"));
+    }
+    assert_ran(
+        &kubectl_in(&[
+            "krew",
+            "index",
+            "add",
+            "cilium-gc",
+            index.path().to_str().unwrap(),
+        ]),
+        "kubectl krew index add",
+    );
+    let listed = assert_ran(&kubectl_in(&["krew", "list"]), "kubectl krew list");
+    assert!(listed.contains("cilium-gc"), "{listed}");
+
+    let out = kubectl_in(&["cilium-gc", "version"]);
+    let said = assert_ran(&out, "kubectl cilium-gc version");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(version),
+        "version through kubectl's plugin discovery: {said}"
+    );
+    let plugins = assert_ran(&kubectl_in(&["plugin", "list"]), "kubectl plugin list");
+    assert!(plugins.contains(BIN), "{plugins}");
+
+    assert_ran(
+        &kubectl_in(&["krew", "uninstall", "cilium-gc"]),
+        "kubectl krew uninstall",
+    );
+    assert!(!krew_root.path().join("bin").join(BIN).exists());
+    let out = kubectl_in(&["cilium-gc", "version"]);
+    assert!(
+        !out.status.success(),
+        "still runs after uninstall: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

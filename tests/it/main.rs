@@ -26,6 +26,12 @@ mod fleet;
 
 /// `--metrics-file` and `--pushgateway`: Prometheus metrics of a run.
 mod metrics;
+
+/// The published alerts, judged by the real promtool. Issue 26.
+mod alerts;
+
+/// Next steps that follow from every refusal of the run. Issue 26.
+mod advice;
 /// Deletes follow what we know: a struggling server (429s, caps, watch
 /// faults) and endpoint usage gone dark. Issue 11.
 mod struggling;

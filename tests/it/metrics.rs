@@ -1,49 +1,29 @@
-//! `--metrics-file` and `--pushgateway` (issue 15): what a scheduled run
-//! leaves for Prometheus, checked against a small in-process Pushgateway
-//! stand-in that records every request.
+//! `--metrics-file` and `--pushgateway` (issues 15, 26): what a scheduled
+//! run leaves for Prometheus, read back from a real Pushgateway
+//! (`tests/tools/build.sh`). A small in-process stand-in stays only for what
+//! a real one will not do on demand: answer 5xx, or never answer.
 
 use std::sync::{Arc, Mutex};
 
-use axum::extract::{Request, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use prometheus_parse::{Scrape, Value};
 
-use crate::support::calm;
 use crate::support::world::World;
+use crate::support::{calm, tools};
 
-/// One request the stand-in Pushgateway received.
-#[derive(Debug, Clone)]
-struct Pushed {
-    method: String,
-    path: String,
-    content_type: String,
-    body: String,
-}
-
-/// A Pushgateway stand-in on 127.0.0.1:0 answering `status` to everything.
-async fn receiver(status: StatusCode) -> (String, Arc<Mutex<Vec<Pushed>>>) {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let app =
-        axum::Router::new()
-            .fallback(
-                |State((seen, status)): State<(Arc<Mutex<Vec<Pushed>>>, StatusCode)>,
-                 req: Request| async move {
-                    let (parts, body) = req.into_parts();
-                    let body = axum::body::to_bytes(body, 1 << 20).await.unwrap();
-                    seen.lock().unwrap().push(Pushed {
-                        method: parts.method.to_string(),
-                        path: parts.uri.path().to_string(),
-                        content_type: parts
-                            .headers
-                            .get("content-type")
-                            .map(|v| v.to_str().unwrap().to_string())
-                            .unwrap_or_default(),
-                        body: String::from_utf8(body.to_vec()).unwrap(),
-                    });
-                    (status, "pushgateway says no")
-                },
-            )
-            .with_state((seen.clone(), status));
+/// A Pushgateway stand-in on 127.0.0.1:0 answering `status` to everything;
+/// counts the requests it got.
+async fn receiver(status: StatusCode) -> (String, Arc<Mutex<usize>>) {
+    let seen = Arc::new(Mutex::new(0));
+    let app = axum::Router::new()
+        .fallback(
+            |State((seen, status)): State<(Arc<Mutex<usize>>, StatusCode)>| async move {
+                *seen.lock().unwrap() += 1;
+                (status, "pushgateway says no")
+            },
+        )
+        .with_state((seen.clone(), status));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -90,10 +70,34 @@ fn gauge(s: &Scrape, name: &str, label: Option<(&str, &str)>) -> f64 {
     }
 }
 
+/// The samples of a real Pushgateway's `/metrics` whose `job` is `job`
+/// (and `cluster`, when given): what Prometheus scrapes from it.
+fn scraped(pg: &tools::Pushgateway, job: &str, cluster: Option<&str>) -> Scrape {
+    let all = parse_exposition(&pg.get("/metrics"));
+    Scrape {
+        docs: all.docs,
+        samples: all
+            .samples
+            .into_iter()
+            .filter(|s| s.labels.get("job") == Some(job) && s.labels.get("cluster") == cluster)
+            .collect(),
+    }
+}
+
+/// Any Prometheus exposition (the Pushgateway's own, with its Go metrics).
+fn parse_exposition(body: &str) -> Scrape {
+    Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).expect("Prometheus text format")
+}
+
+/// `delete --pushgateway` against a real Pushgateway: what Prometheus would
+/// scrape from it carries the report's numbers under the job's label, with
+/// the Pushgateway's `push_time_seconds`; `--metrics-file` says the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn delete_pushes_parseable_metrics_matching_the_report_and_writes_the_textfile() {
+async fn delete_pushes_to_a_real_pushgateway_what_the_report_says_and_writes_the_textfile() {
+    let Some(pg) = tools::Pushgateway::start() else {
+        return;
+    };
     let w = World::start(calm("small")).await;
-    let (url, seen) = receiver(StatusCode::OK).await;
     let file = w.dir.path().join("cilium_gc.prom");
     let out = w
         .bin(&[
@@ -102,7 +106,7 @@ async fn delete_pushes_parseable_metrics_matching_the_report_and_writes_the_text
             "-o",
             "json",
             "--pushgateway",
-            &url,
+            &pg.url,
             "--pushgateway-job",
             "nightly-gc",
             "--metrics-file",
@@ -116,21 +120,32 @@ async fn delete_pushes_parseable_metrics_matching_the_report_and_writes_the_text
     let deleted = report["summary"]["deleted"].as_u64().unwrap();
     assert!(deleted > 0, "the scenario has stale identities");
 
-    let pushes = seen.lock().unwrap().clone();
-    assert_eq!(pushes.len(), 1, "{pushes:?}");
-    let p = &pushes[0];
+    // The Pushgateway's API: one group, keyed by the job alone.
+    let api: serde_json::Value = serde_json::from_str(&pg.get("/api/v1/metrics")).unwrap();
+    let groups = api["data"].as_array().expect("data");
+    assert_eq!(groups.len(), 1, "{api}");
     assert_eq!(
-        p.method, "POST",
-        "POST keeps last_success from the last good run"
+        groups[0]["labels"],
+        serde_json::json!({ "job": "nightly-gc" })
     );
-    assert_eq!(p.path, "/metrics/job/nightly-gc");
-    assert!(
-        p.content_type.starts_with("text/plain; version=0.0.4"),
-        "{}",
-        p.content_type
+    let family = &groups[0]["cilium_gc_deleted_identities"];
+    assert_eq!(family["type"], "GAUGE", "{family}");
+    assert_eq!(
+        family["metrics"][0]["value"]
+            .as_str()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap(),
+        deleted as f64
     );
-    let pushed = parse(&p.body);
+    assert!(groups[0]["push_time_seconds"].is_object(), "{}", groups[0]);
+
+    let pushed = scraped(&pg, "nightly-gc", None);
     let from_file = parse(&std::fs::read_to_string(&file).unwrap());
+    let push_time = gauge(&pushed, "push_time_seconds", None);
+    let finished = epoch_seconds(report["finishedAt"].as_str().unwrap());
+    assert!(push_time >= finished.floor(), "{push_time} vs {finished}");
+    assert_eq!(gauge(&pushed, "push_failure_time_seconds", None), 0.0);
     for s in [&pushed, &from_file] {
         assert_eq!(
             gauge(s, "cilium_gc_deleted_identities", None),
@@ -150,7 +165,6 @@ async fn delete_pushes_parseable_metrics_matching_the_report_and_writes_the_text
         );
         assert_eq!(gauge(s, "cilium_gc_failed_identities", None), 0.0);
         assert_eq!(gauge(s, "cilium_gc_run_success", None), 1.0);
-        let finished = epoch_seconds(report["finishedAt"].as_str().unwrap());
         let last = gauge(s, "cilium_gc_last_success_timestamp_seconds", None);
         assert!((last - finished).abs() < 0.002, "{last} vs {finished}");
         assert!(gauge(s, "cilium_gc_delete_rate_per_second", None) > 0.0);
@@ -158,6 +172,140 @@ async fn delete_pushes_parseable_metrics_matching_the_report_and_writes_the_text
         let ratio = gauge(s, "cilium_gc_identity_space_used_ratio", None);
         assert!(ratio > 0.0 && ratio < 1.0, "{ratio}");
     }
+}
+
+/// A failed run (here refused, exit 3) pushes `run_success 0` and its exit
+/// code, and the real Pushgateway keeps the last good run's
+/// `last_success_timestamp_seconds` (POST replaces only what is pushed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_run_never_replaces_the_last_success_on_a_real_pushgateway() {
+    let Some(pg) = tools::Pushgateway::start() else {
+        return;
+    };
+    let good = World::start(calm("small")).await;
+    let out = good
+        .bin(&["scan", "-o", "json", "--pushgateway", &pg.url])
+        .await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job = kubectl_cilium_gc::metrics::DEFAULT_JOB;
+    let first = gauge(
+        &scraped(&pg, job, None),
+        kubectl_cilium_gc::metrics::LAST_SUCCESS,
+        None,
+    );
+
+    let mut s = calm("forbidden");
+    s.faults = Default::default();
+    let bad = World::start(s).await;
+    let out = bad
+        .bin(&["delete", "--yes", "-o", "json", "--pushgateway", &pg.url])
+        .await;
+    let code = out.status.code().unwrap();
+    assert_ne!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let now = scraped(&pg, job, None);
+    assert_eq!(gauge(&now, "cilium_gc_run_success", None), 0.0);
+    assert_eq!(
+        gauge(&now, "cilium_gc_run_exit_code", None),
+        f64::from(code)
+    );
+    assert_eq!(
+        gauge(&now, kubectl_cilium_gc::metrics::LAST_SUCCESS, None),
+        first,
+        "the failed run must not move the last success"
+    );
+    assert!(gauge(&now, "cilium_gc_last_run_timestamp_seconds", None) > first);
+}
+
+/// A fleet pushes one group per cluster (`job`, `cluster`) to a real
+/// Pushgateway; a cluster that fails later keeps its own last success while
+/// the others move on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_fleet_pushes_one_group_per_cluster_to_a_real_pushgateway() {
+    let Some(pg) = tools::Pushgateway::start() else {
+        return;
+    };
+    let a = cilium_gc_sim::Simulator::start(calm("small"))
+        .await
+        .unwrap();
+    let b = cilium_gc_sim::Simulator::start(calm("small"))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    let run = |kubeconfig: std::path::PathBuf, url: String| async move {
+        let mut cmd = crate::support::world::binary();
+        cmd.arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args([
+                "scan",
+                "--all-contexts",
+                "-o",
+                "json",
+                "--pushgateway",
+                &url,
+            ])
+            .stdin(std::process::Stdio::null());
+        cmd.output().await.unwrap()
+    };
+    std::fs::write(
+        &kubeconfig,
+        cilium_gc_sim::Simulator::fleet_kubeconfig(&[("eu-1", &a), ("us-1", &b)], &[]),
+    )
+    .unwrap();
+    let out = run(kubeconfig.clone(), pg.url.clone()).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let job = kubectl_cilium_gc::metrics::DEFAULT_JOB;
+    let api: serde_json::Value = serde_json::from_str(&pg.get("/api/v1/metrics")).unwrap();
+    let mut groups: Vec<serde_json::Value> = api["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["labels"].clone())
+        .collect();
+    groups.sort_by_key(|g| g.to_string());
+    assert_eq!(
+        groups,
+        [
+            serde_json::json!({ "job": job, "cluster": "eu-1" }),
+            serde_json::json!({ "job": job, "cluster": "us-1" }),
+        ]
+    );
+    let success = |cluster: &str| {
+        gauge(
+            &scraped(&pg, job, Some(cluster)),
+            kubectl_cilium_gc::metrics::LAST_SUCCESS,
+            None,
+        )
+    };
+    let (eu, us) = (success("eu-1"), success("us-1"));
+
+    // us-1 stops answering; eu-1 goes on.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("https://{}", l.local_addr().unwrap())
+    };
+    std::fs::write(
+        &kubeconfig,
+        cilium_gc_sim::Simulator::fleet_kubeconfig(&[("eu-1", &a)], &[("us-1", &closed)]),
+    )
+    .unwrap();
+    let out = run(kubeconfig, pg.url.clone()).await;
+    assert_ne!(out.status.code(), Some(0));
+    assert!(success("eu-1") > eu, "eu-1 succeeded again");
+    assert_eq!(success("us-1"), us, "us-1's last success stays");
+    let us_now = scraped(&pg, job, Some("us-1"));
+    assert_eq!(gauge(&us_now, "cilium_gc_run_success", None), 0.0);
+    assert!(gauge(&us_now, "push_time_seconds", None) > 0.0);
 }
 
 fn epoch_seconds(rfc3339: &str) -> f64 {
@@ -181,7 +329,7 @@ async fn a_failed_push_is_one_line_on_stderr_and_leaves_the_exit_code_alone() {
         line.contains("500") && line.contains("pushgateway says no"),
         "{line}"
     );
-    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert_eq!(*seen.lock().unwrap(), 1);
     serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("stdout is still the report");
 
     // Nothing listening: the same, naming the address.
@@ -198,47 +346,51 @@ async fn a_failed_push_is_one_line_on_stderr_and_leaves_the_exit_code_alone() {
         "{stderr}"
     );
 
-    // A refused run (exit 3) keeps exit 3 and pushes run_success 0 without a last success.
-    let (ok, seen) = receiver(StatusCode::OK).await;
-    let mut s = calm("forbidden");
-    s.faults = Default::default();
-    let w = World::start(s).await;
-    let out = w
-        .bin(&["delete", "--yes", "-o", "json", "--pushgateway", &ok])
-        .await;
-    let code = out.status.code().unwrap();
-    assert_ne!(code, 0, "{}", String::from_utf8_lossy(&out.stderr));
-    let body = seen.lock().unwrap()[0].body.clone();
-    let pushed = parse(&body);
-    assert_eq!(gauge(&pushed, "cilium_gc_run_success", None), 0.0);
-    assert_eq!(
-        gauge(&pushed, "cilium_gc_run_exit_code", None),
-        f64::from(code)
-    );
-    assert!(!body.contains("last_success_timestamp_seconds"), "{body}");
+    // A Pushgateway that accepts and never answers: given up after the
+    // push timeout, the same one line, the same exit code.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = silent.accept().await {
+            held.push(conn);
+        }
+    });
+    let out = w.bin(&["scan", "-o", "json", "--pushgateway", &url]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr.matches("metrics not pushed").count(), 1, "{stderr}");
+    serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("stdout is still the report");
 }
 
-/// The README's PrometheusRule parses and alerts on metrics the tool writes,
-/// with the thresholds the issue asks for (2 hours, 80%).
+/// The published PrometheusRule (shown in the README, run by promtool in
+/// `alerts.rs`) alerts on metrics the tool writes, with the thresholds the
+/// issue asks for (2 hours, 80%), per cluster.
 #[test]
-fn readme_alert_rule_uses_metrics_the_tool_writes() {
-    let readme = std::fs::read_to_string(crate::support::repo_path("README.md")).unwrap();
-    let block = readme
-        .split("```yaml\n")
-        .skip(1)
-        .map(|b| b.split("```").next().unwrap())
-        .find(|b| b.contains("kind: PrometheusRule"))
-        .expect("README has a PrometheusRule");
-    let rule: serde_json::Value = serde_saphyr::from_str(block).expect("the rule is YAML");
-    let rules = &rule["spec"]["groups"][0]["rules"];
-    assert_eq!(rules.as_array().map(Vec::len), Some(1), "one alert rule");
-    let expr = rules[0]["expr"].as_str().unwrap();
-    assert!(expr.contains(kubectl_cilium_gc::metrics::LAST_SUCCESS) && expr.contains("7200"));
-    assert!(expr.contains("cilium_gc_identity_space_used_ratio") && expr.contains("0.8"));
-    assert!(expr.contains(&format!(
-        "job=\"{}\"",
-        kubectl_cilium_gc::metrics::DEFAULT_JOB
-    )));
+fn published_alert_rules_use_metrics_the_tool_writes() {
+    let text =
+        std::fs::read_to_string(crate::support::repo_path("examples/prometheusrule.yaml")).unwrap();
+    let rule: serde_json::Value = serde_saphyr::from_str(&text).expect("the rule is YAML");
+    let rules = rule["spec"]["groups"][0]["rules"].as_array().unwrap();
+    let expr = |alert: &str| {
+        rules
+            .iter()
+            .find(|r| r["alert"] == alert)
+            .and_then(|r| r["expr"].as_str())
+            .unwrap_or_else(|| panic!("no alert {alert}"))
+            .to_owned()
+    };
+    let stalled = expr("CiliumIdentityGCStalled");
+    assert!(stalled.contains(kubectl_cilium_gc::metrics::LAST_SUCCESS) && stalled.contains("7200"));
+    assert!(stalled.contains("by (cluster)"), "{stalled}");
+    let full = expr("CiliumIdentitySpaceNearlyFull");
+    assert!(full.contains("cilium_gc_identity_space_used_ratio") && full.contains("0.8"));
+    for r in rules {
+        assert!(r["expr"].as_str().unwrap().contains(&format!(
+            "job=\"{}\"",
+            kubectl_cilium_gc::metrics::DEFAULT_JOB
+        )));
+    }
     let cronjob =
         std::fs::read_to_string(crate::support::repo_path("examples/cronjob.yaml")).unwrap();
     assert!(cronjob.contains(kubectl_cilium_gc::metrics::DEFAULT_JOB));

@@ -27,7 +27,8 @@ pub const SCHEMA_ID: &str =
 /// `--dry-run=server` the validated deletes are counted there and
 /// `summary.deleted` stays 0; before, `deleted` counted them); an item whose
 /// writes all ended in 429, 409, 403 or a refused connection when the run
-/// stopped is `not-attempted` with its `lastError` (before, `failed`).
+/// stopped is `not-attempted` with its `lastError` (before, `failed`);
+/// `nextSteps`.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(title = "CiliumIdentityGCReport")]
@@ -68,6 +69,13 @@ pub struct Report {
     pub items: Vec<Item>,
     /// Run-level errors and warnings (per-item errors are on the items).
     pub errors: Vec<RunError>,
+    /// What a human should do next, one sentence each, most urgent first:
+    /// the same steps the text and Markdown reports end with. Each failed
+    /// preflight check names its remedy; no step suggests a command the
+    /// same checks would refuse. Empty when there is nothing to do. Added
+    /// in v1 after its first release: absent in older reports.
+    #[serde(default)]
+    pub next_steps: Vec<String>,
 }
 
 /// The program that wrote the report.

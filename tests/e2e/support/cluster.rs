@@ -99,6 +99,16 @@ impl Cluster {
         self.dir.join("cilium-gc.kubeconfig")
     }
 
+    /// The kube-apiserver's loopback port (its certificate covers 127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.env["APISERVER_PORT"].parse().expect("APISERVER_PORT")
+    }
+
+    /// The cluster CA's certificate (what a pod finds in `ca.crt`).
+    pub fn ca_cert(&self) -> PathBuf {
+        self.dir.join("ca.crt")
+    }
+
     /// A kube client as `admin`.
     pub async fn admin(&self) -> kube::Client {
         client_for(&self.admin_kubeconfig()).await

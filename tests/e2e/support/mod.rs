@@ -3,6 +3,9 @@
 pub mod cluster;
 pub mod objects;
 pub mod runs;
+/// The real Pushgateway (and krew, promtool), shared with the integration suite.
+#[path = "../../it/support/tools.rs"]
+pub mod tools;
 
 use std::process::Output;
 use std::time::Duration;

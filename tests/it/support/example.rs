@@ -229,5 +229,6 @@ pub fn full_report() -> Report {
                 message: "ciliumendpoints watch: connection reset; restarted".into(),
             },
         ],
+        next_steps: Vec::new(),
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod example;
 pub mod schema;
+pub mod tools;
 
 pub use cilium_gc_testkit::{repo_path, tool_or_skip};
 pub mod world;

@@ -164,3 +164,20 @@ pub fn generated_fleet_text() -> String {
     text.push('\n');
     text
 }
+
+/// Where the fleet diagnosis' schema lives, relative to the repository.
+pub const FLEET_DIAGNOSIS_SCHEMA_FILE: &str = "schema/fleet-diagnosis-v1.json";
+
+/// The committed fleet diagnosis schema, parsed.
+pub fn committed_fleet_diagnosis() -> Value {
+    let text = std::fs::read_to_string(repo_path(FLEET_DIAGNOSIS_SCHEMA_FILE)).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// The fleet diagnosis schema exactly as it must be committed.
+pub fn generated_fleet_diagnosis_text() -> String {
+    let mut text = serde_json::to_string_pretty(&cilium_gc::fleet::diagnosis_schema())
+        .expect("schema serializes");
+    text.push('\n');
+    text
+}

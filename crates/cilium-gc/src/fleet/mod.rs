@@ -10,7 +10,12 @@
 //! stops every cluster, and the fleet report is still written), one
 //! confirmation for every cluster's writes (`gate`), and a diagnosis of
 //! each cluster before its run, for the table's verdict.
+//!
+//! `diagnose` over a fleet ([`diagnose_fleet`]) is the single-cluster
+//! diagnosis on every context, gathered the same way into a
+//! [`FleetDiagnosis`].
 
+mod diagnosis;
 mod document;
 mod gate;
 mod redact;
@@ -23,6 +28,10 @@ use jiff::Timestamp;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument as _;
 
+pub use diagnosis::{
+    diagnose_fleet, diagnosis_schema, FindingCounts, FleetDiagnosis, FleetDiagnosisSummary,
+    FLEET_DIAGNOSIS_KIND, FLEET_DIAGNOSIS_SCHEMA_ID,
+};
 pub use document::{
     fleet_exit, schema, ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FleetReason,
     FleetReport, FleetSummary, Fullest, IdentitySpaceUse, WorstFinding, FLEET_KIND,

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::FleetReport;
+use super::{ClusterEntry, FleetDiagnosis, FleetReport};
 use crate::diagnose::redact::Redactor;
 
 /// Names shorter than this are replaced only where a whole string equals
@@ -14,9 +14,32 @@ const MIN_SUBSTRING: usize = 3;
 
 /// Replace contexts and servers in `doc` by tokens; set `redacted`.
 pub(crate) fn redact(doc: &mut FleetReport) {
+    let renamed = redact_entries(&mut doc.clusters);
+    if let Some(f) = doc.summary.fullest.as_mut() {
+        if let Some((_, token)) = renamed.iter().find(|(c, _)| *c == f.context) {
+            f.context = token.clone();
+        }
+    }
+    doc.redacted = true;
+}
+
+/// As [`redact`], for a fleet diagnosis.
+pub(crate) fn redact_diagnosis(doc: &mut FleetDiagnosis) {
+    let renamed = redact_entries(&mut doc.clusters);
+    if let Some(f) = doc.summary.fullest.as_mut() {
+        if let Some((_, token)) = renamed.iter().find(|(c, _)| *c == f.context) {
+            f.context = token.clone();
+        }
+    }
+    doc.redacted = true;
+}
+
+/// Replace each entry's context and server by tokens of one key; returns
+/// each `(context, token)`.
+fn redact_entries(entries: &mut [ClusterEntry]) -> Vec<(String, String)> {
     let r = Redactor::new();
     let mut renamed = Vec::new();
-    for entry in &mut doc.clusters {
+    for entry in entries {
         let server = entry
             .server
             .clone()
@@ -48,12 +71,7 @@ pub(crate) fn redact(doc: &mut FleetReport) {
             d.cluster.context = Some(context);
         }
     }
-    if let Some(f) = doc.summary.fullest.as_mut() {
-        if let Some((_, token)) = renamed.iter().find(|(c, _)| *c == f.context) {
-            f.context = token.clone();
-        }
-    }
-    doc.redacted = true;
+    renamed
 }
 
 /// `host[:port]` of a URL.

@@ -134,6 +134,7 @@ impl Draft {
             summary: self.summary,
             items: self.items,
             errors: self.errors,
+            next_steps: Vec::new(),
         }
     }
 }
