@@ -77,13 +77,7 @@ pub async fn run(
     let d = match result {
         Ok(d) => d,
         Err(Failed::Diagnose(e)) => {
-            let message = match &e {
-                // Transparent, so the chain starts below the connection
-                // error, which knows this client's exec plugin: start there.
-                DiagnoseError::Connect(c) => cilium_gc::cluster::error_chain(c),
-                _ => cilium_gc::cluster::error_chain(&e),
-            };
-            eprintln!("error: {message}");
+            eprintln!("error: {}", e.message());
             return e.exit();
         }
         Err(Failed::Demo(e)) => {
