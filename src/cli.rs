@@ -501,6 +501,12 @@ pub struct DiagnoseArgs {
     /// Identities per list request.
     #[arg(long, default_value_t = 500)]
     pub page_size: u32,
+    /// Read cilium-operator's metrics (through the pod proxy) a second time
+    /// this long after the first, to see whether its GC passes complete in
+    /// between (e.g. `20m`, more than one identity-gc-interval); 0 reads once
+    /// and compares its completed passes with its uptime.
+    #[arg(long, default_value = "0s", value_parser = parse_duration, value_name = "DURATION")]
+    pub operator_metrics_wait: std::time::Duration,
     /// Clusters diagnosed at the same time with several contexts.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub parallel: u32,

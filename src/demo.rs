@@ -202,10 +202,13 @@ pub async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
             return Exit::Unexpected;
         }
     };
-    let qps = if delete.qps > 0.0 { delete.qps } else { 1000.0 };
+    // The operator writes through client-go's default limiter (its
+    // --k8s-client-qps defaults to 0, which leaves client-go's 5/s): the
+    // time between its liveness check and its write is what lets an
+    // agent's write turn the write into a 409 (docs/real-cilium.md).
     let (run, pass) = tokio::join!(
         crate::gc_command::gc_report_and_emit(&started.kube, settings, &delete.scan, stop, color),
-        copy.run_operator_1_15_pass(heartbeat_timeout(&scenario), qps),
+        copy.run_operator_1_15_pass(heartbeat_timeout(&scenario), OPERATOR_CLIENT_QPS),
     );
     let in_use_touched = started.sim.ledger().unsafe_deletes().count() as u64;
     started.sim.shutdown().await;
@@ -216,6 +219,10 @@ pub async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
     }
     exit
 }
+
+/// client-go's default QPS, which cilium-operator's API client keeps
+/// unless `--k8s-client-qps` is set.
+const OPERATOR_CLIENT_QPS: f64 = 5.0;
 
 /// `identity-heartbeat-timeout` of the scenario's cilium-config (30m when unset).
 fn heartbeat_timeout(s: &Scenario) -> std::time::Duration {
@@ -234,8 +241,12 @@ pub fn comparison(
 ) -> String {
     let operator = match &pass.stopped_at {
         Some(id) => format!(
-            "cilium-operator 1.15: stopped after {} deletes at the first conflict (identity {id}); {} of {} stale identities left for the next pass",
+            "cilium-operator 1.15: stopped after {} deletes at {} (identity {id}); {} of {} stale identities left for the next pass",
             pass.deleted,
+            match pass.stopped_by {
+                Some(404) => "a 404 (identity already gone)",
+                _ => "the first conflict",
+            },
             pass.candidates.saturating_sub(pass.deleted),
             pass.candidates
         ),

@@ -49,6 +49,7 @@ impl DiagnoseArgs {
             cilium_namespace: self.cilium_namespace.clone(),
             page_size: self.page_size,
             redact: self.redact,
+            operator_metrics_wait: self.operator_metrics_wait,
         }
     }
 }
@@ -77,7 +78,7 @@ pub async fn run(
     let d = match result {
         Ok(d) => d,
         Err(Failed::Diagnose(e)) => {
-            eprintln!("error: {}", cilium_gc::cluster::error_chain(&e));
+            eprintln!("error: {}", e.message());
             return e.exit();
         }
         Err(Failed::Demo(e)) => {

@@ -66,3 +66,25 @@ pub fn capitalised(s: &str) -> String {
         .map(|f| f.to_uppercase().collect::<String>() + c.as_str())
         .unwrap_or_default()
 }
+
+/// What the verdict on cilium-operator's GC passes rests on.
+pub fn pass_evidence(e: cilium_gc::diagnose::types::PassEvidence) -> &'static str {
+    use cilium_gc::diagnose::types::PassEvidence;
+    match e {
+        PassEvidence::OperatorMetrics => "operator metrics",
+        PassEvidence::HeartbeatMarks => "heartbeat marks' ages",
+        PassEvidence::Version => "operator version only",
+        PassEvidence::None => "none",
+    }
+}
+
+/// Whether cilium-operator's GC passes complete.
+pub fn pass_verdict(v: cilium_gc::diagnose::types::PassVerdict) -> &'static str {
+    use cilium_gc::diagnose::types::PassVerdict;
+    match v {
+        PassVerdict::Completing => "completing",
+        PassVerdict::NotCompleting => "not completing",
+        PassVerdict::NoPasses => "no pass counted",
+        PassVerdict::Unknown => "unknown",
+    }
+}

@@ -284,6 +284,22 @@ fn configuration(o: &mut String, d: &Diagnosis, p: &Paint) {
     if let Some(s) = &cfg.suggested_labels {
         let _ = writeln!(o, "  suggested labels: {s:?}");
     }
+    if let Some(h) = &d.gc_health {
+        let verdict = h
+            .operator_metrics
+            .as_ref()
+            .map(|m| super::phrases::pass_verdict(m.verdict))
+            .unwrap_or("no operator pod found");
+        let _ = writeln!(
+            o,
+            "  {:<30} {verdict} {}",
+            "cilium-operator GC passes",
+            p.dim(&format!(
+                "(evidence: {})",
+                super::phrases::pass_evidence(h.pass_evidence)
+            ))
+        );
+    }
 }
 
 /// What could not be read.

@@ -115,6 +115,27 @@ fn gc_health_section(o: &mut String, d: &Diagnosis) {
     }
     rows.push(vec!["Overdue marks".into(), thousands(h.overdue_marks)]);
     rows.push(vec![
+        format!(
+            "GC passes (evidence: {})",
+            crate::diagnose::phrases::pass_evidence(h.pass_evidence)
+        ),
+        h.operator_metrics
+            .as_ref()
+            .map(|m| crate::diagnose::phrases::pass_verdict(m.verdict))
+            .unwrap_or("no operator pod found")
+            .into(),
+    ]);
+    for p in h.operator_metrics.iter().flat_map(|m| &m.pods) {
+        let what = match &p.problem {
+            Some(problem) => problem.clone(),
+            None => p.evidence.join("; "),
+        };
+        rows.push(vec![
+            format!("Operator pod {} metrics", cell(&p.pod)),
+            cell(&what),
+        ]);
+    }
+    rows.push(vec![
         "Unused identities held by an agent".into(),
         thousands(h.agent_held_unused),
     ]);

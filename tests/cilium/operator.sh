@@ -65,6 +65,9 @@ start_operator() {
   starts=$(( $(grep -c '^=== operator.sh: start' "$OP/operator.log" 2>/dev/null || true) + 1 ))
   echo "=== operator.sh: start $starts ===" >> "$OP/operator.log"
   local mark; mark=$(wc -l < "$OP/operator.log")
+  # The current release also serves a shell on a UNIX socket, by default
+  # /var/run/cilium/shell.sock: one per operator, or the second one stops.
+  [ "$VERSION" = current ] && flags=("--shell-sock-path=$OP/shell.sock" ${flags[@]+"${flags[@]}"})
   CILIUM_K8S_NAMESPACE=kube-system "$BIN/cilium-operator-generic" \
     --k8s-kubeconfig-path "$CLUSTER/admin.kubeconfig" \
     --identity-allocation-mode=crd \
@@ -143,6 +146,8 @@ METRICS_PORT=$METRICS_PORT
 METRICS_URL=http://$host:$METRICS_PORT/metrics
 OPERATOR_LOG=$OP/operator.log
 ENV
+  # shellcheck disable=SC1091
+  . "$OP/env"
   [ -n "$owner" ] && watchdog "$owner"
   start_operator
   log "up: cilium-operator $VERSION ($(cat "$BIN/../version" 2>/dev/null || echo '?')), metrics http://$host:$METRICS_PORT/metrics, log $OP/operator.log"

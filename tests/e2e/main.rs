@@ -42,3 +42,11 @@ mod fleet;
 /// examples/cronjob.yaml applied, and the plugin run as its Job's pod runs:
 /// in-cluster config, a ServiceAccount token, a real Pushgateway. Issue 26.
 mod cronjob;
+
+/// The real cilium-operator 1.15.6 and agents on Cilium's own identity code
+/// (tests/cilium): the seed's bug, then the plugin. Issue 25.
+mod operator_115;
+
+/// Today's real cilium-operator with agents on its release's identity code:
+/// the seed's workload, the plugin next to it, heartbeat marks both ways.
+mod operator_current;

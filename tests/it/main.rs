@@ -40,6 +40,9 @@ mod struggling;
 mod demo;
 /// Narrowing flags (`-l`, `-n`, `--min-age`) through scan and delete.
 mod narrowing;
+/// The simulator's cilium-operator GC pass checked against the real code
+/// (issue 25).
+mod operator_sim;
 
 /// Ctrl-C at every phase, a second Ctrl-C, panics, request timeouts.
 mod stopping;

@@ -28,6 +28,62 @@ pub struct OperatorPod {
     pub running_for: Duration,
     /// How long ago the pod was created.
     pub age: Duration,
+    /// Its identity-GC metrics, served on port [`OPERATOR_METRICS_PORT`]
+    /// behind the API server's pod proxy; `None`: nothing listens there
+    /// (the proxy answers 503).
+    pub metrics: Option<OperatorMetrics>,
+}
+
+/// cilium-operator's metrics port (`--operator-prometheus-serve-addr`).
+pub const OPERATOR_METRICS_PORT: u16 = 9963;
+
+/// What a cilium-operator pod's `/metrics` says about its identity GC, as
+/// the real operator writes it (operator/identitygc/metrics.go): gauges
+/// set at the end of a completed pass only, and the error log count.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct OperatorMetrics {
+    /// `cilium_operator_identity_gc_runs{outcome="success"}`; `None` on a
+    /// standby replica or before the first completed pass.
+    pub runs_success: Option<u64>,
+    /// `cilium_operator_identity_gc_entries{status="alive"}` and
+    /// `{status="deleted"}` of the last completed pass.
+    pub entries: Option<(u64, u64)>,
+    /// `cilium_errors_warnings_total{level="error",subsystem="identity-heartbeat"}`.
+    pub gc_errors: u64,
+    /// Current releases' format: an `identity_type="crd"` label on the GC
+    /// series (1.15 has none).
+    pub current_format: bool,
+}
+
+impl OperatorMetrics {
+    /// The text exposition the operator serves, its process started
+    /// `started_unix` seconds after the epoch.
+    pub fn exposition(&self, started_unix: f64) -> String {
+        let t = if self.current_format {
+            "identity_type=\"crd\","
+        } else {
+            ""
+        };
+        let mut o = String::from("# HELP cilium_operator_process_start_time_seconds Start time of the process since unix epoch in seconds.\n# TYPE cilium_operator_process_start_time_seconds gauge\n");
+        o += &format!("cilium_operator_process_start_time_seconds {started_unix:.2}\n");
+        o += "# TYPE cilium_errors_warnings_total counter\n";
+        o += &format!(
+            "cilium_errors_warnings_total{{level=\"error\",subsystem=\"identity-heartbeat\"}} {}\n",
+            self.gc_errors
+        );
+        if let Some(n) = self.runs_success {
+            o += "# TYPE cilium_operator_identity_gc_runs gauge\n";
+            o += &format!("cilium_operator_identity_gc_runs{{{t}outcome=\"success\"}} {n}\n");
+        }
+        if let Some((alive, deleted)) = self.entries {
+            o += "# TYPE cilium_operator_identity_gc_entries gauge\n";
+            o += &format!("cilium_operator_identity_gc_entries{{{t}status=\"alive\"}} {alive}\n");
+            o += &format!(
+                "cilium_operator_identity_gc_entries{{{t}status=\"deleted\"}} {deleted}\n"
+            );
+        }
+        o
+    }
 }
 
 impl Default for CiliumInstall {
@@ -55,6 +111,7 @@ impl CiliumInstall {
                 restarts: 0,
                 running_for: 12 * day,
                 age: 12 * day,
+                metrics: None,
             })
             .collect(),
         }

@@ -64,12 +64,12 @@ use tokio_rustls::TlsAcceptor;
 pub use actors::ActorRates;
 pub use chaos::PageFault;
 pub use faults::{Faults, ResetMode, ThrottleShape};
-pub use install::{CiliumInstall, OperatorPod};
+pub use install::{CiliumInstall, OperatorMetrics, OperatorPod, OPERATOR_METRICS_PORT};
 pub use kinds::{
     parse_id, referenced_ids, Kind, CILIUM_GROUP, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL,
 };
 pub use ledger::{IdentityDelete, Ledger, RequestRecord};
-pub use operator115::{OperatorPass, OPERATOR_1_15};
+pub use operator115::{OperatorPass, OperatorRelease, OperatorSettings, OPERATOR_1_15};
 pub use scenario::{default_cilium_config, CrdSet, Denial, Scenario, UnusedMix};
 
 use object::{Clock, Writer};

@@ -1,14 +1,29 @@
-//! cilium-operator 1.15's identity GC pass, played by the simulator so the
-//! demo can show, on an identical copy of the cluster, what the tool is for.
+//! cilium-operator's identity GC pass, played by the simulator so the demo
+//! can show, on an identical copy of the cluster, what the tool is for.
+//! Checked against the real code (cilium/cilium v1.15.6 and v1.19.3,
+//! `operator/identitygc/crd_gc.go`, `heartbeat.go`; docs/real-cilium.md
+//! lists every difference and the test that pins it):
 //!
-//! The algorithm (operator/identitygc/crd_gc.go before cilium/cilium#33143):
-//! walk the identities as the operator's informer cached them; skip those an
-//! endpoint uses; annotate unmarked ones with a heartbeat mark; delete those
-//! whose mark is older than the heartbeat timeout, with preconditions
-//! `{uid, resourceVersion}` from the cache; and on the first error, a 409
-//! Conflict included, **return from the whole pass** (cilium/cilium#33142).
-//! The next pass starts an `identity-gc-interval` later and meets the same
-//! agents, so in a busy cluster the backlog grows.
+//! - The pass walks the identities as the operator's informer cached them
+//!   when it started, and skips those an endpoint uses.
+//! - Liveness is the operator's in-memory heartbeat store, not the mark's
+//!   time: every update event of an identity (anyone's write, the
+//!   operator's own mark included) is a sign of life, and the informer's
+//!   first list makes every identity alive when the operator starts
+//!   (cilium#28339). An identity written less than a heartbeat timeout ago,
+//!   or any identity while the operator has been up less than that, is
+//!   left alone.
+//! - Not alive and unmarked: marked now (an update with the cached object,
+//!   so a stale resourceVersion is a 409). Not alive and marked: deleted,
+//!   whatever time the mark says (its presence is all that is checked),
+//!   with preconditions `{uid, resourceVersion}` from the cache, one at a
+//!   time behind the GC limiter (`identity-gc-rate-limit` deletes per
+//!   `identity-gc-rate-interval`, 2,500 per minute by default, released in
+//!   one batch per interval).
+//! - 1.15: the first error of any write, a 409 or a 404, **returns from the
+//!   whole pass** (cilium/cilium#33142). Current releases (1.16 and later,
+//!   #33143) skip a 409 on a delete, but still end the pass on a 404 on a
+//!   delete and on any error of the mark update (#47571).
 //!
 //! Writes go to the store directly, as the other cluster actors' do: this is
 //! the cluster's operator, not a client under test.
@@ -25,60 +40,138 @@ use crate::Simulator;
 /// The field manager the pass writes as.
 pub const OPERATOR_1_15: &str = "cilium-operator-generic";
 
-/// What one cilium-operator 1.15 GC pass did.
+/// Which cilium-operator's GC pass to play.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OperatorRelease {
+    /// 1.15 (v1.15.6): any error ends the pass.
+    #[default]
+    V1_15,
+    /// 1.16 and later (v1.19.3 read): a 409 on a delete is skipped; a 404
+    /// on a delete or an error on the mark update ends the pass.
+    Current,
+}
+
+/// How the operator runs: its release and its GC flags.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OperatorSettings {
+    /// Which release's pass.
+    pub release: OperatorRelease,
+    /// `identity-heartbeat-timeout`.
+    pub heartbeat_timeout: Duration,
+    /// Writes per second of its API client (client-go's limiter).
+    pub qps: f64,
+    /// `identity-gc-rate-limit` deletes per `identity-gc-rate-interval`.
+    pub gc_rate_limit: u64,
+    /// `identity-gc-rate-interval`.
+    pub gc_rate_interval: Duration,
+    /// How long the operator has been up when the pass starts: for one
+    /// heartbeat timeout after a start every identity is alive.
+    pub up_for: Duration,
+}
+
+impl OperatorSettings {
+    /// Cilium's defaults (2,500 deletes per minute), an operator up for a
+    /// day: the pass of a long-running operator.
+    pub fn new(release: OperatorRelease, heartbeat_timeout: Duration, qps: f64) -> Self {
+        OperatorSettings {
+            release,
+            heartbeat_timeout,
+            qps,
+            gc_rate_limit: 2500,
+            gc_rate_interval: Duration::from_secs(60),
+            up_for: Duration::from_secs(86_400),
+        }
+    }
+}
+
+/// What one cilium-operator GC pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OperatorPass {
-    /// Identities whose mark was past the timeout when the pass read its cache.
+    /// Unused, marked identities with no sign of life within the heartbeat
+    /// timeout when the pass started: what a completed pass deletes.
     pub candidates: u64,
     /// Identities it deleted before it stopped.
     pub deleted: u64,
     /// Identities it marked before it stopped.
     pub marked: u64,
-    /// The identity whose write answered 409 Conflict, ending the pass.
+    /// Deletes answered 409 that it skipped (current releases only).
+    pub conflicts_skipped: u64,
+    /// The identity whose write failed, ending the pass.
     pub stopped_at: Option<String>,
+    /// The HTTP status of that failure (409 or 404).
+    pub stopped_by: Option<u16>,
     /// Deletes of identities an endpoint used at that instant.
     pub in_use_deleted: u64,
 }
 
-fn mark_of(v: &Value) -> Option<jiff::Timestamp> {
-    v["metadata"]["annotations"][HEARTBEAT_ANNOTATION]
-        .as_str()?
-        .parse()
-        .ok()
+fn has_mark(v: &Value) -> bool {
+    v["metadata"]["annotations"][HEARTBEAT_ANNOTATION].is_string()
+}
+
+/// The last sign of life the operator's heartbeat store holds for an
+/// identity: its last write (every update event marks it alive) or its
+/// creation.
+fn last_write(v: &Value) -> Option<jiff::Timestamp> {
+    let fields = v["metadata"]["managedFields"].as_array();
+    let times = fields
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["time"].as_str()?.parse().ok());
+    let created = v["metadata"]["creationTimestamp"]
+        .as_str()
+        .and_then(|t| t.parse().ok());
+    times.chain(created).max()
 }
 
 impl Simulator {
     /// Run one cilium-operator 1.15 identity GC pass against this cluster,
-    /// `qps` writes per second (the operator's client rate limit), until it
-    /// finishes or meets its first conflict.
+    /// `qps` writes per second, Cilium's default GC limiter, an operator up
+    /// for a day; until it finishes or meets its first error.
     pub async fn run_operator_1_15_pass(
         &self,
         heartbeat_timeout: Duration,
         qps: f64,
     ) -> OperatorPass {
+        self.run_operator_pass(OperatorSettings::new(
+            OperatorRelease::V1_15,
+            heartbeat_timeout,
+            qps,
+        ))
+        .await
+    }
+
+    /// Run one identity GC pass of `s.release` against this cluster.
+    pub async fn run_operator_pass(&self, s: OperatorSettings) -> OperatorPass {
         let app = &self.shared.app;
         let store = &app.store;
         let writer = Writer::actor(OPERATOR_1_15);
-        // The informer's view when the pass starts: objects with their
-        // resourceVersions, as cached.
         let cache = informer_cache(store);
-        let now = app.clock.now();
-        let timeout = jiff::SignedDuration::try_from(heartbeat_timeout).unwrap_or_default();
+        let start = app.clock.now();
+        let signed = |d: Duration| jiff::SignedDuration::try_from(d).unwrap_or_default();
+        let operator_started = start - signed(s.up_for);
+        let timeout = signed(s.heartbeat_timeout);
+        // The heartbeat store, read live: an identity is alive when its
+        // last update event, or the operator's start, is recent.
+        let alive = |key: &str, now: jiff::Timestamp| {
+            let life = store
+                .get(Kind::Identity, key)
+                .and_then(|o| last_write(&o.value()))
+                .map_or(operator_started, |t| t.max(operator_started));
+            life + timeout > now
+        };
+        let used = |key: &str| parse_id(key).is_some_and(|id| store.ref_count(id) > 0);
         let mut pass = OperatorPass {
             candidates: cache
                 .iter()
-                .filter(|(k, _, _, v)| {
-                    let used = parse_id(k).is_some_and(|id| store.ref_count(id) > 0);
-                    !used && mark_of(v).is_some_and(|m| m + timeout < now)
-                })
+                .filter(|(k, _, _, v)| !used(k) && has_mark(v) && !alive(k, start))
                 .count() as u64,
             ..OperatorPass::default()
         };
-        let mut pace = tokio::time::interval(Duration::from_secs_f64(1.0 / qps.max(0.1)));
+        let mut pace = tokio::time::interval(Duration::from_secs_f64(1.0 / s.qps.max(0.1)));
         pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut limiter = GcLimiter::new(s.gc_rate_limit, s.gc_rate_interval);
         for (key, rv, uid, cached) in cache {
-            // Usage comes from the operator's endpoint cache, kept live.
-            if parse_id(&key).is_some_and(|id| store.ref_count(id) > 0) {
+            if used(&key) || alive(&key, app.clock.now()) {
                 continue;
             }
             let precondition = |cur: &crate::object::StoredObject| {
@@ -90,32 +183,80 @@ impl Simulator {
                     Ok(())
                 }
             };
-            let now = app.clock.now();
-            let result = match mark_of(&cached) {
-                Some(m) if m + timeout < now => {
-                    pace.tick().await;
-                    let r = store.delete(Kind::Identity, &key, &writer, false, precondition);
-                    r.map(|d| {
+            let failure = if has_mark(&cached) {
+                limiter.wait().await;
+                pace.tick().await;
+                match store.delete(Kind::Identity, &key, &writer, false, precondition) {
+                    Ok(d) => {
                         pass.deleted += 1;
                         pass.in_use_deleted += u64::from(d.referenced);
-                    })
+                        None
+                    }
+                    Err(StoreError::Conflict(_) | StoreError::Precondition(_))
+                        if s.release == OperatorRelease::Current =>
+                    {
+                        pass.conflicts_skipped += 1;
+                        None
+                    }
+                    Err(e) => Some(e),
                 }
-                Some(_) => Ok(()),
-                None => {
-                    pace.tick().await;
-                    mark(store, &key, rv, &writer, now).map(|()| pass.marked += 1)
+            } else {
+                pace.tick().await;
+                let now = app.clock.now();
+                match mark(store, &key, rv, &writer, now) {
+                    Ok(()) => {
+                        pass.marked += 1;
+                        None
+                    }
+                    Err(e) => Some(e),
                 }
             };
-            match result {
-                Ok(()) | Err(StoreError::NotFound) => {}
-                Err(_) => {
-                    // crd_gc.go: `return err` — the rest of the pass is abandoned.
-                    pass.stopped_at = Some(key);
-                    break;
-                }
+            if let Some(e) = failure {
+                // crd_gc.go: `return err` — the rest of the pass is abandoned.
+                pass.stopped_by = Some(match e {
+                    StoreError::NotFound => 404,
+                    StoreError::Conflict(_) | StoreError::Precondition(_) => 409,
+                    _ => 500,
+                });
+                pass.stopped_at = Some(key);
+                break;
             }
         }
         pass
+    }
+}
+
+/// Cilium's `pkg/rate.Limiter` as the GC uses it: `limit` tokens, all
+/// given back at every tick of `interval` (a batch, not a smooth rate).
+struct GcLimiter {
+    limit: u64,
+    used: u64,
+    interval: Duration,
+    window_start: tokio::time::Instant,
+}
+
+impl GcLimiter {
+    fn new(limit: u64, interval: Duration) -> Self {
+        GcLimiter {
+            limit: limit.max(1),
+            used: 0,
+            interval,
+            window_start: tokio::time::Instant::now(),
+        }
+    }
+
+    async fn wait(&mut self) {
+        let now = tokio::time::Instant::now();
+        if now >= self.window_start + self.interval {
+            self.window_start = now;
+            self.used = 0;
+        }
+        if self.used >= self.limit {
+            tokio::time::sleep_until(self.window_start + self.interval).await;
+            self.window_start = tokio::time::Instant::now();
+            self.used = 0;
+        }
+        self.used += 1;
     }
 }
 
@@ -135,8 +276,9 @@ fn informer_cache(store: &Store) -> Vec<Cached> {
         .collect()
 }
 
-/// Mark an unmarked identity now, as the operator does: an update that
-/// fails with a conflict when the cached resourceVersion is stale.
+/// Mark an unmarked identity now, as the operator does: an update of the
+/// cached object, which fails with a conflict when its resourceVersion is
+/// stale and with 404 when the identity is gone.
 fn mark(
     store: &Store,
     key: &str,

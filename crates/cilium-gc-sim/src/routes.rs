@@ -54,6 +54,15 @@ pub(crate) enum Target {
         /// Object name, for object paths.
         name: Option<String>,
     },
+    /// `pods/<name>:<port>/proxy/<path>`: the API server's proxy to a pod.
+    PodProxy {
+        /// Namespace in the path.
+        namespace: String,
+        /// `<name>` or `<name>:<port>`.
+        pod: String,
+        /// What follows `proxy`, with its leading slash.
+        path: String,
+    },
     /// A Cilium resource.
     Resource {
         /// Which.
@@ -83,6 +92,11 @@ pub(crate) fn parse_target(path: &str, crds: &CrdSet) -> Target {
         ["api", "v1", "namespaces", ns, "configmaps", name] => {
             Target::ConfigMap((*ns).into(), (*name).into())
         }
+        ["api", "v1", "namespaces", ns, "pods", pod, "proxy", rest @ ..] => Target::PodProxy {
+            namespace: (*ns).into(),
+            pod: (*pod).into(),
+            path: format!("/{}", rest.join("/")),
+        },
         ["api", "v1", "namespaces", ns, "pods", rest @ ..] if rest.len() <= 1 => Target::Workload {
             namespace: (*ns).into(),
             plural: "pods",
@@ -178,6 +192,7 @@ pub(crate) fn verb_of(method: &Method, target: &Target, q: &Query) -> &'static s
         Target::Crd(n) => n.is_some(),
         Target::ConfigMap(..) => true,
         Target::Workload { name, .. } => name.is_some(),
+        Target::PodProxy { .. } => true,
         _ => {
             return if *method == Method::POST {
                 "create"
@@ -386,6 +401,11 @@ fn serve_other(
             plural,
             name,
         } if is_get => super::workloads::serve(app, r, namespace, plural, name.as_deref(), verb),
+        Target::PodProxy {
+            namespace,
+            pod,
+            path,
+        } if is_get => super::workloads::proxy(app, namespace, pod, path, verb),
         Target::NotFound => status::page_not_found(),
         _ => status::method_not_allowed(),
     }

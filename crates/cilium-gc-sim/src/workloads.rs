@@ -6,7 +6,10 @@
 //! Served as a real API server would: `GET .../deployments/cilium-operator`,
 //! `GET .../daemonsets/cilium`, and `GET /api/v1/namespaces/<ns>/pods`
 //! with an equality `labelSelector`; other names are 404, and RBAC denials
-//! of the scenario apply (`get deployments`, `list pods`, ...).
+//! of the scenario apply (`get deployments`, `list pods`, ...). The pod
+//! proxy (`GET .../pods/<name>:9963/proxy/metrics`, `get pods/proxy`)
+//! serves an operator pod's identity-GC metrics when the scenario gives it
+//! some.
 
 use std::time::Duration;
 
@@ -15,7 +18,7 @@ use axum::http::Response;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Value};
 
-use super::install::{CiliumInstall, OperatorPod};
+use super::install::{CiliumInstall, OperatorPod, OPERATOR_METRICS_PORT};
 use super::state::{ClientRequest, ServerState};
 use super::status::{self, ResourceRef};
 
@@ -70,9 +73,62 @@ fn pod(i: &CiliumInstall, p: &OperatorPod, now: Timestamp) -> Value {
     }
     let mut m = meta(&p.name, &i.namespace, &ago(now, p.age));
     m["labels"] = Value::Object(labels);
+    // As Cilium's chart with prometheus enabled: a named container port.
     json!({"kind": "Pod", "apiVersion": "v1", "metadata": m,
-        "spec": {"containers": [{"name": "cilium-operator", "image": i.operator_image}]},
+        "spec": {"containers": [{"name": "cilium-operator", "image": i.operator_image,
+            "args": ["--config-dir=/tmp/cilium/config-map"],
+            "ports": [{"name": "prometheus", "containerPort": OPERATOR_METRICS_PORT, "protocol": "TCP"}]}]},
         "status": {"phase": "Running", "startTime": ago(now, p.age), "containerStatuses": [status]}})
+}
+
+/// `GET pods/<pod>:<port>/proxy/<path>`: the API server's proxy to an
+/// operator pod's metrics endpoint. Needs `get` on `pods/proxy`; a pod
+/// that does not exist is 404; a port or path nothing serves is 503, the
+/// code kube-apiserver gives when the dial to the pod fails.
+pub(crate) fn proxy(
+    app: &ServerState,
+    namespace: &str,
+    pod: &str,
+    path: &str,
+    verb: &str,
+) -> Response<Body> {
+    let res = ResourceRef {
+        group: "",
+        plural: "pods/proxy",
+        kind: "Pod",
+    };
+    let (name, port) = match pod.split_once(':') {
+        Some((n, p)) => (n, p.parse::<u16>().ok()),
+        None => (pod, Some(80)),
+    };
+    if !app.allowed(verb, "pods/proxy") {
+        return status::forbidden(res, name, Some(namespace), &app.user, verb);
+    }
+    let found = app
+        .cilium_install
+        .as_ref()
+        .filter(|i| i.namespace == namespace)
+        .and_then(|i| i.operator_pods.iter().find(|p| p.name == name));
+    let Some(p) = found else {
+        return status::not_found(res, name);
+    };
+    match (p.metrics, port, path) {
+        (Some(m), Some(OPERATOR_METRICS_PORT), "/metrics") => {
+            let started =
+                app.clock.now().as_millisecond() as f64 / 1000.0 - p.running_for.as_secs_f64();
+            Response::builder()
+                .status(200)
+                .header("content-type", "text/plain; version=0.0.4; charset=utf-8")
+                .body(Body::from(m.exposition(started)))
+                .unwrap_or_default()
+        }
+        _ => status::json_response(
+            503,
+            &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": format!("error trying to reach service: dial tcp 10.0.0.1:{}: connect: connection refused", port.unwrap_or(0)),
+                "reason": "ServiceUnavailable", "code": 503}),
+        ),
+    }
 }
 
 /// Whether `obj`'s labels satisfy an equality selector (`a=b,c=d`); other

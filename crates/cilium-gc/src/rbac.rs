@@ -34,7 +34,8 @@ pub enum Need {
     /// Only when the CiliumEndpointSlice CRD is installed.
     Slices,
     /// Nice to have: without it defaults are assumed (the cilium-config
-    /// ConfigMap) or a diagnose finding is skipped (the Cilium workloads).
+    /// ConfigMap) or a diagnose finding is skipped (the Cilium workloads,
+    /// the operator's metrics).
     Optional,
 }
 
@@ -82,6 +83,8 @@ pub const PERMISSIONS: &[Permission] = &[
     optional_read("apps", "deployments", "get", Some("cilium-operator")),
     optional_read("apps", "daemonsets", "get", Some("cilium")),
     optional_read("", "pods", "list", None),
+    // diagnose: the operator's identity-GC metrics through the pod proxy.
+    optional_read("", "pods/proxy", "get", None),
 ];
 
 /// The permissions a run with these settings must have.

@@ -113,11 +113,14 @@ func (a *agent) identityKey(i int) *key.GlobalIdentity {
 // startPod creates a Pending Pod, allocates its identity with Cilium's
 // allocator (Allocator.Allocate: reuse strips the operator's mark through
 // crdBackend.AcquireReference) and writes the CiliumEndpoint that uses it.
-func (a *agent) startPod(ctx context.Context) {
+func (a *agent) startPod(churnCtx context.Context) {
+	// A pod once begun is finished even if the churn ends meanwhile.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(churnCtx), time.Minute)
+	defer cancel()
 	set := a.rng.Intn(a.cfg.labelSets)
 	a.mu.Lock()
 	a.seq++
-	name := fmt.Sprintf("%s-n%d-%d", a.cfg.labelPrefix, a.index, a.seq)
+	name := fmt.Sprintf("%s-s%d-n%d-%d", a.cfg.labelPrefix, a.cfg.seed, a.index, a.seq)
 	a.mu.Unlock()
 	app := fmt.Sprintf("%s-%d", a.cfg.labelPrefix, set)
 
@@ -188,7 +191,9 @@ func (a *agent) endpoint(p *corev1.Pod, id int64, k *key.GlobalIdentity) *v2.Cil
 // endPod deletes pod i's CiliumEndpoint and Pod and releases its identity
 // (Allocator.Release: the CRD backend keeps no reference of its own, the
 // CiliumEndpoints are the references).
-func (a *agent) endPod(ctx context.Context, i int) {
+func (a *agent) endPod(churnCtx context.Context, i int) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(churnCtx), time.Minute)
+	defer cancel()
 	a.mu.Lock()
 	p := a.pods[i]
 	a.pods = append(a.pods[:i], a.pods[i+1:]...)

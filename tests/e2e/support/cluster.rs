@@ -89,6 +89,12 @@ impl Cluster {
         Some(Cluster { dir, env })
     }
 
+    /// The directory that holds everything of the cluster (and of a real
+    /// cilium-operator started on it, under `operator/`).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The kubeconfig of `admin` (system:masters).
     pub fn admin_kubeconfig(&self) -> PathBuf {
         self.dir.join("admin.kubeconfig")

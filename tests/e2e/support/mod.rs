@@ -2,7 +2,10 @@
 
 pub mod cluster;
 pub mod objects;
+pub mod operator;
 pub mod runs;
+pub mod workload;
+
 /// The real Pushgateway (and krew, promtool), shared with the integration suite.
 #[path = "../../it/support/tools.rs"]
 pub mod tools;

@@ -109,6 +109,26 @@ fn full_example() -> diagnose::Diagnosis {
                 running_since: Some(ts("2026-06-01T11:50:00Z")),
             }],
             problem: Some("cilium-operator pods in kube-system not found".into()),
+            metrics: vec![diagnose::types::OperatorMetricsRead {
+                pod: "cilium-operator-1".into(),
+                port: 9963,
+                first: Some(diagnose::types::GcCounters {
+                    read_at: ts("2026-06-01T12:00:00Z"),
+                    process_started_at: Some(ts("2026-06-01T11:50:00Z")),
+                    runs_success: Some(1),
+                    runs_fail: Some(0),
+                    entries_alive: Some(10),
+                    entries_deleted: Some(0),
+                    gc_errors: Some(3),
+                }),
+                second: None,
+                expected_passes: None,
+                completed_passes: None,
+                verdict: diagnose::types::PassVerdict::Unknown,
+                evidence: vec![],
+                problem: None,
+            }],
+            gc_interval_arg: Some(Duration::from_secs(60)),
         }),
     };
     let mut d = analyze(&input, ts("2026-06-01T12:00:00Z"));

@@ -24,6 +24,7 @@ use crate::support::world::{assert_ok, binary, mark_of, World, TEST_TIMEOUT};
 mod contract;
 mod findings;
 mod gc_health;
+mod operator_metrics;
 mod views;
 
 use findings::scenario_secrets;

@@ -46,7 +46,7 @@ use jiff::Timestamp;
 use super::input::{agent_like, IdentityRecord, Workloads};
 use super::types::{
     AgeBucket, CiliumWorkloads, DefectStatus, Finding, FindingCode, GcHealth, KnownDefect,
-    NamespaceCount, OperatorPodStatus, Severity,
+    NamespaceCount, OperatorGcMetrics, OperatorPodStatus, PassEvidence, PassVerdict, Severity,
 };
 use crate::humanize::human_duration;
 
@@ -189,6 +189,19 @@ pub fn gc_health(
 
     let (held, agent_held_namespaces) = agent_held(identities, unused_unmarked, now);
     let cilium = workloads.and_then(cilium_workloads);
+    let operator_metrics = workloads.filter(|w| !w.metrics.is_empty()).map(|w| {
+        let interval = w
+            .gc_interval_arg
+            .or(gc_interval)
+            .unwrap_or(super::analyze::DEFAULT_GC_INTERVAL);
+        super::operator_metrics::summarise(w.metrics.clone(), interval)
+    });
+    let pass_evidence = match (&operator_metrics, oldest, &cilium) {
+        (Some(m), _, _) if m.verdict != PassVerdict::Unknown => PassEvidence::OperatorMetrics,
+        (_, Some(_), _) => PassEvidence::HeartbeatMarks,
+        (_, _, Some(c)) if c.operator_version.is_some() => PassEvidence::Version,
+        _ => PassEvidence::None,
+    };
     GcHealth {
         expected_collection_seconds: expected.as_secs_f64(),
         overdue_marks: buckets[2] + buckets[3],
@@ -200,6 +213,8 @@ pub fn gc_health(
         workloads_problem: workloads.and_then(|w| w.problem.clone()),
         agent_held_unused: held,
         agent_held_namespaces,
+        operator_metrics,
+        pass_evidence,
     }
 }
 
@@ -258,12 +273,31 @@ fn cilium_workloads(w: &Workloads) -> Option<CiliumWorkloads> {
     })
 }
 
+/// The identities now: how many, and how many unused ones wait for GC
+/// (stale candidates and unused unmarked ones).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IdentityCounts {
+    /// Every identity listed.
+    pub total: u64,
+    /// Unused ones the operator should have marked or deleted.
+    pub unused_waiting: u64,
+}
+
 /// The findings `h` supports, for [`fn@super::analyze`]'s list.
-pub fn findings(h: &GcHealth, heartbeat_timeout: Duration, now: Timestamp) -> Vec<Finding> {
+pub fn findings(
+    h: &GcHealth,
+    ids: IdentityCounts,
+    heartbeat_timeout: Duration,
+    now: Timestamp,
+) -> Vec<Finding> {
     let cilium = h.cilium.as_ref();
+    let seen = h.operator_metrics.as_ref().map(|m| m.verdict);
     [
         gc_not_completing(h, now),
-        cilium.and_then(known_defect_finding),
+        h.operator_metrics
+            .as_ref()
+            .and_then(|m| gc_passes_failing(m, ids)),
+        cilium.and_then(|c| known_defect_finding(c, seen)),
         cilium.and_then(unversioned_operator),
         cilium.and_then(|c| operator_restarts(c, heartbeat_timeout, now)),
         agent_held_unused(h),
@@ -314,8 +348,51 @@ fn gc_not_completing(h: &GcHealth, now: Timestamp) -> Option<Finding> {
     })
 }
 
-/// Upstream GC defects known for this cluster's Cilium versions.
-fn known_defect_finding(c: &CiliumWorkloads) -> Option<Finding> {
+/// cilium-operator's own metrics: its GC passes start but do not complete
+/// (cilium#33142 or #47571 seen, not inferred from its version).
+fn gc_passes_failing(m: &OperatorGcMetrics, ids: IdentityCounts) -> Option<Finding> {
+    if m.verdict != PassVerdict::NotCompleting {
+        return None;
+    }
+    let leader = m
+        .pods
+        .iter()
+        .find(|p| p.verdict == PassVerdict::NotCompleting)?;
+    let last = leader.second.as_ref().or(leader.first.as_ref())?;
+    let mut evidence: Vec<String> = leader
+        .evidence
+        .iter()
+        .map(|e| format!("pod {}: {e}", leader.pod))
+        .collect();
+    evidence.push(match last.entries_alive {
+        Some(alive) => format!(
+            "identities now: {} ({} unused waiting for GC); at the end of the last completed pass: {alive} alive, {} deleted",
+            ids.total,
+            ids.unused_waiting,
+            last.entries_deleted.unwrap_or(0)
+        ),
+        None => format!(
+            "identities now: {} ({} unused waiting for GC); no pass has completed since the operator started",
+            ids.total, ids.unused_waiting
+        ),
+    });
+    evidence.push("cilium-operator counts only completed passes (identity_gc_runs outcome=success); a pass that ends at an error (a 409 on a delete before 1.16, cilium/cilium#33142; a 404 on a delete or a failed mark update in later versions, #47571) is counted nowhere".into());
+    Some(Finding {
+        severity: Severity::Warning,
+        code: FindingCode::GcPassesFailing,
+        message: format!(
+            "cilium-operator's own metrics show its identity-GC passes do not complete (pod {}): {}",
+            leader.pod,
+            leader.evidence.first().cloned().unwrap_or_default()
+        ),
+        evidence,
+        suggestion: Some("grep the operator's log for \"Deleting unused identity\" / \"Marking identity for later deletion\" errors (409 Conflict: another writer, usually agents, changed the identity during the pass); upgrade past cilium/cilium#33143, and meanwhile schedule `kubectl cilium-gc delete`, which re-decides each conflict instead of abandoning the pass".into()),
+    })
+}
+
+/// Upstream GC defects known for this cluster's Cilium versions; what the
+/// operator's metrics `seen` overrides the version's inference.
+fn known_defect_finding(c: &CiliumWorkloads, seen: Option<PassVerdict>) -> Option<Finding> {
     if c.known_defects.is_empty() {
         return None;
     }
@@ -323,8 +400,15 @@ fn known_defect_finding(c: &CiliumWorkloads) -> Option<Finding> {
         .known_defects
         .iter()
         .any(|d| d.issue.ends_with("/33142") || d.issue.ends_with("/35946"));
+    // Passes seen completing: the version's defect is not what happens now.
+    let completing = seen == Some(PassVerdict::Completing);
+    let seen_line = match seen {
+        Some(PassVerdict::Completing) => Some("cilium-operator's metrics show its GC passes completing: the pass-abandoning defects are not happening now (inferred from the version only)"),
+        Some(PassVerdict::NotCompleting) => Some("cilium-operator's metrics show its GC passes not completing: see gc-passes-failing"),
+        _ => None,
+    };
     Some(Finding {
-        severity: if major { Severity::Warning } else { Severity::Info },
+        severity: if major && !completing { Severity::Warning } else { Severity::Info },
         code: FindingCode::KnownGcDefect,
         message: format!(
             "{} known identity-GC {} may affect this cluster's Cilium ({})",
@@ -346,6 +430,7 @@ fn known_defect_finding(c: &CiliumWorkloads) -> Option<Finding> {
                 };
                 format!("{} ({}, {status}): {}; {}", d.issue, d.component, d.summary, d.check)
             })
+            .chain(seen_line.map(String::from))
             .collect(),
         suggestion: Some("upgrade Cilium past the fixes; until then schedule `kubectl cilium-gc delete` (examples/cronjob.yaml), which re-decides each conflict instead of abandoning the pass".into()),
     })

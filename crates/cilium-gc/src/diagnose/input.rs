@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::model::Identity;
 use crate::preflight::Crds;
 
-use super::types::OperatorPodStatus;
+use super::types::{OperatorMetricsRead, OperatorPodStatus};
 
 /// One CiliumIdentity as the diagnosis needs it: what `scan` decodes, plus
 /// the full `security-labels` map (label keys and values drive churn).
@@ -61,6 +61,12 @@ pub struct Workloads {
     pub operator_pods: Vec<OperatorPodStatus>,
     /// Why some of it could not be read.
     pub problem: Option<String>,
+    /// The operator pods' metrics as read through the pod proxy, not yet
+    /// judged; empty when no running operator pod was found.
+    pub metrics: Vec<OperatorMetricsRead>,
+    /// `--identity-gc-interval` from the operator pods' arguments, which
+    /// wins over cilium-config's.
+    pub gc_interval_arg: Option<std::time::Duration>,
 }
 
 /// Whether a field manager is a Cilium agent. Agents write as `cilium-agent`

@@ -15,6 +15,7 @@
 pub mod analyze;
 pub mod gc_health;
 pub mod input;
+pub(crate) mod operator_metrics;
 pub mod redact;
 pub mod types;
 
@@ -46,6 +47,9 @@ pub struct DiagnoseSettings {
     pub page_size: u32,
     /// Replace namespaces, label values and the server URL with hashes.
     pub redact: bool,
+    /// Read cilium-operator's metrics a second time this long after the
+    /// first (zero: read once, judge against its uptime).
+    pub operator_metrics_wait: std::time::Duration,
 }
 
 /// Retries per request for the few reads a diagnosis makes.
@@ -77,6 +81,17 @@ pub enum DiagnoseError {
 }
 
 impl DiagnoseError {
+    /// This error on one line, safe to print (`crate::secrets::describe`):
+    /// a connection error from the connection error down, since the
+    /// variant is transparent and its chain would start below the part
+    /// that names this client's exec plugin.
+    pub fn message(&self) -> String {
+        match self {
+            DiagnoseError::Connect(c) => crate::cluster::error_chain(c),
+            e => crate::cluster::error_chain(e),
+        }
+    }
+
     /// The exit code this error ends the process with.
     pub fn exit(&self) -> Exit {
         match self {
@@ -186,7 +201,16 @@ pub async fn collect(
     warnings.extend(problem);
     let settings = crate::preflight::settings_from_config(config.as_ref(), None);
     let sources = crate::preflight::usage_sources(crds, &settings);
-    let workloads = fetch_workloads(api, &args.cilium_namespace).await;
+    let mut workloads = fetch_workloads(api, &args.cilium_namespace).await;
+    read_operator_metrics(
+        api,
+        &args.cilium_namespace,
+        config.as_ref(),
+        args.operator_metrics_wait,
+        stop,
+        &mut workloads,
+    )
+    .await;
 
     let usage = UsageHandle::start(api.client(), api.watch_tap.clone(), sources, stats);
     let _watchers = usage.stop_on_drop();
@@ -300,10 +324,18 @@ pub(crate) async fn fetch_workloads(api: &ApiClient, namespace: &str) -> input::
         format!("/api/v1/namespaces/{namespace}/pods?labelSelector=io.cilium%2Fapp%3Doperator");
     let a = api.get(&pods, 1).await;
     if read(&format!("cilium-operator pods in {namespace}"), &a) {
-        w.operator_pods = a
-            .json::<serde_json::Value>()
-            .map(|v| operator_pods(&v))
-            .unwrap_or_default();
+        let list = a.json::<serde_json::Value>().unwrap_or_default();
+        w.operator_pods = operator_pods(&list);
+        w.metrics = metrics_targets(&list)
+            .into_iter()
+            .map(|(pod, port)| types::OperatorMetricsRead {
+                pod,
+                port: port.unwrap_or(0),
+                ..Default::default()
+            })
+            .collect();
+        w.gc_interval_arg = operator_arg(&list, "--identity-gc-interval")
+            .and_then(|v| crate::settings::parse_duration(&v).ok());
     }
     if !problems.is_empty() {
         w.problem = Some(format!(
@@ -312,6 +344,146 @@ pub(crate) async fn fetch_workloads(api: &ApiClient, namespace: &str) -> input::
         ));
     }
     w
+}
+
+/// cilium-operator's default `--operator-prometheus-serve-addr` port.
+pub(crate) const OPERATOR_METRICS_PORT: u16 = 9963;
+
+/// The port of an address like `:9963`, `0.0.0.0:9963` or `[::]:9963`.
+fn addr_port(addr: &str) -> Option<u16> {
+    addr.trim()
+        .trim_matches('"')
+        .rsplit_once(':')?
+        .1
+        .parse()
+        .ok()
+}
+
+/// The value of `--flag=value` or `--flag value` in any container's
+/// command or args of the first pod that has it.
+fn operator_arg(list: &serde_json::Value, flag: &str) -> Option<String> {
+    let pods = list["items"].as_array()?;
+    pods.iter().find_map(|p| {
+        let containers = p["spec"]["containers"].as_array()?;
+        containers.iter().find_map(|c| {
+            let words: Vec<&str> = ["command", "args"]
+                .iter()
+                .flat_map(|k| c[*k].as_array().into_iter().flatten())
+                .filter_map(|w| w.as_str())
+                .collect();
+            words.iter().enumerate().find_map(|(i, w)| {
+                w.strip_prefix(flag)
+                    .and_then(|rest| match rest.strip_prefix('=') {
+                        Some(v) => Some(v.to_string()),
+                        None if rest.is_empty() => words.get(i + 1).map(|v| v.to_string()),
+                        None => None,
+                    })
+            })
+        })
+    })
+}
+
+/// Running operator pods and their metrics port, when the pod says it: a
+/// container port named `prometheus` (Cilium's chart), else
+/// `--operator-prometheus-serve-addr` in its arguments.
+fn metrics_targets(list: &serde_json::Value) -> Vec<(String, Option<u16>)> {
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| p["status"]["phase"].as_str() == Some("Running"))
+        .filter_map(|p| {
+            let name = p["metadata"]["name"].as_str()?.to_string();
+            let containers = p["spec"]["containers"].as_array();
+            let named = containers
+                .into_iter()
+                .flatten()
+                .flat_map(|c| c["ports"].as_array().into_iter().flatten())
+                .find(|port| port["name"].as_str() == Some("prometheus"))
+                .and_then(|port| port["containerPort"].as_u64())
+                .and_then(|n| u16::try_from(n).ok());
+            let single = serde_json::json!({"items": [p]});
+            let arg = operator_arg(&single, "--operator-prometheus-serve-addr")
+                .and_then(|a| addr_port(&a));
+            Some((name, named.or(arg)))
+        })
+        .collect()
+}
+
+/// Read each running operator pod's metrics through the API server's pod
+/// proxy, once, or twice `wait` apart. Optional like the other workload
+/// reads: a refusal is recorded per pod and the diagnosis falls back on
+/// the marks and the version.
+#[tracing::instrument(skip_all)]
+async fn read_operator_metrics(
+    api: &ApiClient,
+    namespace: &str,
+    config: Option<&BTreeMap<String, String>>,
+    wait: std::time::Duration,
+    stop: &Stop,
+    w: &mut input::Workloads,
+) {
+    let default_port = config
+        .and_then(|c| c.get("operator-prometheus-serve-addr"))
+        .and_then(|a| addr_port(a))
+        .unwrap_or(OPERATOR_METRICS_PORT);
+    for r in &mut w.metrics {
+        if r.port == 0 {
+            r.port = default_port;
+        }
+    }
+    // Only the first few pods: an operator runs one or two replicas.
+    w.metrics.truncate(4);
+    for r in &mut w.metrics {
+        r.first = scrape(api, namespace, r).await;
+    }
+    if wait.is_zero() || w.metrics.iter().all(|r| r.first.is_none()) {
+        return;
+    }
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => {}
+        _ = stop.wait() => return,
+    }
+    for r in &mut w.metrics {
+        if r.first.is_some() {
+            r.second = scrape(api, namespace, r).await;
+        }
+    }
+}
+
+/// One scrape of `r`'s pod through the pod proxy; a failure goes in
+/// `r.problem`.
+async fn scrape(
+    api: &ApiClient,
+    namespace: &str,
+    r: &mut types::OperatorMetricsRead,
+) -> Option<types::GcCounters> {
+    use crate::retry::Class;
+    let path = format!(
+        "/api/v1/namespaces/{namespace}/pods/{}:{}/proxy/metrics",
+        r.pod, r.port
+    );
+    let a = api.get(&path, 1).await;
+    match a.class {
+        Class::Success => {
+            let text = String::from_utf8_lossy(&a.body);
+            let samples = operator_metrics::parse_exposition(&text);
+            Some(operator_metrics::counters(&samples, api.clock.now()))
+        }
+        Class::Forbidden => {
+            r.problem = Some(format!(
+                "no permission to get pods/proxy in {namespace} (optional): the operator's GC metrics were not read"
+            ));
+            None
+        }
+        _ => {
+            r.problem = Some(format!(
+                "cannot read the operator's metrics through the pod proxy (pod {}, port {}): {}",
+                r.pod, r.port, a.message
+            ));
+            None
+        }
+    }
 }
 
 /// Name, restarts and start times of each pod in a PodList.

@@ -89,6 +89,123 @@ pub struct GcHealth {
     pub agent_held_unused: u64,
     /// Their namespaces, most identities first (top 10; hashes with `--redact`).
     pub agent_held_namespaces: Vec<NamespaceCount>,
+    /// cilium-operator's own identity-GC metrics, read through the API server's pod proxy (optional `pods/proxy` permission); absent when no operator pod was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_metrics: Option<OperatorGcMetrics>,
+    /// What the verdict on cilium-operator's GC passes rests on: its metrics when they could be read, else the marks' ages, else only its version.
+    #[serde(default)]
+    pub pass_evidence: PassEvidence,
+}
+
+/// What the verdict on cilium-operator's GC passes rests on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PassEvidence {
+    /// The operator's `identity_gc_runs` against its uptime, or between two reads.
+    OperatorMetrics,
+    /// The age of the oldest heartbeat mark on an unused identity.
+    HeartbeatMarks,
+    /// Only the operator's version and its known defects (inferred, not seen).
+    Version,
+    /// Nothing to judge by.
+    #[default]
+    None,
+}
+
+/// cilium-operator's identity-GC metrics and what they say.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorGcMetrics {
+    /// Over all operator pods: the leader's verdict.
+    pub verdict: PassVerdict,
+    /// `identity-gc-interval` the passes were counted against, in seconds.
+    pub gc_interval_seconds: f64,
+    /// Each operator pod whose metrics were asked for.
+    pub pods: Vec<OperatorMetricsRead>,
+}
+
+/// Whether cilium-operator's GC passes complete.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PassVerdict {
+    /// Passes complete about once per interval.
+    Completing,
+    /// Passes start but do not complete: the success counter lags the uptime or does not move (cilium#33142 seen).
+    NotCompleting,
+    /// No identity-GC series after several intervals: a standby replica, or no pass ever completed.
+    NoPasses,
+    /// Too early, or nothing could be read.
+    #[default]
+    Unknown,
+}
+
+/// One operator pod's metrics, read once or twice.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperatorMetricsRead {
+    /// Pod name.
+    pub pod: String,
+    /// The metrics port proxied to.
+    pub port: u16,
+    /// The first read; absent when it failed (see `problem`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first: Option<GcCounters>,
+    /// The second read, when one was made (`--operator-metrics-wait`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub second: Option<GcCounters>,
+    /// Passes the uptime allows at this interval (uptime / interval + 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_passes: Option<f64>,
+    /// Passes counted as completed (`outcome` success + fail).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_passes: Option<u64>,
+    /// This pod's verdict.
+    pub verdict: PassVerdict,
+    /// What the verdict rests on, one line each.
+    pub evidence: Vec<String>,
+    /// Why the metrics could not be read (no `pods/proxy` permission, pod not running, no answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+/// The identity-GC series of one scrape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GcCounters {
+    /// When it was read (cluster time).
+    pub read_at: Timestamp,
+    /// `cilium_operator_process_start_time_seconds`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_started_at: Option<Timestamp>,
+    /// `cilium_operator_identity_gc_runs{outcome="success"}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_success: Option<u64>,
+    /// `cilium_operator_identity_gc_runs{outcome="fail"}` (passes cut by a cancelled context only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_fail: Option<u64>,
+    /// `cilium_operator_identity_gc_entries{status="alive"}` after the last completed pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries_alive: Option<u64>,
+    /// `cilium_operator_identity_gc_entries{status="deleted"}` in the last completed pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entries_deleted: Option<u64>,
+    /// `cilium_errors_warnings_total{level="error"}` of the identity-GC log subsystem.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_errors: Option<u64>,
+}
+
+impl Default for GcCounters {
+    fn default() -> Self {
+        GcCounters {
+            read_at: Timestamp::UNIX_EPOCH,
+            process_started_at: None,
+            runs_success: None,
+            runs_fail: None,
+            entries_alive: None,
+            entries_deleted: None,
+            gc_errors: None,
+        }
+    }
 }
 
 /// Identities of one namespace.
@@ -260,6 +377,8 @@ pub enum FindingCode {
     OperatorRestarts,
     /// Unused identities recently refreshed by an agent: held by an agent, used by no endpoint.
     AgentHeldUnused,
+    /// cilium-operator's own metrics show its GC passes starting but not completing.
+    GcPassesFailing,
 }
 
 impl FindingCode {
@@ -286,6 +405,7 @@ impl FindingCode {
             FindingCode::KnownGcDefect => "known-gc-defect",
             FindingCode::OperatorRestarts => "operator-restarts",
             FindingCode::AgentHeldUnused => "agent-held-unused",
+            FindingCode::GcPassesFailing => "gc-passes-failing",
         }
     }
 }

@@ -128,6 +128,7 @@ pub async fn run_fleet(
                 cilium_namespace: s.scan.cilium_namespace.clone(),
                 page_size: s.scan.page_size,
                 redact: fleet.redact,
+                operator_metrics_wait: std::time::Duration::ZERO,
             }),
             stop: stop.clone(),
             slots: slots.clone(),

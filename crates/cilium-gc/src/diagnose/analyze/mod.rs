@@ -137,10 +137,19 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
     d.findings = findings(input, &d, &settings, gc_interval);
     let gc_enabled = gc_interval.is_some_and(|d| !d.is_zero());
     d.findings.extend(
-        super::gc_health::findings(&health, settings.heartbeat_timeout, now)
-            .into_iter()
-            // GC disabled (gc-disabled says so): marks cannot be "overdue".
-            .filter(|f| gc_enabled || f.code != FindingCode::GcNotCompleting),
+        super::gc_health::findings(
+            &health,
+            super::gc_health::IdentityCounts {
+                total: d.identity_space.total,
+                unused_waiting: d.identity_space.states.stale_candidates
+                    + d.identity_space.states.unused_unmarked,
+            },
+            settings.heartbeat_timeout,
+            now,
+        )
+        .into_iter()
+        // GC disabled (gc-disabled says so): marks cannot be "overdue".
+        .filter(|f| gc_enabled || f.code != FindingCode::GcNotCompleting),
     );
     d.findings.sort_by_key(|f| f.severity);
     if let Some(p) = &health.workloads_problem {

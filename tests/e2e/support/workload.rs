@@ -1,0 +1,435 @@
+//! The workload of the real-Cilium tests: stale identities left by agents
+//! running Cilium's own code (label sets `old-N`, whose pods all ended), and
+//! agents churning pods over a small pool of label sets (`warm-N`) and jobs
+//! with label sets of their own (`job-N`), so that
+//! Cilium's allocator strips the operator's marks (bumping resourceVersions)
+//! while the operator and the plugin collect.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::cluster::Cluster;
+use crate::support::operator::{Agents, AgentsSummary, GcLog, Operator, Version, World};
+use crate::support::{finish, plugin, report};
+
+/// The operator's GC, made quick: a pass every 2 s, an identity unused for
+/// 2 s is marked, then deleted a pass later, at most 4 deletes a second (so
+/// a pass over a few hundred identities lasts about a minute, as a pass over
+/// 65k lasts minutes at the default 2,500/min).
+pub const GC_FLAGS: [&str; 4] = [
+    "--identity-gc-interval=2s",
+    "--identity-heartbeat-timeout=2s",
+    "--identity-gc-rate-limit=4",
+    "--identity-gc-rate-interval=1s",
+];
+
+/// The plugin's heartbeat timeout in these tests (the operator's is 2 s;
+/// under 5m needs --allow-short-heartbeat-timeout).
+pub const PLUGIN_TIMEOUT: &str = "5s";
+
+/// Four agents start 50 pods each over 200 label sets `old-N` and end them
+/// all: the identities they allocated are unused. Returns their names.
+pub async fn seed_old(cluster: &Cluster, version: Version) -> BTreeSet<String> {
+    let agents = Agents {
+        agents: 4,
+        pods: 50,
+        churn: Duration::ZERO,
+        duration: Duration::from_secs(120),
+        label_sets: 200,
+        label_prefix: "old".into(),
+        end_all: true,
+        seed: 11,
+        ..Agents::default()
+    };
+    let s = agents.run(cluster, version).await;
+    assert_eq!(s.pods_running, 0, "every old pod ended: {s:?}");
+    assert!(
+        s.new_identities > 50,
+        "the agents allocated identities: {s:?}"
+    );
+    let world = World::read(&cluster.admin().await).await;
+    let old = world.unused("old");
+    assert_eq!(
+        old.len() as u64,
+        s.new_identities,
+        "one identity per label set used"
+    );
+    old
+}
+
+/// The churn, two groups of agents running Cilium's code at once:
+/// - `warm`: 4 agents keep 3 pods each over 300 label sets `warm-N`, each
+///   ending one and starting another every 250 ms: a label set comes back
+///   about every 20 s, about as long as a pass lasts, so its identity is
+///   marked in one pass and reused (Cilium's allocator strips the mark,
+///   bumping the resourceVersion) during the next;
+/// - `job`: 2 agents run one pod at a time with a label set of its own
+///   (`job-N` out of 100,000, like Jobs whose pods carry their job's name),
+///   a new one every 400 ms: 5 new identities a second that go stale, a
+///   little more than the operator may delete (4/s), so its passes are long
+///   (a pass over 65k identities lasts minutes) and agents write during them.
+pub fn churn(duration: Duration, seed: u64) -> [Agents; 2] {
+    [
+        Agents {
+            agents: 4,
+            pods: 3,
+            churn: Duration::from_millis(250),
+            duration,
+            label_sets: 300,
+            label_prefix: "warm".into(),
+            seed,
+            ..Agents::default()
+        },
+        Agents {
+            agents: 2,
+            pods: 1,
+            churn: Duration::from_millis(400),
+            duration,
+            label_sets: 100_000,
+            label_prefix: "job".into(),
+            seed: seed + 1,
+            ..Agents::default()
+        },
+    ]
+}
+
+/// Start [`churn`] in the background; the task returns both summaries.
+/// Both groups stop early (SIGTERM) when `stop` turns true.
+pub fn spawn_churn(
+    cluster: &Cluster,
+    version: Version,
+    duration: Duration,
+    seed: u64,
+    stop: Option<tokio::sync::watch::Receiver<bool>>,
+) -> tokio::task::JoinHandle<[AgentsSummary; 2]> {
+    let dir = cluster.dir().to_path_buf();
+    let kubeconfig = cluster.admin_kubeconfig();
+    tokio::spawn(async move {
+        let [warm, jobs] = churn(duration, seed);
+        let (w, j) = tokio::join!(
+            warm.run_at(&dir, &kubeconfig, version, stop.clone()),
+            jobs.run_at(&dir, &kubeconfig, version, stop)
+        );
+        [w, j]
+    })
+}
+
+/// Identities no endpoint uses, of the seeded old ones and the jobs'.
+pub fn stale_now(world: &World, old: &BTreeSet<String>) -> usize {
+    old.iter()
+        .filter(|n| world.identities.contains_key(*n))
+        .count()
+        + world.unused("job").len()
+}
+
+/// One look at the cluster during the churn.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub at: Duration,
+    /// Old identities still on the server.
+    pub old_left: usize,
+    /// Unused identities: the old ones left and the ended jobs'.
+    pub stale: usize,
+    /// Passes the operator's log shows ended by a failed write.
+    pub passes_ended: usize,
+    /// `cilium_operator_identity_gc_runs{outcome="success"}`.
+    pub successful_runs: f64,
+}
+
+/// What the operator did during a churn.
+#[derive(Debug, Clone)]
+pub struct ChurnRun {
+    pub version: String,
+    pub old: usize,
+    pub samples: Vec<Sample>,
+    pub warm: AgentsSummary,
+    pub jobs: AgentsSummary,
+    pub log: GcLog,
+}
+
+impl fmt::Display for ChurnRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "cilium-operator {}: {} stale identities, then agents on Cilium's code churning: {} pods over 300 label sets ({} marks stripped by Cilium's allocator, {} more met a 409), {} job pods with a label set each",
+            self.version,
+            self.old,
+            self.warm.pods_started,
+            self.warm.requests("PUT", "ciliumidentities", "200"),
+            self.warm.requests("PUT", "ciliumidentities", "409"),
+            self.jobs.pods_started,
+        )?;
+        for s in &self.samples {
+            writeln!(
+                f,
+                "  t={:>3}s unused identities {:>3} (old {:>3}/{}), passes ended by errors {:>3}, passes completed {}",
+                s.at.as_secs(),
+                s.stale,
+                s.old_left,
+                self.old,
+                s.passes_ended,
+                s.successful_runs
+            )?;
+        }
+        for (group, a) in [("warm", &self.warm), ("job", &self.jobs)] {
+            writeln!(
+                f,
+                "  agents {group}: {} allocations, {} pods ended, {} allocation errors, {} write errors",
+                a.allocations, a.pods_ended, a.allocation_errors, a.write_errors
+            )?;
+        }
+        write!(
+            f,
+            "  passes ended: mark update {:?}, delete {:?}; 409s on delete skipped: {}",
+            self.log.mark_errors, self.log.delete_errors, self.log.conflicts_skipped
+        )
+    }
+}
+
+/// Churn under the operator for `min`, then on until `enough` holds of its
+/// log (at most `max`), looking every 5 s at how many of the old identities
+/// are left and how its passes end.
+pub async fn churn_under_operator(
+    cluster: &Cluster,
+    operator: &Operator,
+    version: Version,
+    old: &BTreeSet<String>,
+    (min, max): (Duration, Duration),
+    enough: impl Fn(&GcLog) -> bool,
+) -> ChurnRun {
+    let client = cluster.admin().await;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let churn = spawn_churn(cluster, version, max, 20, Some(stop_rx));
+    let start = Instant::now();
+    let mut samples = Vec::new();
+    while !churn.is_finished() {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let world = World::read(&client).await;
+        samples.push(Sample {
+            at: start.elapsed(),
+            old_left: old
+                .iter()
+                .filter(|n| world.identities.contains_key(*n))
+                .count(),
+            stale: stale_now(&world, old),
+            passes_ended: operator.passes().passes_ended(),
+            successful_runs: operator.metrics().successful_runs(),
+        });
+        if start.elapsed() >= min && enough(&operator.passes()) {
+            let _ = stop_tx.send(true);
+        }
+    }
+    let [warm, jobs] = churn.await.expect("agents task");
+    ChurnRun {
+        version: crate::support::operator::release(version),
+        old: old.len(),
+        samples,
+        warm,
+        jobs,
+        log: operator.passes(),
+    }
+}
+
+/// A `delete` by the plugin as `cilium-gc` while the agents churn.
+pub struct Verdict {
+    pub report: Value,
+    pub exit: Option<i32>,
+    pub before: World,
+    pub after: World,
+    pub old: BTreeSet<String>,
+    pub agents: [AgentsSummary; 2],
+}
+
+/// Run `delete --yes -o json` as `cilium-gc` (heartbeat timeout
+/// [`PLUGIN_TIMEOUT`]) while the churn goes on, then let the churn end.
+pub async fn plugin_under_churn(
+    cluster: &Cluster,
+    version: Version,
+    old: &BTreeSet<String>,
+    extra: &[&str],
+) -> Verdict {
+    let client = cluster.admin().await;
+    let churn = spawn_churn(cluster, version, Duration::from_secs(30), 30, None);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = World::read(&client).await;
+    let mut cmd = plugin();
+    cmd.arg("--kubeconfig")
+        .arg(cluster.gc_kubeconfig())
+        .args(["delete", "--yes", "-o", "json"])
+        .args([
+            "--heartbeat-timeout",
+            PLUGIN_TIMEOUT,
+            "--allow-short-heartbeat-timeout",
+        ])
+        .args(extra);
+    let out = finish(cmd).await;
+    let agents = churn.await.expect("agents task");
+    let after = World::read(&client).await;
+    Verdict {
+        report: report(&out),
+        exit: out.status.code(),
+        before,
+        after,
+        old: old.clone(),
+        agents,
+    }
+}
+
+impl Verdict {
+    /// Identities the run deleted that are on the server again under the
+    /// same name (a new uid), with the same label set: Cilium's allocator,
+    /// still holding the key locally, re-creates a master key it sees
+    /// deleted (`WithMasterKeyProtection`). (A new uid with another label set
+    /// is a new identity that was given the freed id.)
+    pub fn recreated(&self) -> BTreeSet<String> {
+        self.names_with("deleted")
+            .into_iter()
+            .filter(
+                |n| match (self.before.identities.get(n), self.after.identities.get(n)) {
+                    (Some(b), Some(a)) => a.app == b.app,
+                    _ => false,
+                },
+            )
+            .collect()
+    }
+
+    /// Deleted identities whose id a new identity (another label set) took.
+    pub fn id_reused(&self) -> usize {
+        self.names_with("deleted")
+            .into_iter()
+            .filter(
+                |n| match (self.before.identities.get(n), self.after.identities.get(n)) {
+                    (Some(b), Some(a)) => a.app != b.app,
+                    _ => false,
+                },
+            )
+            .count()
+    }
+
+    /// The report's items.
+    pub fn items(&self) -> &[Value] {
+        self.report["items"].as_array().map_or(&[], Vec::as_slice)
+    }
+
+    fn names_with(&self, outcome: &str) -> BTreeSet<String> {
+        self.items()
+            .iter()
+            .filter(|i| i["outcome"] == outcome)
+            .filter_map(|i| i["name"].as_str().map(str::to_string))
+            .collect()
+    }
+
+    /// `summary.<field>`.
+    pub fn summary(&self, field: &str) -> u64 {
+        crate::support::summary(&self.report, field)
+    }
+
+    /// Nothing in use deleted, every stale identity gone, the report equal
+    /// to the server, each conflict re-decided.
+    pub fn assert_sound(&self) {
+        assert_eq!(
+            self.exit,
+            Some(0),
+            "the run succeeded: {}",
+            self.report["summary"]
+        );
+        assert_eq!(self.summary("failed"), 0, "{}", self.report["summary"]);
+        assert_eq!(
+            self.summary("notAttempted"),
+            0,
+            "{}",
+            self.report["summary"]
+        );
+        // Nothing in use was deleted: every endpoint's identity exists.
+        assert!(
+            self.after.dangling().is_empty(),
+            "identities in use were deleted: {:?}",
+            self.after.dangling()
+        );
+        for id in self.agents.iter().flat_map(|a| &a.held_identities) {
+            assert!(
+                self.after.identities.contains_key(&id.to_string()),
+                "identity {id} the agents hold was deleted"
+            );
+        }
+        // The report equals the server.
+        for name in self
+            .names_with("deleted")
+            .iter()
+            .chain(&self.names_with("already-gone"))
+        {
+            if let Some(now) = self.after.identities.get(name) {
+                assert_ne!(
+                    Some(&now.uid),
+                    self.before.identities.get(name).map(|i| &i.uid),
+                    "{name} reported gone, yet the same object is on the server"
+                );
+            }
+        }
+        for name in &self.names_with("reclaimed") {
+            assert!(
+                self.after.identities.contains_key(name),
+                "{name} reported reclaimed, yet gone"
+            );
+        }
+        // Every stale old identity (no agent uses their label sets any more)
+        // the run planned is gone: none was reclaimed.
+        let planned: BTreeSet<String> = self
+            .items()
+            .iter()
+            .filter(|i| i["outcome"] != "skipped")
+            .filter_map(|i| i["name"].as_str().map(str::to_string))
+            .collect();
+        for name in planned.intersection(&self.old) {
+            assert!(
+                self.after.identities.get(name).map(|i| &i.uid)
+                    != self.before.identities.get(name).map(|i| &i.uid),
+                "stale {name} left"
+            );
+        }
+        // Each conflict was re-decided: an item that met a 409 ended
+        // deleted, reclaimed or already gone.
+        for item in self.items() {
+            if item["conflicts"].as_array().is_some_and(|c| !c.is_empty()) {
+                assert!(
+                    ["deleted", "reclaimed", "already-gone"]
+                        .contains(&item["outcome"].as_str().unwrap_or("")),
+                    "a conflict was not re-decided: {item}"
+                );
+            }
+        }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let old_before = self
+            .old
+            .iter()
+            .filter(|n| self.before.identities.contains_key(*n))
+            .count();
+        let old_after = self
+            .old
+            .iter()
+            .filter(|n| self.after.identities.contains_key(*n))
+            .count();
+        write!(
+            f,
+            "kubectl cilium-gc delete: {} deleted ({} re-created since by an agent's allocator, {} ids taken by new identities), {} already gone, {} reclaimed, {} conflicts re-decided, {} failed; old stale identities {} -> {}; {} unmarked at the plan; {} endpoints left on a deleted identity",
+            self.summary("deleted"),
+            self.recreated().len(),
+            self.id_reused(),
+            self.summary("alreadyGone"),
+            self.summary("reclaimed"),
+            self.summary("conflicts"),
+            self.summary("failed"),
+            old_before,
+            old_after,
+            self.report["summary"]["reasons"]["unmarked"],
+            self.after.dangling().len(),
+        )
+    }
+}
