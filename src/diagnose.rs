@@ -78,7 +78,7 @@ pub async fn run(
     let d = match result {
         Ok(d) => d,
         Err(Failed::Diagnose(e)) => {
-            eprintln!("error: {}", cilium_gc::cluster::error_chain(&e));
+            eprintln!("error: {}", e.message());
             return e.exit();
         }
         Err(Failed::Demo(e)) => {

@@ -182,7 +182,10 @@ impl ApiClient {
             .map(Arc::from);
         let tap = WatchTap::default();
         let client = kube::client::ClientBuilder::try_from(config)
-            .map_err(ConnectError::Client)?
+            .map_err(|source| ConnectError::Client {
+                exec_program: exec_program.as_deref().map(str::to_owned),
+                source,
+            })?
             .with_layer(&WatchTapLayer(tap.clone()))
             .build();
         let mut api = ApiClient::new(client, tap, endpoint.timeout, stats);

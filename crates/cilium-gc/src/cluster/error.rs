@@ -63,11 +63,22 @@ pub enum ConnectError {
         /// What is wrong.
         problem: String,
     },
-    /// The HTTP client could not be built.
-    /// (Displayed through `crate::secrets::describe`: kube's own text of
+    /// The HTTP client could not be built (an exec credential plugin runs
+    /// then, so its failure lands here).
+    /// (Displayed through `crate::secrets::describe_with`: kube's own text of
     /// an exec-plugin failure carries its env, arguments and output.)
-    #[error("cannot build the Kubernetes client: {}", crate::secrets::describe(.0))]
-    Client(#[source] kube::Error),
+    #[error(
+        "cannot build the Kubernetes client: {}",
+        crate::secrets::describe_with(.source, .exec_program.as_deref())
+    )]
+    Client {
+        /// The kubeconfig's exec credential plugin, as configured: named in
+        /// its failure (this cluster's own, in a fleet).
+        exec_program: Option<String>,
+        /// Why the client could not be built.
+        #[source]
+        source: kube::Error,
+    },
 }
 
 /// What is wrong with a certificate bundle.

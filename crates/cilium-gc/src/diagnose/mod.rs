@@ -81,6 +81,17 @@ pub enum DiagnoseError {
 }
 
 impl DiagnoseError {
+    /// This error on one line, safe to print (`crate::secrets::describe`):
+    /// a connection error from the connection error down, since the
+    /// variant is transparent and its chain would start below the part
+    /// that names this client's exec plugin.
+    pub fn message(&self) -> String {
+        match self {
+            DiagnoseError::Connect(c) => crate::cluster::error_chain(c),
+            e => crate::cluster::error_chain(e),
+        }
+    }
+
     /// The exit code this error ends the process with.
     pub fn exit(&self) -> Exit {
         match self {

@@ -15,12 +15,11 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 
-use super::document::{fleet_exit, ClusterEntry, ClusterError, ClusterStatus};
+use super::document::{fleet_exit, ClusterEntry, ClusterError, ClusterFailure, ClusterStatus};
 use super::{Fullest, IdentitySpaceUse};
 use crate::diagnose::{DiagnoseError, DiagnoseSettings};
 use crate::exit::Exit;
-use crate::report::AbortReason;
-use crate::report::{Tool, API_VERSION};
+use crate::report::{AbortReason, Tool, API_VERSION};
 use crate::settings::ConnectSettings;
 use crate::stop::{Stop, StopReason};
 
@@ -138,7 +137,7 @@ pub async fn diagnose_fleet(
         let task = async move {
             match permit.filter(|_| stop.reason().is_none()) {
                 Some(_permit) => diagnose_one(context2, &kube, &ds, &stop).await,
-                None => ClusterEntry::not_started(context2, stop_exit(&stop)),
+                None => ClusterEntry::not_started(context2, super::stop_exit(&stop)),
             }
         };
         handles.push((context.clone(), tokio::spawn(task.instrument(span))));
@@ -153,7 +152,7 @@ pub async fn diagnose_fleet(
             };
             failed(
                 ClusterEntry::not_started(context, Exit::Unexpected),
-                AbortReason::InternalError,
+                AbortReason::InternalError.into(),
                 format!("internal error: {message} (a bug: please report it)"),
                 Exit::Unexpected,
             )
@@ -169,7 +168,7 @@ pub async fn diagnose_fleet(
             .map(|e| Exit::from_code(e.exit_code).unwrap_or(Exit::Unexpected)),
     );
     let exit = if interrupted && exit == Exit::Success {
-        stop_exit(stop)
+        super::stop_exit(stop)
     } else {
         exit
     };
@@ -218,13 +217,13 @@ async fn diagnose_one(
                     "the API server at {} did not answer: {}",
                     endpoint.server, answer.message
                 );
-                return failed(entry, AbortReason::ReadFailed, message, Exit::Usage);
+                return failed(entry, AbortReason::ReadFailed.into(), message, Exit::Usage);
             }
         }
         Err(e) => {
             let e = DiagnoseError::Connect(e);
-            let message = crate::cluster::error_chain(&e);
-            return failed(entry, AbortReason::ReadFailed, message, e.exit());
+            let message = e.message();
+            return failed(entry, AbortReason::ReadFailed.into(), message, e.exit());
         }
     }
     match crate::diagnose::diagnose(kube, ds, stop).await {
@@ -242,8 +241,8 @@ async fn diagnose_one(
                 }
                 _ => AbortReason::ReadFailed,
             };
-            let message = crate::cluster::error_chain(&e);
-            failed(entry, reason, message, e.exit())
+            let message = e.message();
+            failed(entry, reason.into(), message, e.exit())
         }
     }
 }
@@ -251,16 +250,13 @@ async fn diagnose_one(
 /// `entry` failed with `reason`.
 fn failed(
     mut entry: ClusterEntry,
-    reason: AbortReason,
+    reason: ClusterFailure,
     message: String,
     exit: Exit,
 ) -> ClusterEntry {
     entry.status = ClusterStatus::Failed;
     entry.exit_code = exit.code();
-    entry.error = Some(ClusterError {
-        reason: reason.into(),
-        message,
-    });
+    entry.error = Some(ClusterError { reason, message });
     entry
 }
 
@@ -268,19 +264,10 @@ fn failed(
 fn failed_by_stop(entry: ClusterEntry, stop: &Stop) -> ClusterEntry {
     failed(
         entry,
-        AbortReason::Interrupted,
+        AbortReason::Interrupted.into(),
         "stopped by signal while diagnosing: no diagnosis".into(),
-        stop_exit(stop),
+        super::stop_exit(stop),
     )
-}
-
-/// The exit of a cluster the stop ended.
-fn stop_exit(stop: &Stop) -> Exit {
-    match stop.reason() {
-        Some(StopReason::Terminate) => Exit::Terminated,
-        Some(StopReason::Interrupt) => Exit::Interrupted,
-        _ => Exit::Unexpected,
-    }
 }
 
 /// The summary of `entries`.
