@@ -143,7 +143,7 @@ impl Drop for Server {
 fn gc(server: &Server, args: &[&str]) -> (Cost, Value) {
     let out_path = std::env::temp_dir().join(format!("bench-report-{}", std::process::id()));
     let out = std::fs::File::create(&out_path).unwrap();
-    let mut cmd = Command::new(BIN);
+    let mut cmd = Command::new(common::plugin_bin(BIN));
     cmd.arg("--kubeconfig")
         .arg(&server.kubeconfig)
         .args(args)
@@ -398,6 +398,43 @@ fn main() {
     // watch faults, agents reclaiming) at --qps 100 and 200, and the same
     // objects on a healthy server.
     if opts.wants("struggling") {
+        // What the hostile server admits (issue 28): the reference client
+        // (benches/refclient) deletes 900 identities, 8 in flight, every
+        // 429 retried at once, on a fresh hostile server: its rate of
+        // successful deletes is the ceiling the rows below are measured
+        // against, besides the nominal 50/s cap.
+        let refclient = common::refclient();
+        let reference: Vec<Value> = (0..2)
+            .map(|_| {
+                let server = Server::start_preset("hostile", true);
+                let out = Command::new(&refclient)
+                    .arg("-kubeconfig")
+                    .arg(&server.kubeconfig)
+                    .args([
+                        "-mode",
+                        "capacity",
+                        "-inflight",
+                        "8",
+                        "-from",
+                        "900",
+                        "-to",
+                        "0",
+                    ])
+                    .stderr(Stdio::inherit())
+                    .output()
+                    .unwrap();
+                serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+            })
+            .collect();
+        let admitted = reference
+            .iter()
+            .filter_map(|r| r["ratePerSecond"].as_f64())
+            .sum::<f64>()
+            / reference.len() as f64;
+        eprintln!(
+            "  the hostile server admits {admitted:.1} deletes/s (reference client, mean of 2)"
+        );
+        results["hostileAdmits"] = json!({"ratePerSecond": r3(admitted), "runs": reference});
         let mut rows = Vec::new();
         for (faults, qps, conc) in [
             (true, 100u32, 8u32),
@@ -435,6 +472,7 @@ fn main() {
                 "faults": faults, "qps": qps, "concurrency": conc,
                 "candidates": s["candidates"], "deleted": s["deleted"], "handled": handled,
                 "deleteRatePerSecond": rate, "fractionOfCap": r3(rate / 50.0),
+                "fractionOfAdmitted": faults.then(|| r3(rate / admitted)),
                 "wallSeconds": r3(cost.wall), "exitCode": report["exitCode"],
                 "throttled": s["throttled"], "throttledSeconds": s["throttledSeconds"],
                 "lowestRatePerSecond": s["lowestRatePerSecond"],
@@ -658,18 +696,21 @@ fn table(r: &Value) -> String {
     {
         let faults = row["faults"].as_bool().unwrap_or(false);
         let frac = f(&row["fractionOfCap"]);
-        let (target, ok) = if faults {
-            ("≥ 60% of cap", met(frac >= 0.6))
-        } else {
-            ("", "")
+        let admitted = row["fractionOfAdmitted"].as_f64();
+        let (target, ok) = match admitted {
+            Some(a) if faults => ("≥ 85% of what it admits", met(a >= 0.85)),
+            _ if faults => ("≥ 60% of cap", met(frac >= 0.6)),
+            _ => ("", ""),
         };
         t += &format!(
-            "| hostile{} --qps {} -c {}: delete/s (of 50/s cap), wall s | {:.1} ({:.0}%), {:.1} s | | | {target} | {ok} |\n",
+            "| hostile{} --qps {} -c {}: delete/s (of 50/s cap{}), wall s | {:.1} ({:.0}%{}), {:.1} s | | | {target} | {ok} |\n",
             if faults { "" } else { " objects, no faults," },
             row["qps"],
             row["concurrency"],
+            if admitted.is_some() { "; of what it admits" } else { "" },
             f(&row["deleteRatePerSecond"]),
             frac * 100.0,
+            admitted.map_or(String::new(), |a| format!("; {:.0}%", a * 100.0)),
             f(&row["wallSeconds"]),
         );
     }

@@ -1,20 +1,32 @@
-//! The benchmark against a real kube-apiserver and etcd (issue 19): the
-//! same figures as `compare.rs` measures on the simulator, on the real
-//! server built by `tests/apiserver/build.sh`.
+//! The benchmark against a real kube-apiserver and etcd (issues 19, 28):
+//! the same figures as `compare.rs` measures on the simulator, on the real
+//! server built by `tests/apiserver/build.sh`, beside the floor (what a
+//! minimal client does with the same requests), and the plugin's throughput
+//! under API Priority and Fairness against what the priority level admits.
 //!
 //! Run: `cargo bench --bench real` (release build; `-- --quick` for 5,000
-//! identities). It starts its own cluster with `tests/apiserver/cluster.sh`,
-//! creates N identities and N CiliumEndpoints using them (plus N/4 stale
-//! identities), and measures, each three times (median), as the user
-//! `cilium-gc` of the published RBAC:
-//! - `kubectl cilium-gc scan -o json` against `kubectl get ciliumidentities`
-//!   plus `kubectl get ciliumendpoints -A` (both `--chunk-size=500 -o json`,
-//!   what a script would need for the same answer): wall, CPU, peak RSS;
+//! identities and a short APF run; `-- --only floor` or `-- --only apf` for
+//! one part; `-- --identities 25000,65000` for the sizes, the default). It
+//! starts its own clusters with `tests/apiserver/cluster.sh` and builds the
+//! reference client (`benches/refclient`, Go, standard library only).
+//!
+//! *The floor* (per size): N identities and N CiliumEndpoints using them
+//! (plus N/4 stale identities), and, as the user `cilium-gc` of the
+//! published RBAC, each three times (median):
+//! - `kubectl cilium-gc scan -o json`, against the minimal client
+//!   (`refclient -mode list`: both lists paged by 500 at once on one
+//!   keep-alive connection, reading only `metadata.continue`) and, once,
+//!   `kubectl get ciliumidentities` plus `kubectl get ciliumendpoints -A`
+//!   (both `--chunk-size=500 -o json`);
 //! - the delete phase: `delete --yes --qps 0 --concurrency 32` of the N/4
 //!   stale identities (the report's `deleteRatePerSecond`), against
-//!   `kubectl delete --wait=false` of the same number.
+//!   `curl --parallel --parallel-max 32 --http2` sending as many DELETEs
+//!   (of in-use identities: only the rate is compared) and `kubectl delete
+//!   --wait=false` of at most 1,000.
 //!
-//! Prints a Markdown table on stderr and the figures as JSON on stdout;
+//! *APF* (`apf`): see [`apf`].
+//!
+//! Prints Markdown tables on stderr and the figures as JSON on stdout;
 //! `bench/results-real.json` keeps the last full run.
 
 use std::path::{Path, PathBuf};
@@ -27,6 +39,8 @@ use serde_json::{json, Value};
 
 mod common;
 use common::{load, measure, median, r3, Cost};
+
+mod apf;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-cilium_gc");
 
@@ -41,7 +55,7 @@ struct Cluster {
 }
 
 impl Cluster {
-    fn up() -> Cluster {
+    fn up(extra: &[&str]) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("kcg-bench.")
             .tempdir()
@@ -51,6 +65,8 @@ impl Cluster {
             .arg("up")
             .arg(&dir)
             .args(["--owner", &std::process::id().to_string()])
+            .arg("--")
+            .args(extra)
             .output()
             .expect("cluster.sh runs");
         assert!(
@@ -84,8 +100,14 @@ fn resource(g: &str, v: &str, k: &str, plural: &str) -> ApiResource {
 }
 
 /// Create N in-use identities with a CiliumEndpoint each, and `stale`
-/// identities marked an hour ago, 64 requests at a time, as admin.
+/// identities marked an hour ago, 64 requests at a time, as admin (the
+/// exempt priority level), ids from 1000. Returns the seconds it took.
 async fn seed(cluster: &Cluster, n: u64, stale: u64) -> f64 {
+    seed_from(cluster, 1000, n, stale, true).await
+}
+
+/// [`seed`] from id `first`; the namespace is created when `namespace`.
+async fn seed_from(cluster: &Cluster, first: u64, n: u64, stale: u64, namespace: bool) -> f64 {
     let kc = kube::config::Kubeconfig::read_from(cluster.kubeconfig("admin")).unwrap();
     let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
         .await
@@ -107,12 +129,14 @@ async fn seed(cluster: &Cluster, n: u64, stale: u64) -> f64 {
                 .map(|_| ())
         }
     };
-    create(ns.clone(), None, json!({"metadata": {"name": "bench"}}))
-        .await
-        .unwrap();
+    if namespace {
+        create(ns.clone(), None, json!({"metadata": {"name": "bench"}}))
+            .await
+            .unwrap();
+    }
     let hour = (jiff::Timestamp::now() - jiff::SignedDuration::from_hours(1)).to_string();
     let objects = (0..n + stale).flat_map(|i| {
-        let id = 1000 + i;
+        let id = first + i;
         let mut identity = json!({"apiVersion": "cilium.io/v2", "kind": "CiliumIdentity",
             "metadata": {"name": id.to_string(), "labels": {"io.kubernetes.pod.namespace": "bench", "app": format!("app-{id}")}},
             "security-labels": {"k8s:io.kubernetes.pod.namespace": "bench", "k8s:app": format!("app-{id}")}});
@@ -136,7 +160,7 @@ async fn seed(cluster: &Cluster, n: u64, stale: u64) -> f64 {
 }
 
 fn plugin(cluster: &Cluster, args: &[&str]) -> Command {
-    let mut c = Command::new(BIN);
+    let mut c = Command::new(common::plugin_bin(BIN));
     c.arg("--kubeconfig")
         .arg(cluster.kubeconfig("cilium-gc"))
         .args(args)
@@ -153,17 +177,114 @@ fn kubectl(cluster: &Cluster, home: &Path, args: &[&str]) -> Command {
     c
 }
 
-fn main() {
-    let quick = std::env::args().any(|a| a == "--quick");
-    let n: u64 = if quick { 5_000 } else { 20_000 };
+impl Cluster {
+    /// `https://127.0.0.1:PORT`.
+    fn url(&self) -> String {
+        let env = std::fs::read_to_string(self.dir.join("env")).unwrap();
+        env.lines()
+            .find_map(|l| l.strip_prefix("APISERVER_URL="))
+            .unwrap()
+            .to_owned()
+    }
+    /// `user`'s bearer token.
+    fn token(&self, user: &str) -> String {
+        let tokens = std::fs::read_to_string(self.dir.join("tokens.csv")).unwrap();
+        tokens
+            .lines()
+            .find_map(|l| {
+                let mut f = l.split(',');
+                let t = f.next()?;
+                (f.next()? == user).then(|| t.to_owned())
+            })
+            .unwrap()
+    }
+    /// The reference client, as `user`.
+    fn refclient(&self, bin: &Path, user: &str, args: &[&str]) -> Command {
+        let mut c = Command::new(bin);
+        c.arg("-server")
+            .arg(self.url())
+            .arg("-token")
+            .arg(self.token(user))
+            .arg("-ca")
+            .arg(self.dir.join("ca.crt"))
+            .args(args);
+        c
+    }
+    /// `kubectl` as admin.
+    fn admin(&self, args: &[&str]) -> std::process::Output {
+        Command::new(&self.kubectl)
+            .arg("--kubeconfig")
+            .arg(self.kubeconfig("admin"))
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+/// Run `cmd`, its stdout parsed as JSON (stderr passed through).
+fn json_of(cmd: &mut Command) -> Value {
+    let out = cmd.stderr(Stdio::inherit()).output().unwrap();
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
+        json!({"error": String::from_utf8_lossy(&out.stdout).to_string(), "exit": out.status.code()})
+    })
+}
+
+/// `curl --parallel` sending DELETEs of identities `ids` on up to 32 HTTP/2
+/// streams: deletes per second.
+fn curl_deletes(cluster: &Cluster, ids: std::ops::Range<u64>) -> (f64, bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("curl.config");
+    let url = cluster.url();
+    let mut text = String::new();
+    for id in ids.clone() {
+        text.push_str(&format!(
+            "url = \"{url}/apis/cilium.io/v2/ciliumidentities/{id}\"\noutput = \"/dev/null\"\n"
+        ));
+    }
+    std::fs::write(&config, text).unwrap();
+    let started = std::time::Instant::now();
+    let status = Command::new("curl")
+        .args([
+            "--parallel",
+            "--parallel-max",
+            "32",
+            "--http2",
+            "-sS",
+            "--fail",
+        ])
+        .args(["-X", "DELETE", "--cacert"])
+        .arg(cluster.dir.join("ca.crt"))
+        .arg("-H")
+        .arg(format!(
+            "Authorization: Bearer {}",
+            cluster.token("cilium-gc")
+        ))
+        .arg("--config")
+        .arg(&config)
+        .status()
+        .expect("curl runs");
+    let secs = started.elapsed().as_secs_f64();
+    ((ids.end - ids.start) as f64 / secs, status.success())
+}
+
+/// The plugin's report of `args` (stdout JSON), and its exit code.
+fn plugin_report(cluster: &Cluster, args: &[&str]) -> (Value, Option<i32>) {
+    let out = plugin(cluster, args)
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (report, out.status.code())
+}
+
+/// The floor at `n` identities: our scan and deletes beside the minimal
+/// client's and curl's (see the module doc).
+fn floor(rt: &tokio::runtime::Runtime, refclient: &Path, n: u64) -> Value {
     let stale = n / 4;
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    eprintln!("real-apiserver bench: starting a cluster");
-    let cluster = Cluster::up();
-    eprintln!("seeding {n} identities + {n} endpoints + {stale} stale identities");
+    eprintln!("floor: starting a cluster; seeding {n} identities + {n} endpoints + {stale} stale");
+    let cluster = Cluster::up(&[]);
     let seed_seconds = rt.block_on(seed(&cluster, n, stale));
     let home = tempfile::tempdir().unwrap();
-
     let scans: Vec<Cost> = (0..3)
         .map(|_| {
             measure(
@@ -173,40 +294,32 @@ fn main() {
             )
         })
         .collect();
-    let kubectl_runs: Vec<Cost> = (0..3)
+    let minimal: Vec<Cost> = (0..3)
         .map(|_| {
-            let a = measure(
-                &mut kubectl(
-                    &cluster,
-                    home.path(),
-                    &["get", "ciliumidentities", "--chunk-size=500", "-o", "json"],
-                ),
+            measure(
+                &mut cluster.refclient(refclient, "cilium-gc", &["-mode", "list"]),
                 Stdio::null(),
                 None,
-            );
-            let b = measure(
-                &mut kubectl(
-                    &cluster,
-                    home.path(),
-                    &[
-                        "get",
-                        "ciliumendpoints",
-                        "-A",
-                        "--chunk-size=500",
-                        "-o",
-                        "json",
-                    ],
-                ),
-                Stdio::null(),
-                None,
-            );
-            a.plus(b)
+            )
         })
         .collect();
-    let (scan, kget) = (median(scans), median(kubectl_runs));
+    let kget = {
+        let get = |what: &[&str]| {
+            let mut args = vec!["get"];
+            args.extend(what);
+            args.extend(["--chunk-size=500", "-o", "json"]);
+            measure(
+                &mut kubectl(&cluster, home.path(), &args),
+                Stdio::null(),
+                None,
+            )
+        };
+        get(&["ciliumidentities"]).plus(get(&["ciliumendpoints", "-A"]))
+    };
+    let (scan, minimal) = (median(scans), median(minimal));
 
     // The delete phase: the plugin deletes the stale identities ...
-    let out = plugin(
+    let (report, exit) = plugin_report(
         &cluster,
         &[
             "delete",
@@ -218,19 +331,18 @@ fn main() {
             "-o",
             "json",
         ],
-    )
-    .stderr(Stdio::null())
-    .output()
-    .unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).expect("a report");
+    );
     let deleted = report["summary"]["deleted"].as_u64().unwrap_or(0);
     let rate = report["summary"]["deleteRatePerSecond"]
         .as_f64()
         .unwrap_or(0.0);
-    // ... and kubectl deletes as many in-use ones (it cannot tell them apart;
-    // only its rate is compared), by name, without waiting.
+    // ... curl as many in-use ones (only the rate is compared) ...
+    let (curl_rate, curl_ok) = curl_deletes(&cluster, 1000..1000 + stale);
+    // ... and kubectl up to 1,000 more, by name, without waiting.
     let count = stale.min(1000);
-    let names: Vec<String> = (1000..1000 + count).map(|i| i.to_string()).collect();
+    let names: Vec<String> = (1000 + stale..1000 + stale + count)
+        .map(|i| i.to_string())
+        .collect();
     let mut args = vec!["delete", "ciliumidentities", "--wait=false"];
     args.extend(names.iter().map(String::as_str));
     let kdel = measure(
@@ -238,31 +350,73 @@ fn main() {
         Stdio::null(),
         None,
     );
+    eprintln!(
+        "\n| on the real server ({} identities, {n} CEPs) | kubectl cilium-gc | minimal client / curl | ratio | kubectl |\n|---|---|---|---|---|\n\
+         | scan: wall | {:.2} s | {:.2} s | {:.2} | {:.2} s |\n| scan: CPU | {:.2} s | {:.2} s | | {:.2} s |\n\
+         | scan: peak RSS | {:.1} MiB | {:.1} MiB | | {:.1} MiB |\n\
+         | delete rate, 32 at once | {rate:.0}/s ({deleted} deleted) | {curl_rate:.0}/s | {:.2} | {:.0}/s ({count} names) |",
+        n + stale,
+        scan.wall, minimal.wall, scan.wall / minimal.wall, kget.wall,
+        scan.cpu, minimal.cpu, kget.cpu,
+        scan.max_rss_kib as f64 / 1024.0, minimal.max_rss_kib as f64 / 1024.0, kget.max_rss_kib as f64 / 1024.0,
+        rate / curl_rate, count as f64 / kdel.wall,
+    );
+    json!({
+        "identities": n + stale, "endpoints": n, "seedSeconds": r3(seed_seconds),
+        "scan": {"plugin": scan.json(), "minimalClient": minimal.json(), "kubectl": kget.json(),
+                 "pluginOverMinimal": r3(scan.wall / minimal.wall)},
+        "delete": {"plugin": {"deleted": deleted, "ratePerSecond": r3(rate), "exit": exit},
+                   "curlParallel32": {"deleted": stale, "ratePerSecond": r3(curl_rate), "ok": curl_ok},
+                   "pluginOverCurl": r3(rate / curl_rate),
+                   "kubectl": {"deleted": count, "ratePerSecond": r3(count as f64 / kdel.wall), "cost": kdel.json()}},
+    })
+}
 
-    let result = json!({
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let value = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let only = value("--only");
+    let wants = |part: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|p| p == part))
+    };
+    let sizes: Vec<u64> = match value("--identities") {
+        Some(v) => v
+            .split(',')
+            .map(|s| s.parse().expect("--identities N,M"))
+            .collect(),
+        None if quick => vec![5_000],
+        None => vec![25_000, 65_000],
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let refclient = common::refclient();
+    let mut result = json!({
         "date": jiff::Timestamp::now().to_string(),
         "server": "kube-apiserver v1.35.4 + etcd v3.6.5 on loopback (tests/apiserver), user cilium-gc",
         "load1": load(),
-        "identities": n + stale, "endpoints": n, "seedSeconds": r3(seed_seconds),
-        "scan": {"plugin": scan.json(), "kubectl": kget.json()},
-        "delete": {"plugin": {"deleted": deleted, "ratePerSecond": r3(rate), "exit": out.status.code()},
-                   "kubectl": {"deleted": count, "ratePerSecond": r3(count as f64 / kdel.wall), "cost": kdel.json()}},
     });
-    eprintln!(
-        "\n| on the real server ({} identities, {} CEPs) | kubectl cilium-gc | kubectl |\n|---|---|---|\n\
-         | scan: wall | {:.2} s | {:.2} s |\n| scan: CPU | {:.2} s | {:.2} s |\n| scan: peak RSS | {:.1} MiB | {:.1} MiB |\n\
-         | delete rate | {:.0}/s ({} deleted, --qps 0 -c 32) | {:.0}/s (`delete --wait=false`, {} names) |",
-        n + stale, n, scan.wall, kget.wall, scan.cpu, kget.cpu,
-        scan.max_rss_kib as f64 / 1024.0, kget.max_rss_kib as f64 / 1024.0,
-        rate, deleted, count as f64 / kdel.wall, count
-    );
-    println!("{}", serde_json::to_string_pretty(&result).unwrap());
-    if !quick {
-        std::fs::write(
-            repo("bench/results-real.json"),
-            serde_json::to_string_pretty(&result).unwrap() + "\n",
-        )
-        .unwrap();
+    if wants("floor") {
+        result["floor"] = sizes.iter().map(|n| floor(&rt, &refclient, *n)).collect();
     }
-    drop(cluster);
+    if wants("apf") {
+        result["apf"] = apf::run(&rt, &refclient, quick);
+    }
+    result["load1After"] = json!(load());
+    let text = serde_json::to_string_pretty(&result).unwrap();
+    println!("{text}");
+    if !quick && only.is_none() {
+        std::fs::write(repo("bench/results-real.json"), text + "\n").unwrap();
+    } else if !quick {
+        let name = format!(
+            "bench/results-real-{}.json",
+            only.unwrap_or_default().replace(',', "-")
+        );
+        std::fs::write(repo(&name), text + "\n").unwrap();
+    }
 }

@@ -2,6 +2,7 @@
 //! kubeconfig, run the engine's fleet with signals and a progress line per
 //! cluster, then write the fleet report and the metrics labelled per cluster.
 
+use std::io::Write as _;
 use std::sync::Arc;
 
 use cilium_gc::cluster::kubeconfig_contexts;
@@ -11,7 +12,7 @@ use cilium_gc::settings::{GcSettings, SettingsError};
 use cilium_gc::stop::Stop;
 
 use crate::cli::{KubeArgs, ScanArgs};
-use crate::output::{usage_error, write_stdout};
+use crate::output::usage_error;
 use crate::progress::FleetTerminal;
 use crate::render::{stdout_style, write_report_file, ColorChoice};
 
@@ -55,9 +56,9 @@ pub async fn fleet_and_emit(
         fleet::run_fleet(&kube.settings(), &settings, &fleet, stop, observer.clone()).await;
     observer.finish();
     let mut report = report;
-    for entry in &mut report.clusters {
-        entry.report = entry.report.take().map(crate::next_steps::with_next_steps);
-    }
+    report
+        .clusters
+        .update(|entry| entry.report = entry.report.take().map(crate::next_steps::with_next_steps));
     let exit = emit(&report, args, exit, color);
     let labels = cluster_labels(&contexts, &args.cluster_label);
     crate::gc_command::export_fleet_metrics(&report, &labels, args).await;
@@ -118,20 +119,23 @@ fn emit(report: &FleetReport, args: &ScanArgs, exit: Exit, color: ColorChoice) -
         }
     }
     let style = stdout_style(color);
-    let mut buf = Vec::new();
-    let rendered = crate::render::write_document(
+    // Streamed to stdout: the clusters are read back from disk one at a
+    // time, so the document is never whole in memory.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = crate::render::write_document(
         report,
         args.output,
         || crate::render::fleet_text(report, style),
         || crate::markdown::fleet(report),
-        &mut buf,
-    );
-    if let Err(e) = rendered {
-        eprintln!("error: cannot render the report: {e}");
-        return Exit::Unexpected;
-    }
-    match write_stdout(&buf) {
-        Exit::Success => exit,
-        other => other,
+        &mut out,
+    )
+    .and_then(|()| out.flush());
+    match written {
+        Ok(()) => exit,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit,
+        Err(e) => {
+            eprintln!("error: writing the report to stdout: {e}");
+            Exit::Unexpected
+        }
     }
 }

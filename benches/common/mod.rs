@@ -87,6 +87,31 @@ pub fn sim_bin(plugin_bin: &str) -> std::path::PathBuf {
     std::path::Path::new(plugin_bin).with_file_name("cilium-gc-sim")
 }
 
+/// The plugin binary to measure: `KCG_BENCH_BIN` when set (an earlier
+/// build, for before/after figures), else this build's `plugin_bin`.
+pub fn plugin_bin(plugin_bin: &str) -> std::path::PathBuf {
+    std::env::var_os("KCG_BENCH_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| plugin_bin.into())
+}
+
+/// The reference client (`benches/refclient`), built with the machine's Go.
+pub fn refclient() -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = root.join("target/bench-refclient");
+    let status = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(".")
+        .current_dir(root.join("benches/refclient"))
+        .env("CGO_ENABLED", "0")
+        .env("GOTOOLCHAIN", "local")
+        .status()
+        .expect("go runs");
+    assert!(status.success(), "building benches/refclient failed");
+    out
+}
+
 /// Reset this process's RSS high water mark to its current RSS, so children
 /// spawned next do not inherit an earlier peak (see the module doc).
 pub fn reset_peak_rss() {

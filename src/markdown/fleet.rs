@@ -67,8 +67,10 @@ pub fn fleet(f: &FleetReport) -> String {
         .collect();
     table(&mut o, &header, &rows);
     let _ = writeln!(o, "## Per cluster\n");
-    for e in &f.clusters {
-        cluster_details(&mut o, e);
+    // Full entries, one at a time (their items are on disk until now).
+    for i in 0..f.clusters.len() {
+        let e = f.clusters.full(i).unwrap_or_else(|_| f.clusters[i].clone());
+        cluster_details(&mut o, &e);
     }
     o
 }

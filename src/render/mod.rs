@@ -151,10 +151,15 @@ pub fn write_document<T: serde::Serialize>(
 /// Errs when the directory is not writable or the disk is full; the
 /// temporary file is removed then. Not worth retrying.
 /// Any of our documents (the report, the fleet report) goes through here.
+/// The JSON is streamed to the file: a fleet report is never whole in
+/// memory (its clusters are read back from disk one at a time).
 pub fn write_report_file<T: Serialize>(path: &Path, report: &T) -> io::Result<()> {
-    let mut json = serde_json::to_vec_pretty(report).map_err(io::Error::from)?;
-    json.push(b'\n');
-    write_atomically(path, &json)
+    write_atomically_with(path, |file| {
+        let mut w = io::BufWriter::new(file);
+        serde_json::to_writer_pretty(&mut w, report).map_err(io::Error::from)?;
+        w.write_all(b"\n")?;
+        w.flush()
+    })
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same
@@ -162,6 +167,14 @@ pub fn write_report_file<T: Serialize>(path: &Path, report: &T) -> io::Result<()
 /// over `path` by `tempfile`'s `persist`. The temporary file is removed on
 /// any failure.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomically_with(path, |file| file.write_all(bytes))
+}
+
+/// [`write_atomically`], the content written by `write` to the file.
+fn write_atomically_with(
+    path: &Path,
+    write: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -176,7 +189,7 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .prefix(".report")
         .suffix(".tmp")
         .tempfile_in(dir)?;
-    file.write_all(bytes)?;
+    write(file.as_file_mut())?;
     file.as_file().sync_all()?;
     file.persist(path).map_err(|e| e.error)?;
     // Make the rename itself durable. Directories cannot be opened for this

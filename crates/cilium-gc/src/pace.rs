@@ -7,15 +7,24 @@
 //!
 //! - it remembers the outcome of the last [`WINDOW`] writes;
 //! - when at least [`DECREASE_SHARE`] of them were throttled, the rate is
-//!   halved (never below the floor, [`Aimd::floor`]: 5% of `--qps`, at least
-//!   one write per second or `--qps` if that is lower) and the window starts
-//!   afresh, so one burst of 429s halves it once per fresh window of evidence;
+//!   cut to what the server admitted over that window: multiplied by the
+//!   share that got through (`1 - throttled share`), at most halved (never
+//!   below the floor, [`Aimd::floor`]: 5% of `--qps`, at least one write
+//!   per second or `--qps` if that is lower), and the window starts afresh,
+//!   so one burst of 429s cuts it once per fresh window of evidence;
 //! - every successful write adds [`RECOVERY_STEP`] of `--qps` back, up to
 //!   `--qps`.
 //!
 //! A sporadic 429 (5% of writes) never reaches the threshold (12 of 40 at
 //! 5% is a one-in-a-million window), so it slows nobody; a server-side cap
 //! below `--qps`, or a burst of 429s, does.
+//!
+//! *Why cut to the admitted share, not halve* (issue 28): the threshold is
+//! crossed when we send about 30% more than a server-side cap admits, and
+//! 70% of that rate is the cap itself; halving fell to ~65% of the cap and
+//! spent the climb back below it (the hostile simulator at `--qps 200`
+//! lost a quarter of its cap that way). A burst where everything is
+//! throttled still halves, window after window, as before.
 //!
 //! *Why swap the limiter rather than weigh cells:* governor's rate is fixed
 //! at construction. Charging `n` cells per write (`until_n_ready`) can only
@@ -44,8 +53,10 @@ use tokio::time::Instant;
 
 /// Writes remembered to judge whether throttling is sustained.
 pub(crate) const WINDOW: usize = 40;
-/// Share of throttled writes in the window that halves the rate.
+/// Share of throttled writes in the window that cuts the rate.
 pub(crate) const DECREASE_SHARE: f64 = 0.3;
+/// The deepest single cut: half the rate.
+pub(crate) const MAX_CUT: f64 = 0.5;
 /// Share of `--qps` given back per successful write.
 pub(crate) const RECOVERY_STEP: f64 = 0.02;
 
@@ -96,7 +107,10 @@ impl Aimd {
         let before = self.rate;
         let hits = self.window.iter().filter(|t| **t).count();
         if hits as f64 >= DECREASE_SHARE * WINDOW as f64 {
-            self.rate = (self.rate / 2.0).max(self.floor());
+            // What got through, of the writes remembered (fewer than
+            // WINDOW right after a cut: a run of 429s, which halves).
+            let admitted = 1.0 - hits as f64 / self.window.len() as f64;
+            self.rate = (self.rate * admitted.max(MAX_CUT)).max(self.floor());
             self.window.clear();
         } else if !throttled {
             self.rate = (self.rate + self.qps * RECOVERY_STEP).min(self.qps);
@@ -250,6 +264,28 @@ mod tests {
         }
         assert_eq!(a.rate(), 100.0, "capped at --qps");
         assert_eq!(a.lowest(), 50.0);
+    }
+
+    /// Issue 28: a server that admits 70% of our rate (a cap below
+    /// `--qps`) brings the rate down to that cap, not to half of it.
+    #[test]
+    fn a_cap_below_the_rate_cuts_to_what_was_admitted() {
+        let mut a = Aimd::new(100.0);
+        let mut first_cut = None;
+        for i in 0..WINDOW {
+            if let Some(r) = a.record(i >= 28) {
+                first_cut.get_or_insert(r);
+            }
+        }
+        // 12 of the last 40 throttled (the threshold): 70% admitted.
+        assert_eq!(first_cut, Some(70.0));
+        assert_eq!(a.lowest(), 70.0);
+        // A burst (everything throttled) still halves.
+        let mut a = Aimd::new(100.0);
+        for _ in 0..12 {
+            a.record(true);
+        }
+        assert_eq!(a.rate(), 50.0);
     }
 
     #[test]

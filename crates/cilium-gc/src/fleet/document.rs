@@ -15,6 +15,8 @@ use crate::diagnose::Diagnosis;
 use crate::exit::Exit;
 use crate::report::{Abort, AbortReason, Mode, ReasonCounts, Report, Tool, API_VERSION};
 
+use super::spool::Clusters;
+
 /// `kind` of the fleet report.
 pub const FLEET_KIND: &str = "CiliumIdentityGCFleetReport";
 /// `$id` of the published schema, also written as `$schema` in every fleet report.
@@ -57,7 +59,8 @@ pub struct FleetReport {
     /// Counts over every cluster.
     pub summary: FleetSummary,
     /// One entry per selected context, in the order they were selected.
-    pub clusters: Vec<ClusterEntry>,
+    #[schemars(with = "Vec<ClusterEntry>")]
+    pub clusters: Clusters,
 }
 
 /// Counts over every cluster of the fleet run.
@@ -472,7 +475,7 @@ pub(crate) fn summarize(entries: &[ClusterEntry]) -> FleetSummary {
 impl FleetReport {
     /// The document for `entries`, however the fleet run ended.
     pub(crate) fn new(
-        entries: Vec<ClusterEntry>,
+        entries: Clusters,
         mode: Mode,
         parallel: u32,
         started_at: Timestamp,
@@ -498,7 +501,7 @@ impl FleetReport {
             exit_code: exit.code(),
             interrupted,
             redacted: false,
-            summary: summarize(&entries),
+            summary: summarize(&entries[..]),
             clusters: entries,
         };
         (report, exit)

@@ -20,6 +20,7 @@ mod document;
 mod gate;
 mod redact;
 mod select;
+mod spool;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -37,9 +38,12 @@ pub use document::{
     FleetReport, FleetSummary, Fullest, IdentitySpaceUse, WorstFinding, FLEET_KIND,
     FLEET_SCHEMA_ID, SEVERITY,
 };
-use redact::redact;
+use redact::redact_entry;
 pub use select::{ContextFilter, SelectError};
+pub use spool::Clusters;
+use spool::Spool;
 
+use crate::diagnose::redact::Redactor;
 use crate::diagnose::DiagnoseSettings;
 use crate::exit::Exit;
 use crate::gc::{Headless, Observer, PendingWrites, Ui};
@@ -100,6 +104,16 @@ pub async fn run_fleet(
         observer.clone(),
         stop.clone(),
     ));
+    // Finished entries go to disk (memory follows --parallel); redacted
+    // first, with the document's one key.
+    let spool = match Spool::new(fleet.contexts.len()) {
+        Ok(s) => Some(Arc::new(s)),
+        Err(e) => {
+            tracing::warn!("no temporary file for finished clusters ({e}): keeping them in memory");
+            None
+        }
+    };
+    let redactor = fleet.redact.then(|| Arc::new(Redactor::new()));
     let mut handles = Vec::with_capacity(fleet.contexts.len());
     for (index, context) in fleet.contexts.iter().enumerate() {
         let job = Job {
@@ -120,6 +134,8 @@ pub async fn run_fleet(
             slots: slots.clone(),
             gate: gate.clone(),
             observer: observer.clone(),
+            spool: spool.clone(),
+            redactor: redactor.clone(),
         };
         // Slots are taken here, in selection order, so clusters start in
         // the order they were selected (tasks polling for a slot each would
@@ -144,18 +160,26 @@ pub async fn run_fleet(
             } else {
                 e.to_string()
             };
-            crashed_entry(context, message)
+            let mut entry = crashed_entry(context, message);
+            if let Some(r) = &redactor {
+                redact_entry(r, &mut entry);
+            }
+            entry
         }));
     }
     let interrupted = matches!(
         stop.reason(),
         Some(StopReason::Interrupt | StopReason::Terminate)
     );
-    let (mut report, exit) =
-        FleetReport::new(entries, s.mode, parallel, started_at, started, interrupted);
-    if fleet.redact {
-        redact(&mut report);
-    }
+    let (mut report, exit) = FleetReport::new(
+        Clusters::new(entries, spool),
+        s.mode,
+        parallel,
+        started_at,
+        started,
+        interrupted,
+    );
+    report.redacted = fleet.redact;
     (report, exit)
 }
 
@@ -170,18 +194,20 @@ struct Job {
     slots: Arc<Semaphore>,
     gate: Arc<Gate>,
     observer: Arc<dyn FleetObserver>,
+    spool: Option<Arc<Spool>>,
+    redactor: Option<Arc<Redactor>>,
 }
 
 impl Job {
     /// With its slot (`None`: the fleet stopped before one was free):
     /// probe, diagnose, run.
-    async fn run(self, permit: Option<OwnedSemaphorePermit>) -> ClusterEntry {
+    async fn run(mut self, permit: Option<OwnedSemaphorePermit>) -> ClusterEntry {
         let stop = self.stop.clone();
         let Some(permit) = permit.filter(|_| stop.reason().is_none()) else {
             self.gate.done(self.index);
-            let entry = ClusterEntry::not_started(self.context, stop_exit(&stop));
+            let entry = ClusterEntry::not_started(self.context.clone(), stop_exit(&stop));
             self.observer.cluster_done(&entry);
-            return entry;
+            return self.keep(entry);
         };
         let display = self.observer.cluster(&self.context);
         let slot = Arc::new(Mutex::new(Some(permit)));
@@ -196,7 +222,7 @@ impl Job {
         };
         // The diagnosis first: the verdict is about the cluster as the run
         // found it (a delete would hide the backlog it explains).
-        let diagnosis = match self.diagnose {
+        let diagnosis = match self.diagnose.take() {
             Some(ds) if answers(&self.kube, &stop).await => {
                 display.listing("diagnosing");
                 Some(crate::diagnose::diagnose(&self.kube, &ds, &stop).await)
@@ -206,7 +232,7 @@ impl Job {
         let (report, exit) = crate::gc::run(&self.kube, &self.settings, &stop, &ui).await;
         self.gate.done(self.index);
         let reached = reached(&report);
-        let mut entry = ClusterEntry::from_run(self.context, report, exit);
+        let mut entry = ClusterEntry::from_run(self.context.clone(), report, exit);
         match diagnosis {
             Some(Ok(d)) => entry = entry.with_diagnosis(d),
             // An unreachable cluster's report says why; no need to say it twice.
@@ -215,7 +241,19 @@ impl Job {
         }
         drop(slot);
         self.observer.cluster_done(&entry);
-        entry
+        self.keep(entry)
+    }
+
+    /// The finished entry, redacted, written to the spool; what stays in
+    /// memory is its slim copy (see `spool`).
+    fn keep(&self, mut entry: ClusterEntry) -> ClusterEntry {
+        if let Some(r) = &self.redactor {
+            redact_entry(r, &mut entry);
+        }
+        match &self.spool {
+            Some(s) => s.keep(self.index, entry).0,
+            None => entry,
+        }
     }
 }
 

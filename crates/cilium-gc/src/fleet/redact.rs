@@ -5,73 +5,67 @@
 
 use serde_json::Value;
 
-use super::{ClusterEntry, FleetDiagnosis, FleetReport};
+use super::{ClusterEntry, FleetDiagnosis};
 use crate::diagnose::redact::Redactor;
 
 /// Names shorter than this are replaced only where a whole string equals
 /// them: replacing "a" inside every message would wreck the text.
 const MIN_SUBSTRING: usize = 3;
 
-/// Replace contexts and servers in `doc` by tokens; set `redacted`.
-pub(crate) fn redact(doc: &mut FleetReport) {
-    let renamed = redact_entries(&mut doc.clusters);
-    if let Some(f) = doc.summary.fullest.as_mut() {
-        if let Some((_, token)) = renamed.iter().find(|(c, _)| *c == f.context) {
-            f.context = token.clone();
-        }
-    }
-    doc.redacted = true;
-}
-
-/// As [`redact`], for a fleet diagnosis.
+/// Replace contexts and servers in a fleet diagnosis by tokens of one key;
+/// set `redacted`. (A fleet report's entries are redacted one by one as
+/// they finish, [`redact_entry`], before they are spooled.)
 pub(crate) fn redact_diagnosis(doc: &mut FleetDiagnosis) {
-    let renamed = redact_entries(&mut doc.clusters);
-    if let Some(f) = doc.summary.fullest.as_mut() {
-        if let Some((_, token)) = renamed.iter().find(|(c, _)| *c == f.context) {
-            f.context = token.clone();
-        }
-    }
-    doc.redacted = true;
-}
-
-/// Replace each entry's context and server by tokens of one key; returns
-/// each `(context, token)`.
-fn redact_entries(entries: &mut [ClusterEntry]) -> Vec<(String, String)> {
     let r = Redactor::new();
     let mut renamed = Vec::new();
-    for entry in entries {
-        let server = entry
-            .server
-            .clone()
-            .or_else(|| entry.report.as_ref()?.cluster.server.clone());
-        let context_token = r.token("context", &entry.context);
-        let mut pairs = Vec::new();
-        if let Some(s) = server {
-            let token = r.token("server", &s);
-            if let Some(host) = host_of(&s) {
-                pairs.push((host.to_owned(), token.clone()));
-            }
-            pairs.insert(0, (s, token));
-        }
-        pairs.push((entry.context.clone(), context_token.clone()));
-        renamed.push((entry.context.clone(), context_token));
-        let Ok(mut v) = serde_json::to_value(&*entry) else {
-            continue;
-        };
-        replace_in(&mut v, &pairs);
-        if let Ok(e) = serde_json::from_value(v) {
-            *entry = e;
-        }
-        // The diagnosis redacted itself with a key of its own: give it the
-        // document's tokens for its cluster, so one cluster has one name.
-        let (server, context) = (entry.server.clone(), entry.context.clone());
-        if let Some(d) = entry.diagnosis.as_mut() {
-            d.redacted = true;
-            d.cluster.server = server;
-            d.cluster.context = Some(context);
+    for entry in &mut doc.clusters {
+        let context = entry.context.clone();
+        redact_entry(&r, entry);
+        renamed.push((context, entry.context.clone()));
+    }
+    if let Some(f) = doc.summary.fullest.as_mut() {
+        if let Some((_, token)) = renamed.iter().find(|(c, _)| *c == f.context) {
+            f.context = token.clone();
         }
     }
-    renamed
+    doc.redacted = true;
+}
+
+/// Replace `entry`'s context and server by `r`'s tokens, wherever they
+/// appear in it. Each cluster's entry is redacted as it finishes (before
+/// it is spooled); `r` is the document's one key, so a cluster has one
+/// token throughout, the summary's `fullest` included (it is computed
+/// from redacted entries).
+pub(crate) fn redact_entry(r: &Redactor, entry: &mut ClusterEntry) {
+    let server = entry
+        .server
+        .clone()
+        .or_else(|| entry.report.as_ref()?.cluster.server.clone());
+    let context_token = r.token("context", &entry.context);
+    let mut pairs = Vec::new();
+    if let Some(s) = server {
+        let token = r.token("server", &s);
+        if let Some(host) = host_of(&s) {
+            pairs.push((host.to_owned(), token.clone()));
+        }
+        pairs.insert(0, (s, token));
+    }
+    pairs.push((entry.context.clone(), context_token));
+    let Ok(mut v) = serde_json::to_value(&*entry) else {
+        return;
+    };
+    replace_in(&mut v, &pairs);
+    if let Ok(e) = serde_json::from_value(v) {
+        *entry = e;
+    }
+    // The diagnosis redacted itself with a key of its own: give it the
+    // document's tokens for its cluster, so one cluster has one name.
+    let (server, context) = (entry.server.clone(), entry.context.clone());
+    if let Some(d) = entry.diagnosis.as_mut() {
+        d.redacted = true;
+        d.cluster.server = server;
+        d.cluster.context = Some(context);
+    }
 }
 
 /// `host[:port]` of a URL.

@@ -1,0 +1,240 @@
+//! The plugin's deletes under real API Priority and Fairness (issue 28).
+//!
+//! One cluster whose server concurrency limit is small
+//! (`--max-requests-inflight` + `--max-mutating-requests-inflight`), and a
+//! `Limited` priority level for the user `cilium-gc` that neither lends nor
+//! borrows seats (`lendablePercent: 0`, `borrowingLimitPercent: 0`), so
+//! its seats are exactly its nominal share; the bench reads that number
+//! back from the server's metrics (`apiserver_flowcontrol_nominal_limit_seats`)
+//! and prints it. Two configurations: `Reject` (no queue: what does not
+//! get a seat gets 429 at once) and `Queue` (queued, 429 only when the
+//! queues are full or the wait too long).
+//!
+//! For each:
+//! - **capacity**: `refclient -mode capacity`, exactly `seats` DELETEs in
+//!   flight, a 429 retried at once: what the level admits, at most;
+//! - **the neighbour alone**: `refclient -mode neighbour`, a workload of
+//!   the same level (the same user: one flow), GETs at a fixed rate, each
+//!   429 waited out as client-go does; its 429s counted;
+//! - **the plugin at `--qps 0`** (default concurrency) and **at default
+//!   settings** (`--qps 40 --concurrency 8`), each on its own fresh stale
+//!   identities, with the neighbour running beside it: the report's
+//!   `deleteRatePerSecond` as a fraction of the capacity (at default
+//!   settings, of the lower of the capacity and `--qps`), what is left on
+//!   the server (every stale identity deleted, nothing else), and the
+//!   neighbour's 429s.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use serde_json::{json, Value};
+
+use super::{json_of, plugin_report, r3, seed_from, Cluster};
+
+/// The server's concurrency limit: 30 + 10 seats, shared by every level.
+const SERVER_FLAGS: [&str; 2] = [
+    "--max-requests-inflight=30",
+    "--max-mutating-requests-inflight=10",
+];
+
+/// Nominal concurrency shares of our level: 25 of 270 (the default levels
+/// hold 245) of 40 seats is 3.7, so 4 seats.
+const SHARES: u32 = 25;
+
+/// In-use identities (each with a CiliumEndpoint), so the cluster is not
+/// empty (the plugin refuses to delete where there are no endpoints).
+const IN_USE: u64 = 200;
+
+/// The neighbour's workload: GETs per second.
+const NEIGHBOUR_RATE: f64 = 20.0;
+
+fn level(response: &str) -> String {
+    format!(
+        r#"
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: PriorityLevelConfiguration
+metadata: {{name: cilium-gc-bench}}
+spec:
+  type: Limited
+  limited:
+    nominalConcurrencyShares: {SHARES}
+    lendablePercent: 0
+    borrowingLimitPercent: 0
+    limitResponse: {response}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {{name: cilium-gc-bench}}
+spec:
+  priorityLevelConfiguration: {{name: cilium-gc-bench}}
+  matchingPrecedence: 200
+  distinguisherMethod: {{type: ByUser}}
+  rules:
+    - subjects: [{{kind: User, user: {{name: cilium-gc}}}}]
+      resourceRules:
+        - {{verbs: ["*"], apiGroups: ["*"], resources: ["*"], clusterScope: true, namespaces: ["*"]}}
+      nonResourceRules:
+        - {{verbs: ["*"], nonResourceURLs: ["*"]}}
+"#
+    )
+}
+
+/// Apply `yaml` as admin.
+fn apply(cluster: &Cluster, yaml: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("apf.yaml");
+    std::fs::write(&f, yaml).unwrap();
+    let out = cluster.admin(&["apply", "-f", f.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The level's seats, as the server computed them.
+fn seats(cluster: &Cluster) -> u64 {
+    for _ in 0..50 {
+        let out = cluster.admin(&["get", "--raw", "/metrics"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let found = text.lines().find_map(|l| {
+            let rest = l.strip_prefix("apiserver_flowcontrol_nominal_limit_seats{")?;
+            rest.contains("priority_level=\"cilium-gc-bench\"")
+                .then(|| rest.rsplit(' ').next()?.parse::<f64>().ok())?
+        });
+        if let Some(s) = found {
+            return s as u64;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    panic!("the server never reported the level's seats");
+}
+
+/// Identities left on the server.
+fn identities_left(cluster: &Cluster) -> u64 {
+    let out = cluster.admin(&["get", "ciliumidentities", "-o", "name"]);
+    String::from_utf8_lossy(&out.stdout).lines().count() as u64
+}
+
+/// One plugin run on `stale` fresh stale identities (ids from `first`),
+/// the neighbour beside it for `secs`.
+#[allow(clippy::too_many_arguments)]
+fn plugin_run(
+    rt: &tokio::runtime::Runtime,
+    cluster: &Cluster,
+    refclient: &Path,
+    first: u64,
+    stale: u64,
+    secs: u64,
+    args: &[&str],
+) -> Value {
+    rt.block_on(seed_from(cluster, first, 0, stale, false));
+    let before = identities_left(cluster);
+    let neighbour = neighbour(cluster, refclient, secs);
+    let mut all = vec!["delete", "--yes", "-o", "json"];
+    all.extend(args);
+    let started = std::time::Instant::now();
+    let (report, exit) = plugin_report(cluster, &all);
+    let wall = started.elapsed().as_secs_f64();
+    let neighbour = neighbour.join().unwrap();
+    let left = identities_left(cluster);
+    let s = &report["summary"];
+    json!({
+        "args": args.join(" "), "stale": stale, "exit": exit, "wallSeconds": r3(wall),
+        "deleted": s["deleted"], "failed": s["failed"], "throttled": s["throttled"],
+        "retryAfterWaitSeconds": s["retryAfterWaitSeconds"],
+        "ratePerSecond": s["deleteRatePerSecond"],
+        "onlyStaleDeleted": before - left == stale && left == IN_USE,
+        "neighbour": neighbour,
+    })
+}
+
+/// The neighbour for `secs`, on a thread of its own.
+fn neighbour(cluster: &Cluster, refclient: &Path, secs: u64) -> std::thread::JoinHandle<Value> {
+    let mut cmd = cluster.refclient(
+        refclient,
+        "cilium-gc",
+        &[
+            "-mode",
+            "neighbour",
+            "-rate",
+            &NEIGHBOUR_RATE.to_string(),
+            "-duration",
+            &format!("{secs}s"),
+            "-get",
+            "1000",
+        ],
+    );
+    cmd.stdout(Stdio::piped());
+    std::thread::spawn(move || json_of(&mut cmd))
+}
+
+/// The whole APF part: both configurations.
+pub fn run(rt: &tokio::runtime::Runtime, refclient: &Path, quick: bool) -> Value {
+    let secs: u64 = if quick { 10 } else { 20 };
+    eprintln!("apf: starting a cluster ({})", SERVER_FLAGS.join(" "));
+    let cluster = Cluster::up(&SERVER_FLAGS);
+    rt.block_on(seed_from(&cluster, 1000, IN_USE, 0, true));
+    // Every id in cluster 0's local range (256..65535), or the plugin
+    // would not judge it ours: in use 1000..1199, the rest from 2000.
+    let mut next = 2_000;
+    let mut rows = Vec::new();
+    for (name, response) in [
+        ("Reject", "{type: Reject}".to_owned()),
+        (
+            "Queue",
+            "{type: Queue, queuing: {queues: 16, handSize: 4, queueLengthLimit: 50}}".to_owned(),
+        ),
+    ] {
+        apply(&cluster, &level(&response));
+        let seats = seats(&cluster);
+        // Capacity: exactly `seats` in flight, a 429 retried at once.
+        let n = if quick { 2_000 } else { 5_000 };
+        rt.block_on(seed_from(&cluster, next, 0, n, false));
+        let capacity = json_of(
+            cluster
+                .refclient(
+                    refclient,
+                    "cilium-gc",
+                    &[
+                        "-mode",
+                        "capacity",
+                        "-inflight",
+                        &seats.to_string(),
+                        "-from",
+                        &next.to_string(),
+                        "-to",
+                        &(next + n).to_string(),
+                    ],
+                )
+                .stdout(Stdio::piped()),
+        );
+        next += n;
+        let cap = capacity["ratePerSecond"].as_f64().unwrap_or(f64::NAN);
+        eprintln!("apf {name}: {seats} seats, capacity {cap:.0}/s");
+        let alone = neighbour(&cluster, refclient, secs).join().unwrap();
+        // --qps 0: enough identities for about `secs` at the capacity.
+        let stale = ((cap * secs as f64) as u64).clamp(500, 12_000);
+        let qps0 = plugin_run(rt, &cluster, refclient, next, stale, secs, &["--qps", "0"]);
+        next += stale;
+        // Defaults: --qps 40 --concurrency 8, about `secs` of deletes.
+        let stale = 40 * secs;
+        let default = plugin_run(rt, &cluster, refclient, next, stale, secs, &[]);
+        next += stale;
+        let of = |r: &Value, ceiling: f64| r["ratePerSecond"].as_f64().unwrap_or(0.0) / ceiling;
+        eprintln!(
+            "| {name}, {seats} seats | capacity {cap:.0}/s | --qps 0: {:.0}/s ({:.0}%) | default: {:.1}/s ({:.0}% of min(capacity, 40/s)) | neighbour 429s alone / beside default / beside --qps 0: {} / {} / {} |",
+            qps0["ratePerSecond"].as_f64().unwrap_or(0.0), 100.0 * of(&qps0, cap),
+            default["ratePerSecond"].as_f64().unwrap_or(0.0), 100.0 * of(&default, cap.min(40.0)),
+            alone["throttled"], default["neighbour"]["throttled"], qps0["neighbour"]["throttled"],
+        );
+        rows.push(json!({
+            "limitResponse": name, "seats": seats, "capacity": capacity,
+            "neighbourAlone": alone,
+            "qps0": qps0, "qps0OfCapacity": r3(of(&qps0, cap)),
+            "default": default, "defaultOfCeiling": r3(of(&default, cap.min(40.0))),
+        }));
+    }
+    json!({"serverFlags": SERVER_FLAGS, "shares": SHARES, "neighbourRate": NEIGHBOUR_RATE,
+           "neighbourSeconds": secs, "configurations": rows})
+}

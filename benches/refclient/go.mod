@@ -1,0 +1,3 @@
+module github.com/kubectl-cilium-gc/kubectl-cilium-gc/benches/refclient
+
+go 1.25.0
