@@ -85,8 +85,8 @@ pub(crate) fn select_contexts(kube: &KubeArgs) -> Result<Vec<String>, SelectCont
     if kube.server.is_some() || kube.cluster.is_some() {
         return Err(SelectContextsError::OneServer);
     }
-    let (available, _) = kubeconfig_contexts(kube.kubeconfig.as_deref())
-        .map_err(SelectContextsError::Kubeconfig)?;
+    let (available, _) =
+        kubeconfig_contexts(kube.kubeconfig.as_deref()).map_err(SelectContextsError::Kubeconfig)?;
     kube.context_filter()
         .select(&available)
         .map_err(SelectContextsError::Select)

@@ -118,7 +118,11 @@ impl Run<'_> {
             }
         };
         let mut labels = self.labels.clone();
-        labels.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+        labels.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
         gauges[i].2.get_or_create(&labels).set(v);
     }
 
