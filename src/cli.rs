@@ -588,6 +588,25 @@ mod tests {
         Cli::from_arg_matches(&m)
     }
 
+    /// A flag left out means the engine's default: the engine's own tests
+    /// (`crates/cilium-gc/tests`) build settings from the defaults and the
+    /// flags they name.
+    #[test]
+    fn clap_defaults_are_the_engine_defaults() {
+        let cli = parse(&["kubectl-cilium_gc", "delete"]).unwrap();
+        let Command::Delete(d) = cli.command else {
+            panic!("not delete")
+        };
+        assert_eq!(
+            format!("{:?}", d.scan.settings()),
+            format!("{:?}", cilium_gc::settings::ScanSettings::default())
+        );
+        assert_eq!(
+            format!("{:?}", d.writes()),
+            format!("{:?}", cilium_gc::settings::WriteSettings::default())
+        );
+    }
+
     #[test]
     fn delete_flags_and_kubectl_flags_parse() {
         let cli = parse(&[
