@@ -20,14 +20,14 @@ pub async fn run(cli: Cli) -> Exit {
         Command::Scan(_) | Command::Delete(_) | Command::Diagnose(_)
     ) {
         if let Err(e) = crate::cli::validate_kube_args(&cli.kube) {
-            return usage_error(&e);
+            return usage_error(&e.to_string());
         }
     }
     crate::crash::stop_on_panic(&stop);
     let kube = cli.kube.settings();
     let fleet = cli.kube.context_filter().is_fleet();
     if let Err(e) = fleet_flags_fit(&cli, fleet) {
-        return usage_error(&e);
+        return usage_error(&e.to_string());
     }
     match cli.command {
         Command::Scan(args) => {
@@ -79,9 +79,20 @@ pub async fn run(cli: Cli) -> Exit {
     }
 }
 
+/// Flags that do not fit the selection of clusters (a usage error).
+#[derive(Debug, thiserror::Error)]
+enum FleetFlagsError {
+    /// A fleet flag with one cluster.
+    #[error("--redact, --cluster-label and --no-diagnosis apply to a fleet run: give several --context, a glob, --all-contexts or --context-regex")]
+    FleetFlagsWithOneCluster,
+    /// Several clusters with a command that works on one.
+    #[error("several contexts (--context repeated or a glob, --all-contexts, --context-regex) work with scan, delete and diagnose only; give one --context")]
+    FleetWithOneClusterCommand,
+}
+
 /// Fleet flags only with a fleet selection, and a fleet selection only
 /// where several clusters make sense (`scan`, `delete`).
-fn fleet_flags_fit(cli: &Cli, fleet: bool) -> Result<(), String> {
+fn fleet_flags_fit(cli: &Cli, fleet: bool) -> Result<(), FleetFlagsError> {
     let scan = match &cli.command {
         Command::Scan(a) => Some(a),
         Command::Delete(d) => Some(&d.scan),
@@ -89,14 +100,12 @@ fn fleet_flags_fit(cli: &Cli, fleet: bool) -> Result<(), String> {
     };
     match scan {
         Some(_) if fleet => Ok(()),
-        Some(a) if a.redact || a.no_diagnosis || !a.cluster_label.is_empty() => Err(
-            "--redact, --cluster-label and --no-diagnosis apply to a fleet run: give several --context, a glob, --all-contexts or --context-regex".into(),
-        ),
+        Some(a) if a.redact || a.no_diagnosis || !a.cluster_label.is_empty() => {
+            Err(FleetFlagsError::FleetFlagsWithOneCluster)
+        }
         Some(_) => Ok(()),
         None if fleet && matches!(cli.command, Command::Diagnose(_)) => Ok(()),
-        None if fleet => Err(
-            "several contexts (--context repeated or a glob, --all-contexts, --context-regex) work with scan, delete and diagnose only; give one --context".into(),
-        ),
+        None if fleet => Err(FleetFlagsError::FleetWithOneClusterCommand),
         None => Ok(()),
     }
 }

@@ -384,18 +384,38 @@ pub fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
+/// A connection flag whose value cannot go into an HTTP header or a URL.
+#[derive(Debug, thiserror::Error)]
+pub enum KubeArgsError {
+    /// `--token` is empty or not printable ASCII.
+    #[error("--token: must be non-empty printable ASCII without spaces or newlines (is it the whole file, with its trailing newline?)")]
+    Token,
+    /// A `--context` is empty or has control characters.
+    #[error("--context: must be non-empty, without control characters")]
+    Context,
+    /// `flag`'s value has control characters.
+    #[error("{flag}: must not contain control characters")]
+    ControlCharacters {
+        /// The flag, e.g. `--as`.
+        flag: &'static str,
+    },
+    /// `--server` is not a URL.
+    #[error("--server: {0:?} is not a URL")]
+    Server(String),
+}
+
 /// Check the connection flags before anything is built from them: a
 /// value that cannot go into an HTTP header or a URL is a usage error
 /// (exit 2), never a panic deep in the client.
-pub fn validate_kube_args(k: &KubeArgs) -> Result<(), String> {
+pub fn validate_kube_args(k: &KubeArgs) -> Result<(), KubeArgsError> {
     if let Some(t) = &k.token {
         if t.is_empty() || !t.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err("--token: must be non-empty printable ASCII without spaces or newlines (is it the whole file, with its trailing newline?)".into());
+            return Err(KubeArgsError::Token);
         }
     }
     for c in &k.context {
         if c.is_empty() || c.chars().any(char::is_control) {
-            return Err("--context: must be non-empty, without control characters".into());
+            return Err(KubeArgsError::Context);
         }
     }
     for (flag, v) in [
@@ -406,18 +426,18 @@ pub fn validate_kube_args(k: &KubeArgs) -> Result<(), String> {
     ] {
         if let Some(v) = v {
             if v.chars().any(char::is_control) {
-                return Err(format!("{flag}: must not contain control characters"));
+                return Err(KubeArgsError::ControlCharacters { flag });
             }
         }
     }
     for g in &k.as_group {
         if g.chars().any(char::is_control) {
-            return Err("--as-group: must not contain control characters".into());
+            return Err(KubeArgsError::ControlCharacters { flag: "--as-group" });
         }
     }
     if let Some(s) = &k.server {
         if s.trim().is_empty() || s.chars().any(|c| c.is_control() || c == ' ') {
-            return Err(format!("--server: {s:?} is not a URL"));
+            return Err(KubeArgsError::Server(s.clone()));
         }
     }
     Ok(())
@@ -566,6 +586,25 @@ mod tests {
     fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
         let m = command("kubectl-cilium_gc").try_get_matches_from(args)?;
         Cli::from_arg_matches(&m)
+    }
+
+    /// A flag left out means the engine's default: the engine's own tests
+    /// (`crates/cilium-gc/tests`) build settings from the defaults and the
+    /// flags they name.
+    #[test]
+    fn clap_defaults_are_the_engine_defaults() {
+        let cli = parse(&["kubectl-cilium_gc", "delete"]).unwrap();
+        let Command::Delete(d) = cli.command else {
+            panic!("not delete")
+        };
+        assert_eq!(
+            format!("{:?}", d.scan.settings()),
+            format!("{:?}", cilium_gc::settings::ScanSettings::default())
+        );
+        assert_eq!(
+            format!("{:?}", d.writes()),
+            format!("{:?}", cilium_gc::settings::WriteSettings::default())
+        );
     }
 
     #[test]

@@ -12,14 +12,27 @@ use cilium_gc_sim::{Scenario, Simulator};
 use crate::cli::DemoArgs;
 use crate::render::ColorChoice;
 
+/// Why the simulated cluster of `demo` or `diagnose --demo-scenario` is
+/// not there. Each message carries its cause (printed as one line).
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// No preset has that name (a usage error).
+    #[error("unknown scenario {0:?}; choose one of: {list}", list = Scenario::preset_names().join(", "))]
+    UnknownScenario(String),
+    /// The temporary directory of the kubeconfig could not be created.
+    #[error("cannot create a temporary directory: {0}")]
+    TempDir(std::io::Error),
+    /// The simulator did not start.
+    #[error("cannot start the simulated cluster: {0}")]
+    Start(cilium_gc_sim::SimError),
+    /// The kubeconfig could not be written.
+    #[error("cannot write the kubeconfig: {0}")]
+    Kubeconfig(std::io::Error),
+}
+
 /// The preset called `name`, or a usage error naming the presets.
-pub fn scenario(name: &str) -> Result<Scenario, String> {
-    Scenario::preset(name).ok_or_else(|| {
-        format!(
-            "unknown scenario {name:?}; choose one of: {}",
-            Scenario::preset_names().join(", ")
-        )
-    })
+pub fn scenario(name: &str) -> Result<Scenario, DemoError> {
+    Scenario::preset(name).ok_or_else(|| DemoError::UnknownScenario(name.to_owned()))
 }
 
 /// A running simulated cluster and the kubeconfig that reaches it.
@@ -32,16 +45,13 @@ pub struct Started {
 }
 
 /// Start `scenario` and write its kubeconfig to a temporary directory.
-pub async fn start(scenario: Scenario) -> Result<Started, String> {
-    let dir =
-        tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-    let sim = Simulator::start(scenario)
-        .await
-        .map_err(|e| format!("cannot start the simulated cluster: {e}"))?;
+pub async fn start(scenario: Scenario) -> Result<Started, DemoError> {
+    let dir = tempfile::tempdir().map_err(DemoError::TempDir)?;
+    let sim = Simulator::start(scenario).await.map_err(DemoError::Start)?;
     let kubeconfig = dir.path().join("kubeconfig");
     if let Err(e) = sim.write_kubeconfig(&kubeconfig) {
         sim.shutdown().await;
-        return Err(format!("cannot write the kubeconfig: {e}"));
+        return Err(DemoError::Kubeconfig(e));
     }
     Ok(Started {
         sim,
@@ -161,7 +171,7 @@ pub async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
     }
     let scenario = match scenario(&args.scenario) {
         Ok(s) => s,
-        Err(e) => return crate::output::usage_error(&e),
+        Err(e) => return crate::output::usage_error(&e.to_string()),
     };
     let (delete, settings) = demo_settings(args.delete, args.scan_only);
     if let Err(e) = &settings {

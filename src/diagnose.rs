@@ -59,8 +59,8 @@ enum Failed {
     /// The engine could not diagnose (its exit code).
     Diagnose(DiagnoseError),
     /// `--demo-scenario` could not start its cluster (exit 2).
-    #[cfg_attr(not(feature = "sim"), allow(dead_code))]
-    Demo(String),
+    #[cfg(feature = "sim")]
+    Demo(crate::demo::DemoError),
 }
 
 /// `diagnose` as the CLI runs it.
@@ -81,6 +81,7 @@ pub async fn run(
             eprintln!("error: {}", e.message());
             return e.exit();
         }
+        #[cfg(feature = "sim")]
         Err(Failed::Demo(e)) => {
             return crate::output::usage_error(&format!("--demo-scenario: {e}"))
         }
@@ -112,7 +113,7 @@ pub async fn run_fleet(
     }
     let contexts = match crate::fleet_command::select_contexts(kube) {
         Ok(c) => c,
-        Err(e) => return crate::output::usage_error(&e),
+        Err(e) => return crate::output::usage_error(&e.to_string()),
     };
     crate::signals::listen(stop);
     let (doc, exit) = cilium_gc::fleet::diagnose_fleet(

@@ -33,7 +33,7 @@ pub async fn fleet_and_emit(
     };
     let contexts = match select_contexts(kube) {
         Ok(c) => c,
-        Err(e) => return usage_error(&e),
+        Err(e) => return usage_error(&e.to_string()),
     };
     if let Some((unknown, _)) = args
         .cluster_label
@@ -65,18 +65,31 @@ pub async fn fleet_and_emit(
     exit
 }
 
+/// Why the flags select no fleet (a usage error, exit 2). Each message
+/// carries its cause (printed as one line).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SelectContextsError {
+    /// `--server` or `--cluster` with several contexts.
+    #[error("--server and --cluster point every context at one server: with several contexts, each context's own cluster is used")]
+    OneServer,
+    /// The kubeconfig could not be read.
+    #[error("{0}")]
+    Kubeconfig(cilium_gc::cluster::ConnectError),
+    /// The selection matched nothing usable.
+    #[error("{0}")]
+    Select(fleet::SelectError),
+}
+
 /// The contexts the flags select, from the kubeconfig they name.
-pub(crate) fn select_contexts(kube: &KubeArgs) -> Result<Vec<String>, String> {
+pub(crate) fn select_contexts(kube: &KubeArgs) -> Result<Vec<String>, SelectContextsError> {
     if kube.server.is_some() || kube.cluster.is_some() {
-        return Err(
-            "--server and --cluster point every context at one server: with several contexts, each context's own cluster is used".into(),
-        );
+        return Err(SelectContextsError::OneServer);
     }
     let (available, _) =
-        kubeconfig_contexts(kube.kubeconfig.as_deref()).map_err(|e| e.to_string())?;
+        kubeconfig_contexts(kube.kubeconfig.as_deref()).map_err(SelectContextsError::Kubeconfig)?;
     kube.context_filter()
         .select(&available)
-        .map_err(|e| e.to_string())
+        .map_err(SelectContextsError::Select)
 }
 
 /// The metrics' `cluster` label of each context: `--cluster-label`, else

@@ -19,9 +19,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use std::sync::atomic::AtomicU64;
+
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use cilium_gc::policy::Reason;
@@ -40,15 +41,237 @@ pub const CLUSTER_LABEL: &str = "cluster";
 /// How long a push may take before it is reported as failed.
 pub const PUSH_TIMEOUT: Duration = Duration::from_secs(15);
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ReasonLabel {
-    reason: String,
+/// A series' labels: `cluster` first (in a fleet), then the metric's own.
+type Labels = Vec<(String, String)>;
+/// A gauge family with a float value per label set.
+type Gauges = Family<Labels, Gauge<f64, AtomicU64>>;
+
+/// The metrics of one or more runs, every series of a fleet's cluster
+/// labelled `cluster="<label>"`: one family per metric (so one `# HELP` and
+/// one `# TYPE`), whatever the number of clusters. Families with no sample
+/// (`last_success_timestamp_seconds` before any success) are left out by
+/// prometheus-client.
+#[derive(Default)]
+struct Metrics {
+    /// `run_info`: an integer gauge, always 1.
+    info: Family<Labels, Gauge>,
+    /// The other families, in the order first set.
+    gauges: Vec<(&'static str, &'static str, Gauges)>,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct InfoLabels {
-    mode: String,
-    version: String,
+impl Metrics {
+    /// Adds one run's series, labelled with `cluster` when given.
+    fn add(&mut self, report: &Report, previous_success: Option<f64>, cluster: Option<&str>) {
+        let labels: Labels = cluster
+            .map(|c| (CLUSTER_LABEL.to_owned(), c.to_owned()))
+            .into_iter()
+            .collect();
+        let mut run = Run {
+            metrics: self,
+            labels,
+        };
+        run.info(report);
+        run.identities(report);
+        run.counts(&report.summary);
+        run.outcome(report, previous_success);
+    }
+
+    /// The registry holding every family, named `cilium_gc_<name>`.
+    fn registry(self) -> Registry {
+        let mut reg = Registry::with_prefix(PREFIX);
+        reg.register(
+            "run_info",
+            "The last run's mode (scan, delete, dry-run-server) and tool version; always 1",
+            self.info,
+        );
+        for (name, help, family) in self.gauges {
+            reg.register(name, help, family);
+        }
+        reg
+    }
+
+    /// The text format (0.0.4) of every family.
+    fn encode(self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry())
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+/// One run's series being added to [`Metrics`].
+struct Run<'a> {
+    metrics: &'a mut Metrics,
+    /// The run's own labels (`cluster`, or none).
+    labels: Labels,
+}
+
+impl Run<'_> {
+    /// Sets `name`'s sample for this run, with `extra` labels after the run's.
+    fn set(&mut self, name: &'static str, help: &'static str, extra: &[(&str, &str)], v: f64) {
+        let gauges = &mut self.metrics.gauges;
+        let i = match gauges.iter().position(|(n, _, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                gauges.push((name, help, Gauges::default()));
+                gauges.len() - 1
+            }
+        };
+        let mut labels = self.labels.clone();
+        labels.extend(
+            extra
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        );
+        gauges[i].2.get_or_create(&labels).set(v);
+    }
+
+    /// `run_info`: the mode and the tool version.
+    fn info(&mut self, report: &Report) {
+        let mut labels = self.labels.clone();
+        labels.push(("mode".into(), mode_name(report.mode).into()));
+        labels.push(("version".into(), report.tool.version.clone()));
+        self.metrics.info.get_or_create(&labels).set(1);
+    }
+
+    /// Identities by decision reason, and how full the local range is.
+    fn identities(&mut self, report: &Report) {
+        let s = &report.summary;
+        for r in Reason::ALL {
+            self.set(
+                "identities",
+                "CiliumIdentities seen by the last run, by decision reason",
+                &[("reason", r.as_str())],
+                s.reasons.get(r) as f64,
+            );
+        }
+        let capacity = report
+            .options
+            .local_range
+            .max
+            .saturating_sub(report.options.local_range.min)
+            + 1;
+        // Every identity has exactly one reason; all but not-local occupy the range.
+        let local = Reason::ALL
+            .iter()
+            .filter(|r| **r != Reason::NotLocal)
+            .map(|r| s.reasons.get(*r))
+            .sum::<u64>();
+        self.set(
+            "identity_space_capacity",
+            "Identity ids in the cluster-local range (65280 for cluster 0)",
+            &[],
+            capacity as f64,
+        );
+        self.set(
+            "identity_space_used_ratio",
+            "Share of the local identity range in use by CiliumIdentity objects (0-1)",
+            &[],
+            local as f64 / capacity as f64,
+        );
+    }
+
+    /// What the run found and did, one gauge per count.
+    fn counts(&mut self, s: &cilium_gc::report::Summary) {
+        for (name, help, v) in [
+            (
+                "candidate_identities",
+                "Deletion candidates found by the last run",
+                s.candidates,
+            ),
+            (
+                "deleted_identities",
+                "Identities deleted by the last run (validated, with --dry-run=server)",
+                s.deleted + s.validated,
+            ),
+            (
+                "failed_identities",
+                "Candidates the last run could not delete",
+                s.failed,
+            ),
+            (
+                "reclaimed_identities",
+                "Candidates reclaimed by an agent or reused during the last run, left alone",
+                s.reclaimed,
+            ),
+            (
+                "not_attempted_identities",
+                "Candidates the last run stopped before attempting",
+                s.not_attempted,
+            ),
+            (
+                "marked_identities",
+                "Identities the last run annotated with a heartbeat mark (--mark)",
+                s.marked,
+            ),
+            (
+                "conflicts",
+                "409 Conflict answers the last run met (each re-read and re-decided)",
+                s.conflicts,
+            ),
+            (
+                "throttled_requests",
+                "429 Too Many Requests answers the last run met",
+                s.throttled,
+            ),
+            (
+                "retried_requests",
+                "Requests the last run sent again after a retryable failure",
+                s.retries,
+            ),
+        ] {
+            self.set(name, help, &[], v as f64);
+        }
+    }
+
+    /// How the run went: duration, rate, exit code, success and when.
+    fn outcome(&mut self, report: &Report, previous_success: Option<f64>) {
+        let s = &report.summary;
+        self.set(
+            "run_duration_seconds",
+            "Wall time of the last run",
+            &[],
+            report.duration_seconds,
+        );
+        self.set(
+            "delete_rate_per_second",
+            "Effective deletions per second during the last run's delete phase",
+            &[],
+            s.delete_rate_per_second,
+        );
+        self.set(
+            "run_exit_code",
+            "Exit code of the last run (0 success, 4 some deletes failed, ...)",
+            &[],
+            f64::from(report.exit_code),
+        );
+        self.set(
+            "run_success",
+            "1 when the last run did everything it was asked (exit 0), else 0",
+            &[],
+            if succeeded(report) { 1.0 } else { 0.0 },
+        );
+        let finished = seconds(report.finished_at);
+        self.set(
+            "last_run_timestamp_seconds",
+            "When the last run finished, in seconds since the epoch",
+            &[],
+            finished,
+        );
+        let last_success = if succeeded(report) {
+            Some(finished)
+        } else {
+            previous_success
+        };
+        if let Some(t) = last_success {
+            self.set(
+                "last_success_timestamp_seconds",
+                "When a run last succeeded (exit 0), in seconds since the epoch",
+                &[],
+                t,
+            );
+        }
+    }
 }
 
 /// Whether the run counts as a success for `last_success_timestamp_seconds`:
@@ -63,190 +286,9 @@ pub fn succeeded(report: &Report) -> bool {
 /// epoch) when this run failed: it is carried forward so the textfile keeps
 /// saying when GC last worked. A successful run writes its own finish time.
 pub fn encode(report: &Report, previous_success: Option<f64>) -> String {
-    encode_labelled(report, previous_success, None)
-}
-
-/// As [`encode`], every series labelled `cluster="<cluster>"` when given.
-fn encode_labelled(
-    report: &Report,
-    previous_success: Option<f64>,
-    cluster: Option<&str>,
-) -> String {
-    let labels = cluster.map(|c| (CLUSTER_LABEL.into(), c.to_owned().into()));
-    let mut reg = Registry::with_prefix_and_labels(PREFIX, labels.into_iter());
-    register_info(&mut reg, report);
-    register_identities(&mut reg, report);
-    register_counts(&mut reg, &report.summary);
-    register_run(&mut reg, report, previous_success);
-    let mut out = String::new();
-    prometheus_client::encoding::prometheus_text::encode(&mut out, &reg)
-        .expect("writing to a String cannot fail");
-    out
-}
-
-/// One gauge with its help text.
-fn gauge(reg: &mut Registry, name: &str, help: &str, v: f64) {
-    reg.register(name, help, ConstGauge::new(v));
-}
-
-/// `run_info`: the mode and the tool version.
-fn register_info(reg: &mut Registry, report: &Report) {
-    let info = Family::<InfoLabels, Gauge>::default();
-    info.get_or_create(&InfoLabels {
-        mode: mode_name(report.mode).into(),
-        version: report.tool.version.clone(),
-    })
-    .set(1);
-    reg.register(
-        "run_info",
-        "The last run's mode (scan, delete, dry-run-server) and tool version; always 1",
-        info,
-    );
-}
-
-/// Identities by decision reason, and how full the local range is.
-fn register_identities(reg: &mut Registry, report: &Report) {
-    let s = &report.summary;
-    let reasons = Family::<ReasonLabel, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
-    for r in Reason::ALL {
-        reasons
-            .get_or_create(&ReasonLabel {
-                reason: r.as_str().to_owned(),
-            })
-            .set(s.reasons.get(r) as f64);
-    }
-    reg.register(
-        "identities",
-        "CiliumIdentities seen by the last run, by decision reason",
-        reasons,
-    );
-
-    let capacity = report
-        .options
-        .local_range
-        .max
-        .saturating_sub(report.options.local_range.min)
-        + 1;
-    // Every identity has exactly one reason; all but not-local occupy the range.
-    let local = Reason::ALL
-        .iter()
-        .filter(|r| **r != Reason::NotLocal)
-        .map(|r| s.reasons.get(*r))
-        .sum::<u64>();
-    gauge(
-        reg,
-        "identity_space_capacity",
-        "Identity ids in the cluster-local range (65280 for cluster 0)",
-        capacity as f64,
-    );
-    gauge(
-        reg,
-        "identity_space_used_ratio",
-        "Share of the local identity range in use by CiliumIdentity objects (0-1)",
-        local as f64 / capacity as f64,
-    );
-}
-
-/// What the run found and did, one gauge per count.
-fn register_counts(reg: &mut Registry, s: &cilium_gc::report::Summary) {
-    for (name, help, v) in [
-        (
-            "candidate_identities",
-            "Deletion candidates found by the last run",
-            s.candidates,
-        ),
-        (
-            "deleted_identities",
-            "Identities deleted by the last run (validated, with --dry-run=server)",
-            s.deleted + s.validated,
-        ),
-        (
-            "failed_identities",
-            "Candidates the last run could not delete",
-            s.failed,
-        ),
-        (
-            "reclaimed_identities",
-            "Candidates reclaimed by an agent or reused during the last run, left alone",
-            s.reclaimed,
-        ),
-        (
-            "not_attempted_identities",
-            "Candidates the last run stopped before attempting",
-            s.not_attempted,
-        ),
-        (
-            "marked_identities",
-            "Identities the last run annotated with a heartbeat mark (--mark)",
-            s.marked,
-        ),
-        (
-            "conflicts",
-            "409 Conflict answers the last run met (each re-read and re-decided)",
-            s.conflicts,
-        ),
-        (
-            "throttled_requests",
-            "429 Too Many Requests answers the last run met",
-            s.throttled,
-        ),
-        (
-            "retried_requests",
-            "Requests the last run sent again after a retryable failure",
-            s.retries,
-        ),
-    ] {
-        gauge(reg, name, help, v as f64);
-    }
-}
-
-/// How the run went: duration, rate, exit code, success and when.
-fn register_run(reg: &mut Registry, report: &Report, previous_success: Option<f64>) {
-    let s = &report.summary;
-    gauge(
-        reg,
-        "run_duration_seconds",
-        "Wall time of the last run",
-        report.duration_seconds,
-    );
-    gauge(
-        reg,
-        "delete_rate_per_second",
-        "Effective deletions per second during the last run's delete phase",
-        s.delete_rate_per_second,
-    );
-    gauge(
-        reg,
-        "run_exit_code",
-        "Exit code of the last run (0 success, 4 some deletes failed, ...)",
-        f64::from(report.exit_code),
-    );
-    gauge(
-        reg,
-        "run_success",
-        "1 when the last run did everything it was asked (exit 0), else 0",
-        if succeeded(report) { 1.0 } else { 0.0 },
-    );
-    let finished = seconds(report.finished_at);
-    gauge(
-        reg,
-        "last_run_timestamp_seconds",
-        "When the last run finished, in seconds since the epoch",
-        finished,
-    );
-    let last_success = if succeeded(report) {
-        Some(finished)
-    } else {
-        previous_success
-    };
-    if let Some(t) = last_success {
-        gauge(
-            reg,
-            "last_success_timestamp_seconds",
-            "When a run last succeeded (exit 0), in seconds since the epoch",
-            t,
-        );
-    }
+    let mut metrics = Metrics::default();
+    metrics.add(report, previous_success, None);
+    metrics.encode()
 }
 
 /// The value of [`LAST_SUCCESS`] in a previous exposition, if any.
@@ -273,47 +315,17 @@ pub fn write_textfile(path: &Path, report: &Report) -> std::io::Result<()> {
     crate::render::write_atomically(path, encode(report, previous).as_bytes())
 }
 
-/// The metrics of a fleet run: every cluster's series (see [`encode`]),
-/// labelled `cluster="<label>"`, grouped by metric as the text format
-/// requires (one `# HELP`/`# TYPE` per metric, then every cluster's
+/// The metrics of a fleet run from one registry: every cluster's series
+/// (see [`encode`]) labelled `cluster="<label>"`, one family per metric as
+/// the text format requires (one `# HELP`/`# TYPE`, then every cluster's
 /// samples). `clusters` holds each cluster's label, report and previous
 /// last success.
 pub fn encode_fleet(clusters: &[(&str, &Report, Option<f64>)]) -> String {
-    let mut families: Vec<(String, Vec<String>, Vec<String>)> = Vec::new();
+    let mut metrics = Metrics::default();
     for (label, report, previous) in clusters {
-        let text = encode_labelled(report, *previous, Some(label));
-        let mut current: Option<usize> = None;
-        for line in text.lines() {
-            if let Some(rest) = line.strip_prefix("# HELP ") {
-                let name = rest.split(' ').next().unwrap_or_default().to_owned();
-                let i = match families.iter().position(|(n, _, _)| *n == name) {
-                    Some(i) => i,
-                    None => {
-                        families.push((name, Vec::new(), Vec::new()));
-                        families.len() - 1
-                    }
-                };
-                current = Some(i);
-            }
-            let Some(i) = current else { continue };
-            let (_, header, samples) = &mut families[i];
-            if line.starts_with('#') {
-                if !header.iter().any(|h| h == line) {
-                    header.push(line.to_owned());
-                }
-            } else {
-                samples.push(line.to_owned());
-            }
-        }
+        metrics.add(report, *previous, Some(label));
     }
-    let mut out = String::new();
-    for (_, header, samples) in families {
-        for l in header.iter().chain(&samples) {
-            out.push_str(l);
-            out.push('\n');
-        }
-    }
-    out
+    metrics.encode()
 }
 
 /// The value of [`LAST_SUCCESS`] for `cluster` in a previous fleet
@@ -621,6 +633,17 @@ mod tests {
         let b_success = ok.finished_at.as_millisecond() as f64 / 1000.0;
         assert_eq!(last_success_of(&first, "b \"x\""), Some(b_success));
         assert_eq!(first.matches("# HELP cilium_gc_run_exit_code ").count(), 1);
+        // One registry: every metric has one `# HELP` and one `# TYPE`.
+        for kind in ["# HELP ", "# TYPE "] {
+            let mut names: Vec<_> = first
+                .lines()
+                .filter_map(|l| l.strip_prefix(kind)?.split(' ').next())
+                .collect();
+            let all = names.len();
+            names.sort_unstable();
+            names.dedup();
+            assert_eq!(names.len(), all, "{kind}repeated:\n{first}");
+        }
         let s = parsed(&first);
         let exit = |cluster: &str| {
             s.samples

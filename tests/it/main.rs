@@ -32,9 +32,6 @@ mod alerts;
 
 /// Next steps that follow from every refusal of the run. Issue 26.
 mod advice;
-/// Deletes follow what we know: a struggling server (429s, caps, watch
-/// faults) and endpoint usage gone dark. Issue 11.
-mod struggling;
 
 /// `demo`: the story, side by side with cilium-operator 1.15.
 mod demo;

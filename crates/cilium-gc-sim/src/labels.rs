@@ -16,13 +16,18 @@ enum Op {
     Absent,
 }
 
+/// A selector term that is not a requirement (the server answers 400).
+#[derive(Debug, thiserror::Error)]
+#[error("unable to parse requirement {0:?}")]
+pub(crate) struct BadRequirement(String);
+
 /// A parsed selector: every requirement must hold.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct Selector(Vec<(String, Op)>);
 
 impl Selector {
     /// Parse, or say why not (the server answers 400 then).
-    pub(crate) fn parse(s: &str) -> Result<Self, String> {
+    pub(crate) fn parse(s: &str) -> Result<Self, BadRequirement> {
         let mut reqs = Vec::new();
         if s.trim().is_empty() {
             return Ok(Selector::default());
@@ -42,7 +47,7 @@ impl Selector {
             terms.last_mut().expect("never empty").push(c);
         }
         for t in terms.iter().map(|t| t.trim()) {
-            reqs.push(requirement(t).ok_or_else(|| format!("unable to parse requirement {t:?}"))?);
+            reqs.push(requirement(t).ok_or_else(|| BadRequirement(t.to_owned()))?);
         }
         Ok(Selector(reqs))
     }

@@ -91,7 +91,7 @@ pub enum SimError {
         source: std::io::Error,
     },
     /// A test-setup write was refused by the store.
-    #[error("cannot {op} {kind} {name:?}: {source}")]
+    #[error("cannot {op} {kind} {name:?}: {cause}")]
     Write {
         /// `create`, `modify` or `delete`.
         op: &'static str,
@@ -100,8 +100,7 @@ pub enum SimError {
         /// Object key.
         name: String,
         /// What the store said.
-        #[source]
-        source: store::StoreError,
+        cause: store::StoreError,
     },
 }
 
@@ -474,11 +473,11 @@ impl Simulator {
                 false,
             )
             .map(|o| o.value())
-            .map_err(|source| SimError::Write {
+            .map_err(|cause| SimError::Write {
                 op: "create",
                 kind: kind.plural(),
                 name: key,
-                source,
+                cause,
             })
     }
 
@@ -505,11 +504,11 @@ impl Simulator {
                 Ok(v)
             })
             .map(|o| o.value())
-            .map_err(|source| SimError::Write {
+            .map_err(|cause| SimError::Write {
                 op: "modify",
                 kind: kind.plural(),
                 name: key.to_owned(),
-                source,
+                cause,
             })
     }
 
@@ -533,11 +532,11 @@ impl Simulator {
         app.store
             .delete(kind, key, &writer, false, |_| Ok(()))
             .map(|_| ())
-            .map_err(|source| SimError::Write {
+            .map_err(|cause| SimError::Write {
                 op: "delete",
                 kind: kind.plural(),
                 name: key.to_owned(),
-                source,
+                cause,
             })
     }
 

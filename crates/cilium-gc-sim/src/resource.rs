@@ -64,17 +64,31 @@ pub(crate) fn encode_token(rv: i64, start: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw.to_string())
 }
 
-fn decode_token(t: &str) -> Result<(i64, String), String> {
+/// Why a continue token is refused, in apiserver's words (the text of
+/// the 400 answer).
+#[derive(Debug, thiserror::Error)]
+enum BadContinue {
+    /// Not base64.
+    #[error("continue key is not valid: {0}")]
+    Base64(base64::DecodeError),
+    /// Not the token's JSON.
+    #[error("continue key is not valid: {0}")]
+    Json(serde_json::Error),
+    /// Another version, or a resourceVersion no token carries.
+    #[error("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")]
+    ResourceVersion,
+    /// An empty start key, or one leaving the prefix.
+    #[error("continue key is not valid: continue key is not valid")]
+    Start,
+}
+
+fn decode_token(t: &str) -> Result<(i64, String), BadContinue> {
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(t.trim_end_matches('='))
-        .map_err(|e| format!("continue key is not valid: {e}"))?;
-    let tok: Token =
-        serde_json::from_slice(&bytes).map_err(|e| format!("continue key is not valid: {e}"))?;
-    if tok.v != "meta.k8s.io/v1" {
-        return Err("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into());
-    }
-    if tok.rv == 0 || tok.rv < -1 {
-        return Err("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)".into());
+        .map_err(BadContinue::Base64)?;
+    let tok: Token = serde_json::from_slice(&bytes).map_err(BadContinue::Json)?;
+    if tok.v != "meta.k8s.io/v1" || tok.rv == 0 || tok.rv < -1 {
+        return Err(BadContinue::ResourceVersion);
     }
     let start = tok
         .start
@@ -82,7 +96,7 @@ fn decode_token(t: &str) -> Result<(i64, String), String> {
         .unwrap_or(&tok.start)
         .to_owned();
     if start.is_empty() || start.contains("..") {
-        return Err("continue key is not valid: continue key is not valid".into());
+        return Err(BadContinue::Start);
     }
     Ok((tok.rv, start))
 }

@@ -377,13 +377,12 @@ pub enum DiscoveryError {
         message: String,
     },
     /// The answer was not an APIResourceList.
-    #[error("discovery of {CILIUM_GROUP}/{version}: {source}")]
+    #[error("discovery of {CILIUM_GROUP}/{version}: {cause}")]
     Decode {
         /// The group version asked for.
         version: &'static str,
         /// Why it did not decode.
-        #[source]
-        source: serde_json::Error,
+        cause: serde_json::Error,
     },
 }
 
@@ -407,7 +406,7 @@ pub(crate) async fn fetch_crds(api: &ApiClient, max_retries: u32) -> Result<Crds
         }
         let list: ResourceList = a
             .json()
-            .map_err(|source| DiscoveryError::Decode { version, source })?;
+            .map_err(|cause| DiscoveryError::Decode { version, cause })?;
         let has = |plural: &str| list.resources.iter().any(|r| r.name == plural);
         if version == "v2" {
             crds.identities = has(Kind::Identity.plural());

@@ -30,16 +30,16 @@ pub const MAX_LIST_RESTARTS: u32 = 5;
 pub enum ScanError {
     /// 401/403 on list.
     #[error("listing ciliumidentities: permission denied: {0}")]
-    Denied(#[source] ServerError),
+    Denied(ServerError),
     /// The CRD is not installed (404 on the collection).
     #[error("listing ciliumidentities: the CiliumIdentity CRD is not installed ({0})")]
-    NotInstalled(#[source] ServerError),
+    NotInstalled(ServerError),
     /// Retries ran out, or the server answered something unusable.
     #[error("listing ciliumidentities: {0}")]
-    Failed(#[source] ServerError),
+    Failed(ServerError),
     /// Pages kept arriving garbled (truncated, not JSON) after every retry.
     #[error("listing ciliumidentities: undecodable list page: {0}")]
-    Undecodable(#[source] serde_json::Error),
+    Undecodable(serde_json::Error),
     /// The server handed out a continue token twice: it would page forever.
     #[error("listing ciliumidentities: the server returned a continue token it had already returned ({0} pages into the list): it would page forever; stopping")]
     RepeatedContinue(usize),

@@ -27,33 +27,30 @@ pub enum ConnectError {
     #[error("no kubeconfig found ($KUBECONFIG, ~/.kube/config) and not running in a pod; pass --kubeconfig or --server")]
     NoConfig,
     /// A URL (`--server`, a proxy) does not parse.
-    #[error("{what}: {raw:?} is not a URL: {source}")]
+    #[error("{what}: {raw:?} is not a URL: {cause}")]
     Url {
         /// Which setting: the flag, or where the proxy came from.
         what: &'static str,
         /// The value as given.
         raw: String,
         /// Why it is not a URL.
-        #[source]
-        source: http::uri::InvalidUri,
+        cause: http::uri::InvalidUri,
     },
     /// The `--certificate-authority` file cannot be read.
-    #[error("--certificate-authority: {}: {source}", .path.display())]
+    #[error("--certificate-authority: {}: {cause}", .path.display())]
     CertificateAuthority {
         /// The file.
         path: PathBuf,
         /// Why it cannot be read.
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// The `--certificate-authority` file holds no usable certificate.
-    #[error("--certificate-authority: {}: {source}", .path.display())]
+    #[error("--certificate-authority: {}: {cause}", .path.display())]
     CertificateBundle {
         /// The file.
         path: PathBuf,
         /// What is wrong with its content.
-        #[source]
-        source: PemError,
+        cause: PemError,
     },
     /// A flag value is unusable.
     #[error("{flag}: {problem}")]
@@ -86,8 +83,35 @@ pub enum ConnectError {
 pub enum PemError {
     /// The PEM reader refused it.
     #[error("not a PEM certificate bundle: {0}")]
-    NotPem(#[source] rustls_pki_types::pem::Error),
+    NotPem(rustls_pki_types::pem::Error),
     /// It is PEM, with no certificate in it.
     #[error("no certificate found")]
     Empty,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error whose message carries its cause does not also expose it
+    /// as `source()`: the one-line chain names the cause once.
+    #[test]
+    fn a_chain_names_the_cause_once() {
+        let cause = "http://a b".parse::<http::Uri>().unwrap_err();
+        let text = cause.to_string();
+        let url = ConnectError::Url {
+            what: "--server",
+            raw: "http://a b".into(),
+            cause,
+        };
+        let pem = ConnectError::CertificateBundle {
+            path: "ca.pem".into(),
+            cause: PemError::Empty,
+        };
+        for (e, cause) in [(url, text), (pem, "no certificate found".into())] {
+            let chain = crate::cluster::error_chain(&e);
+            assert_eq!(chain.matches(&cause).count(), 1, "{chain}");
+            assert!(std::error::Error::source(&e).is_none(), "{chain}");
+        }
+    }
 }

@@ -200,10 +200,10 @@ fn parse_server(s: &str) -> Result<http::Uri, ConnectError> {
     } else {
         format!("https://{s}")
     };
-    with_scheme.parse().map_err(|source| ConnectError::Url {
+    with_scheme.parse().map_err(|cause| ConnectError::Url {
         what: "--server",
         raw: s.to_owned(),
-        source,
+        cause,
     })
 }
 
@@ -225,15 +225,15 @@ fn apply_overrides(config: &mut Config, args: &ConnectSettings) -> Result<(), Co
         };
     }
     if let Some(ca) = &args.certificate_authority {
-        let pem = std::fs::read(ca).map_err(|source| ConnectError::CertificateAuthority {
+        let pem = std::fs::read(ca).map_err(|cause| ConnectError::CertificateAuthority {
             path: ca.clone(),
-            source,
+            cause,
         })?;
         config.root_cert =
             Some(
-                pem_certs(&pem).map_err(|source| ConnectError::CertificateBundle {
+                pem_certs(&pem).map_err(|cause| ConnectError::CertificateBundle {
                     path: ca.clone(),
-                    source,
+                    cause,
                 })?,
             );
         config.root_cert_file = None;

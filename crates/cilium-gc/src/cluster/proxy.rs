@@ -16,10 +16,10 @@ pub(crate) fn resolve_proxy(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<http::Uri>, ConnectError> {
     let parse = |what: &'static str, raw: &str| -> Result<http::Uri, ConnectError> {
-        let uri: http::Uri = raw.trim().parse().map_err(|source| ConnectError::Url {
+        let uri: http::Uri = raw.trim().parse().map_err(|cause| ConnectError::Url {
             what,
             raw: raw.to_owned(),
-            source,
+            cause,
         })?;
         match uri.scheme_str() {
             Some("http" | "https" | "socks5") if uri.host().is_some() => Ok(uri),

@@ -68,7 +68,7 @@ pub enum DiagnoseError {
     /// Discovery of the cilium.io API failed: server unreachable, or
     /// credentials rejected (exit 2).
     #[error("cannot read the cilium.io API: {0}")]
-    Discovery(#[source] crate::preflight::DiscoveryError),
+    Discovery(crate::preflight::DiscoveryError),
     /// The CiliumIdentity CRD is not served (exit 3).
     #[error("the CiliumIdentity CRD (ciliumidentities.cilium.io/v2) is not installed: is Cilium running in CRD identity mode?")]
     CrdMissing,

@@ -21,13 +21,12 @@ pub(super) enum PatternError {
     #[error("{0:?}: empty pattern")]
     Empty(String),
     /// The prefix is not a regular expression.
-    #[error("{pattern:?}: {source}")]
+    #[error("{pattern:?}: {cause}")]
     Regex {
         /// The pattern as written.
         pattern: String,
         /// Why it does not compile.
-        #[source]
-        source: regex::Error,
+        cause: regex::Error,
     },
 }
 
@@ -45,9 +44,9 @@ impl LabelPattern {
             return Err(PatternError::Empty(s.to_owned()));
         }
         let expr =
-            regex::Regex::new(&format!("^(?:{prefix})")).map_err(|source| PatternError::Regex {
+            regex::Regex::new(&format!("^(?:{prefix})")).map_err(|cause| PatternError::Regex {
                 pattern: s.to_owned(),
-                source,
+                cause,
             })?;
         Ok(LabelPattern {
             source,

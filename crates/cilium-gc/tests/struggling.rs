@@ -1,6 +1,7 @@
 //! Deletes follow what we know (issue 11): on a struggling API server the
 //! run still handles every eligible identity, safely; when endpoint usage
-//! goes dark for good it stops writing, and says so.
+//! goes dark for good it stops writing, and says so. (Each run is
+//! `delete --yes --qps Q --concurrency C [--items all]`, as settings.)
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -9,7 +10,9 @@ use cilium_gc::exit::Exit;
 use cilium_gc::report::{AbortReason, Outcome};
 use cilium_gc_sim::Scenario;
 
-use crate::support::world::{assert_valid, json, World};
+mod support;
+
+use support::{assert_valid, delete, json, World};
 
 const TIMEOUT_30M: Duration = Duration::from_secs(30 * 60);
 
@@ -19,18 +22,7 @@ const TIMEOUT_30M: Duration = Duration::from_secs(30 * 60);
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hostile_delete_handles_every_eligible_identity_safely() {
     let w = World::preset("hostile").await;
-    let (report, exit) = w
-        .gc(&[
-            "delete",
-            "--yes",
-            "--qps",
-            "100",
-            "--concurrency",
-            "8",
-            "--items",
-            "all",
-        ])
-        .await;
+    let (report, exit) = w.gc(&delete(100.0, 8, true)).await;
     let failed: Vec<_> = report
         .items
         .iter()
@@ -111,18 +103,7 @@ async fn hostile_delete_handles_every_eligible_identity_safely() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn usage_dark_stops_writing_and_reports_usage_lost() {
     let w = World::preset("usage-dark").await;
-    let (report, exit) = w
-        .gc(&[
-            "delete",
-            "--yes",
-            "--qps",
-            "5",
-            "--concurrency",
-            "4",
-            "--items",
-            "all",
-        ])
-        .await;
+    let (report, exit) = w.gc(&delete(5.0, 4, true)).await;
     assert_eq!(exit, Exit::Unexpected, "{:?}", report.aborted);
     assert_eq!(exit.code(), 1);
     let aborted = report.aborted.as_ref().expect("aborted");
@@ -153,9 +134,7 @@ async fn a_429_delays_only_its_own_request() {
     s.actors = Default::default();
     s.faults.burst_every = None;
     let w = World::start(s).await;
-    let (report, exit) = w
-        .gc(&["delete", "--yes", "--qps", "100", "--concurrency", "8"])
-        .await;
+    let (report, exit) = w.gc(&delete(100.0, 8, false)).await;
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
     let ledger = w.sim.ledger();
     let deletes: Vec<_> = ledger
