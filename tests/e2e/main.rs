@@ -50,3 +50,7 @@ mod operator_115;
 /// Today's real cilium-operator with agents on its release's identity code:
 /// the seed's workload, the plugin next to it, heartbeat marks both ways.
 mod operator_current;
+
+/// `diagnose` reading the real operator's metrics through the pod proxy,
+/// inside a network namespace of the test's own.
+mod operator_metrics;

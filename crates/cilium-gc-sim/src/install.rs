@@ -48,7 +48,8 @@ pub struct OperatorMetrics {
     /// `cilium_operator_identity_gc_entries{status="alive"}` and
     /// `{status="deleted"}` of the last completed pass.
     pub entries: Option<(u64, u64)>,
-    /// `cilium_errors_warnings_total{level="error",subsystem="identity-heartbeat"}`.
+    /// `cilium_operator_errors_warnings_total{level="error",subsystem="identity-heartbeat"}`
+    /// (`level="ERROR"` in the current format, as 1.19 writes it).
     pub gc_errors: u64,
     /// Current releases' format: an `identity_type="crd"` label on the GC
     /// series (1.15 has none).
@@ -66,9 +67,14 @@ impl OperatorMetrics {
         };
         let mut o = String::from("# HELP cilium_operator_process_start_time_seconds Start time of the process since unix epoch in seconds.\n# TYPE cilium_operator_process_start_time_seconds gauge\n");
         o += &format!("cilium_operator_process_start_time_seconds {started_unix:.2}\n");
-        o += "# TYPE cilium_errors_warnings_total counter\n";
+        let level = if self.current_format {
+            "ERROR"
+        } else {
+            "error"
+        };
+        o += "# TYPE cilium_operator_errors_warnings_total counter\n";
         o += &format!(
-            "cilium_errors_warnings_total{{level=\"error\",subsystem=\"identity-heartbeat\"}} {}\n",
+            "cilium_operator_errors_warnings_total{{level=\"{level}\",subsystem=\"identity-heartbeat\"}} {}\n",
             self.gc_errors
         );
         if let Some(n) = self.runs_success {

@@ -18,8 +18,9 @@
 //! - `cilium_operator_identity_gc_entries{status="alive"|"deleted"}` is
 //!   set at the end of a completed pass: absent until one completes.
 //! - The GC logs its mark and delete errors at error level, which the
-//!   operator counts in `cilium_errors_warnings_total{level="error"}` under
-//!   its log subsystem (`identity-heartbeat` in 1.15).
+//!   operator counts in `cilium_operator_errors_warnings_total{level=
+//!   "error"}` (`"ERROR"` in 1.19) under its log subsystem
+//!   (`identity-heartbeat` in 1.15, seen with the real one).
 //! - Only the leader runs GC: a standby replica has no `identity_gc_*`
 //!   series at all.
 
@@ -124,11 +125,17 @@ pub(crate) fn counters(samples: &[Sample], at: Timestamp) -> GcCounters {
     let gc_errors: Vec<f64> = samples
         .iter()
         .filter(|s| {
-            s.name == "cilium_errors_warnings_total"
-                && s.labels.get("level").map(String::as_str) == Some("error")
+            // The operator's is `cilium_operator_errors_warnings_total`
+            // (1.15 and 1.19 alike); level `error` in 1.15, `ERROR` in 1.19;
+            // the GC's errors under `identity-heartbeat` in 1.15.
+            (s.name == "cilium_operator_errors_warnings_total"
+                || s.name == "cilium_errors_warnings_total")
+                && s.labels
+                    .get("level")
+                    .is_some_and(|l| l.eq_ignore_ascii_case("error"))
                 && s.labels
                     .get("subsystem")
-                    .is_some_and(|sub| sub.contains("identity"))
+                    .is_some_and(|sub| sub.contains("identit"))
         })
         .map(|s| s.value)
         .collect();
@@ -237,7 +244,7 @@ pub(crate) fn summarise(
         if let Some(c) = p.second.as_ref().or(p.first.as_ref()) {
             if let Some(e) = c.gc_errors.filter(|e| *e > 0) {
                 p.evidence.push(format!(
-                    "{e} errors logged by the identity GC (cilium_errors_warnings_total)"
+                    "{e} errors logged by the identity GC (cilium_operator_errors_warnings_total)"
                 ));
             }
         }
@@ -277,8 +284,8 @@ cilium_operator_identity_gc_runs{outcome="success"} 2
 # TYPE cilium_operator_identity_gc_entries gauge
 cilium_operator_identity_gc_entries{status="alive"} 300
 cilium_operator_identity_gc_entries{status="deleted"} 0
-cilium_errors_warnings_total{level="error",subsystem="identity-heartbeat"} 7
-cilium_errors_warnings_total{level="warning",subsystem="identity-heartbeat"} 1
+cilium_operator_errors_warnings_total{level="error",subsystem="identity-heartbeat"} 7
+cilium_operator_errors_warnings_total{level="warning",subsystem="identity-heartbeat"} 1
 cilium_operator_process_start_time_seconds 1.7e+09
 "#;
 

@@ -189,7 +189,7 @@ pub struct GcCounters {
     /// `cilium_operator_identity_gc_entries{status="deleted"}` in the last completed pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entries_deleted: Option<u64>,
-    /// `cilium_errors_warnings_total{level="error"}` of the identity-GC log subsystem.
+    /// `cilium_operator_errors_warnings_total{level="error"}` of the identity-GC log subsystem.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gc_errors: Option<u64>,
 }
