@@ -7,16 +7,21 @@
 //! (`pace`), decide again on the freshest object we have and the live usage; only a still-stale identity is deleted,
 //! always with preconditions `{uid, resourceVersion}`. A 409 means someone
 //! changed it: we re-read it and decide again (bounded). A 429 delays only the
-//! request that got it (its `Retry-After`); the shared limiter slows down
-//! only when throttling is sustained. A refused connection spends no retry
+//! request that got it (its `Retry-After`), and without holding a worker:
+//! the item is parked with a not-before instant and the worker takes the
+//! next ready item (issue 28: workers asleep on `Retry-After` left the
+//! server's admitted rate unused); the shared limiter slows down only when
+//! throttling is sustained. A refused connection spends no retry
 //! (nothing reached a server); a 403 is confirmed by SelfSubjectAccessReview
 //! before it counts (a restarted kube-apiserver answers 403 until its RBAC
 //! caches sync). Only a lost permission, or endpoint usage unknown for
 //! [`USAGE_STALL_LIMIT`], stops the run; the items not started are reported
 //! as such.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 use http::Method;
 use jiff::Timestamp;
@@ -134,19 +139,170 @@ pub(crate) async fn sweep(
         stop,
         pace: Pace::new(cfg.qps, cfg.burst),
     };
-    let ctx = &ctx;
-    let mut indexed: Vec<(usize, ItemResult)> =
-        futures::stream::iter(targets.into_iter().enumerate())
-            .map(|(i, t)| async move { (i, process(ctx, t).await) })
-            .buffer_unordered(cfg.concurrency.max(1) as usize)
-            .inspect(|(_, r)| on_done(r))
-            .collect()
-            .await;
+    let queue = Queue::new(targets, action);
+    let slots = cfg.concurrency.max(1) as usize;
+    let mut indexed = drive(&ctx, queue, slots, &on_done).await;
     if let Some(p) = ctx.pace.summary() {
         api.stats.add_pace(p);
     }
     indexed.sort_by_key(|(i, _)| *i);
     indexed.into_iter().map(|(_, r)| r).collect()
+}
+
+/// One item between its turns with a worker: the identity as last read,
+/// its result so far and the retries it has spent. Boxed while parked, so
+/// the queue of throttled items stays cheap to reorder.
+struct Item {
+    ident: Identity,
+    r: ItemResult,
+    tries: Tries,
+}
+
+impl Item {
+    fn new(ident: Identity, action: Action) -> Box<Item> {
+        Box::new(Item {
+            ident,
+            r: ItemResult {
+                outcome: Outcome::NotAttempted,
+                reason: action.wanted(),
+                attempts: 0,
+                conflicts: Vec::new(),
+                last_error: None,
+            },
+            tries: Tries::default(),
+        })
+    }
+}
+
+/// How an item's turn with a worker ends.
+enum Turn {
+    /// In its report state.
+    Done(ItemResult),
+    /// Throttled: not to be sent again before the instant (its own
+    /// `Retry-After`, else backoff); the wait it was asked for rides along
+    /// for the report's `Retry-After` total.
+    Park(Box<Item>, tokio::time::Instant, Duration),
+}
+
+/// A throttled item waiting out its `Retry-After` off the workers.
+struct Parked {
+    item: Box<Item>,
+    since: tokio::time::Instant,
+    wait: Duration,
+}
+
+/// The items of a sweep that no worker holds: those not started yet (in
+/// input order) and those throttled, keyed by their not-before instant.
+/// A parked item whose instant has passed goes before any fresh one, so a
+/// throttled item is not overtaken indefinitely by new work.
+struct Queue {
+    fresh: std::iter::Enumerate<std::vec::IntoIter<Identity>>,
+    parked: BTreeMap<(tokio::time::Instant, usize), Parked>,
+    action: Action,
+    total: usize,
+}
+
+impl Queue {
+    fn new(targets: Vec<Identity>, action: Action) -> Self {
+        Queue {
+            total: targets.len(),
+            fresh: targets.into_iter().enumerate(),
+            parked: BTreeMap::new(),
+            action,
+        }
+    }
+
+    /// The next item a free worker may write now: a parked one whose
+    /// not-before has passed, else the next fresh one. Counts the parked
+    /// item's wait (at most what it was asked for: the rest was spent
+    /// waiting for a worker, not for the server).
+    fn next_ready(&mut self, stats: &Stats) -> Option<(usize, Box<Item>)> {
+        let now = tokio::time::Instant::now();
+        if let Some(e) = self.parked.first_entry().filter(|e| e.key().0 <= now) {
+            let i = e.key().1;
+            let p = e.remove();
+            stats.add_retry_after_wait((now - p.since).min(p.wait));
+            return Some((i, p.item));
+        }
+        let action = self.action;
+        self.fresh.next().map(|(i, t)| (i, Item::new(t, action)))
+    }
+
+    fn park(
+        &mut self,
+        i: usize,
+        item: Box<Item>,
+        not_before: tokio::time::Instant,
+        wait: Duration,
+    ) {
+        let since = tokio::time::Instant::now();
+        self.parked
+            .insert((not_before, i), Parked { item, since, wait });
+    }
+
+    /// The earliest instant a parked item becomes ready.
+    fn next_wake(&self) -> Option<tokio::time::Instant> {
+        self.parked.keys().next().map(|k| k.0)
+    }
+
+    /// On a stop: every parked item ends now (its wait is cut short and
+    /// counted as far as it went).
+    fn drain_parked(&mut self, stats: &Stats) -> Vec<(usize, ItemResult)> {
+        let now = tokio::time::Instant::now();
+        std::mem::take(&mut self.parked)
+            .into_iter()
+            .map(|((_, i), p)| {
+                stats.add_retry_after_wait((now - p.since).min(p.wait));
+                let it = *p.item;
+                (i, stopped(it.r, &it.tries))
+            })
+            .collect()
+    }
+}
+
+/// Keep up to `slots` items being written; a throttled item gives its
+/// worker back at once and is parked until its not-before instant, so the
+/// writes in flight follow what the server admits instead of sleeping.
+/// Ends when every item has its report state; a stop ends parked waits at
+/// once (items not started then end at the gate, as not attempted).
+async fn drive(
+    ctx: &Sweeper<'_>,
+    mut queue: Queue,
+    slots: usize,
+    on_done: &impl Fn(&ItemResult),
+) -> Vec<(usize, ItemResult)> {
+    let mut done = Vec::with_capacity(queue.total);
+    let mut running = FuturesUnordered::new();
+    loop {
+        while running.len() < slots {
+            let Some((i, item)) = queue.next_ready(&ctx.api.stats) else {
+                break;
+            };
+            running.push(turn(ctx, i, item));
+        }
+        if running.is_empty() && queue.parked.is_empty() {
+            return done;
+        }
+        // Only wake for a parked item when a worker is free to take it.
+        let wake = queue.next_wake().filter(|_| running.len() < slots);
+        let sleep = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now));
+        tokio::select! {
+            Some((i, t)) = running.next(), if !running.is_empty() => match t {
+                Turn::Done(r) => {
+                    on_done(&r);
+                    done.push((i, r));
+                }
+                Turn::Park(item, not_before, wait) => queue.park(i, item, not_before, wait),
+            },
+            _ = sleep, if wake.is_some() => {}
+            _ = ctx.stop.wait(), if !queue.parked.is_empty() => {
+                for (i, r) in queue.drain_parked(&ctx.api.stats) {
+                    on_done(&r);
+                    done.push((i, r));
+                }
+            }
+        }
+    }
 }
 
 fn finish(mut r: ItemResult, outcome: Outcome, error: Option<String>) -> ItemResult {
@@ -161,6 +317,8 @@ fn finish(mut r: ItemResult, outcome: Outcome, error: Option<String>) -> ItemRes
 enum Step {
     /// Go round again: wait for usage and the limiter, decide, write.
     Retry,
+    /// Throttled: give the worker back; not to be sent again for this long.
+    Park(Duration),
     /// The item ends with this outcome (and error, if any).
     Finish(Outcome, Option<String>),
     /// The run is stopping: see [`stopped`].
@@ -189,86 +347,86 @@ struct Tries {
     lost_answers: u32,
 }
 
-/// One identity: wait until usage is fresh and the limiter allows, decide
-/// again on live usage, write with preconditions, and handle the answer,
-/// until it ends in an outcome. Never fails the run: a stop, a lost
+/// One turn of an identity with a worker: wait until usage is fresh and the
+/// limiter allows, decide again on live usage, write with preconditions,
+/// and handle the answer, until it ends in an outcome or is throttled (then
+/// it is parked, see [`drive`]). Never fails the run: a stop, a lost
 /// permission or lost usage stop it through `ctx.stop`.
-async fn process(ctx: &Sweeper<'_>, mut ident: Identity) -> ItemResult {
-    let mut r = ItemResult {
-        outcome: Outcome::NotAttempted,
-        reason: ctx.action.wanted(),
-        attempts: 0,
-        conflicts: Vec::new(),
-        last_error: None,
-    };
-    let mut tries = Tries::default();
+async fn turn(ctx: &Sweeper<'_>, i: usize, mut item: Box<Item>) -> (usize, Turn) {
     loop {
         match gate(ctx).await {
-            Gate::Stopped => return stopped(r, &tries),
+            Gate::Stopped => return (i, Turn::Done(stopped(item.r, &item.tries))),
             Gate::Recheck => continue,
             Gate::Open => {}
         }
         // Decide again, right now, on live usage and the freshest object:
         // only what can change under us (usage, the mark) is judged; the
         // user's narrowing was applied once, at plan time.
-        let refs = ident.numeric_id().map_or(0, |id| ctx.usage.refs(id));
-        let decision = decide(&ident, refs, &ctx.cfg.rules, ctx.api.clock.now());
-        r.reason = decision.reason;
+        let refs = item.ident.numeric_id().map_or(0, |id| ctx.usage.refs(id));
+        let decision = decide(&item.ident, refs, &ctx.cfg.rules, ctx.api.clock.now());
+        item.r.reason = decision.reason;
         if decision.reason != ctx.action.wanted() {
-            return finish(r, Outcome::Reclaimed, None);
+            return (i, Turn::Done(finish(item.r, Outcome::Reclaimed, None)));
         }
-        r.attempts += 1;
+        item.r.attempts += 1;
         // A stop gives a write already sent a short grace to be answered;
         // then it is given up as a lost answer (it may have been applied).
         let answer = tokio::select! {
-            a = write(ctx, &ident) => a,
+            a = write(ctx, &item.ident) => a,
             _ = ctx.stop.grace_elapsed() => crate::cluster::Answer::lost(
                 "the run stopped before the server answered: it may have been applied",
             ),
         };
-        let step = match answer.class {
-            Class::Success => {
-                ctx.pace.record(false);
-                let done = match ctx.action {
-                    Action::Delete => Outcome::Deleted,
-                    Action::Mark => Outcome::Marked,
-                };
-                Step::Finish(done, None)
-            }
-            Class::NotFound => {
-                // After a lost answer (reset, timeout) or a 5xx (which a server
-                // may send after the write committed) the 404 may be our own
-                // earlier delete; we cannot tell, so it counts as gone, noted.
-                let note = (tries.lost_answers > 0).then(|| {
-                    "an earlier attempt got no answer or a server error and may have deleted it"
-                        .to_owned()
-                });
-                Step::Finish(Outcome::AlreadyGone, note)
-            }
-            Class::Conflict => on_conflict(ctx, &mut r, &mut ident).await,
-            Class::Throttled { retry_after } => {
-                r.last_error = Some(answer.message);
-                on_throttled(ctx, &mut tries, retry_after).await
-            }
-            Class::Transient { .. } if answer.unsent => {
-                r.last_error = Some(answer.message);
-                on_unreachable(ctx, &mut tries).await
-            }
-            Class::Transient { retry_after } => {
-                r.last_error = Some(answer.message);
-                on_transient(ctx, &mut tries, retry_after).await
-            }
-            Class::Unauthorized | Class::Forbidden => {
-                on_forbidden(ctx, &mut tries, answer.message).await
-            }
-            Class::Expired { .. } | Class::Rejected => {
-                Step::Finish(Outcome::Failed, Some(answer.message))
-            }
-        };
-        match step {
+        match on_answer(ctx, &mut item, answer).await {
             Step::Retry => {}
-            Step::Finish(outcome, error) => return finish(r, outcome, error),
-            Step::Stopped => return stopped(r, &tries),
+            Step::Park(wait) => {
+                let not_before = tokio::time::Instant::now() + wait;
+                return (i, Turn::Park(item, not_before, wait));
+            }
+            Step::Finish(outcome, error) => return (i, Turn::Done(finish(item.r, outcome, error))),
+            Step::Stopped => return (i, Turn::Done(stopped(item.r, &item.tries))),
+        }
+    }
+}
+
+/// What one write's answer means for its item.
+async fn on_answer(ctx: &Sweeper<'_>, item: &mut Item, answer: crate::cluster::Answer) -> Step {
+    let Item { ident, r, tries } = item;
+    match answer.class {
+        Class::Success => {
+            ctx.pace.record(false);
+            let done = match ctx.action {
+                Action::Delete => Outcome::Deleted,
+                Action::Mark => Outcome::Marked,
+            };
+            Step::Finish(done, None)
+        }
+        Class::NotFound => {
+            // After a lost answer (reset, timeout) or a 5xx (which a server
+            // may send after the write committed) the 404 may be our own
+            // earlier delete; we cannot tell, so it counts as gone, noted.
+            let note = (tries.lost_answers > 0).then(|| {
+                "an earlier attempt got no answer or a server error and may have deleted it"
+                    .to_owned()
+            });
+            Step::Finish(Outcome::AlreadyGone, note)
+        }
+        Class::Conflict => on_conflict(ctx, r, ident).await,
+        Class::Throttled { retry_after } => {
+            r.last_error = Some(answer.message);
+            on_throttled(ctx, tries, retry_after)
+        }
+        Class::Transient { .. } if answer.unsent => {
+            r.last_error = Some(answer.message);
+            on_unreachable(ctx, tries).await
+        }
+        Class::Transient { retry_after } => {
+            r.last_error = Some(answer.message);
+            on_transient(ctx, tries, retry_after).await
+        }
+        Class::Unauthorized | Class::Forbidden => on_forbidden(ctx, tries, answer.message).await,
+        Class::Expired { .. } | Class::Rejected => {
+            Step::Finish(Outcome::Failed, Some(answer.message))
         }
     }
 }
@@ -362,9 +520,9 @@ async fn on_conflict(ctx: &Sweeper<'_>, r: &mut ItemResult, ident: &mut Identity
 }
 
 /// A 429: this request waits out its own Retry-After (else backoff with
-/// jitter); the shared limiter slows everyone only when throttling is
-/// sustained (`pace`).
-async fn on_throttled(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
+/// jitter), parked off the workers (the wait is counted when it ends); the
+/// shared limiter slows everyone only when throttling is sustained (`pace`).
+fn on_throttled(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
     ctx.pace.record(true);
     tries.throttled += 1;
     if tries.throttled > MAX_THROTTLED_PER_ITEM {
@@ -375,13 +533,7 @@ async fn on_throttled(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<
         .api
         .backoff
         .delay(tries.throttled.min(8) - 1, retry_after, &mut rand::rng());
-    let started = tokio::time::Instant::now();
-    tokio::select! {
-        _ = tokio::time::sleep(delay) => {}
-        _ = ctx.stop.wait() => return Step::Stopped,
-    }
-    ctx.api.stats.add_retry_after_wait(started.elapsed());
-    Step::Retry
+    Step::Park(delay)
 }
 
 /// A 5xx, a timeout or a reset: backoff with jitter, a bounded number of

@@ -16,7 +16,7 @@ use cilium_gc::policy::parse_mark;
 use cilium_gc::report::{AbortReason, Mode, Outcome, Report};
 use cilium_gc::settings::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
 use cilium_gc::stop::Stop;
-use cilium_gc_sim::{Scenario, Simulator};
+use cilium_gc_sim::{Faults, Scenario, Simulator};
 use jiff::Timestamp;
 use serde_json::Value;
 
@@ -234,6 +234,72 @@ async fn blast_radius_stops_before_the_first_delete() {
     assert_eq!(aborted.reason, AbortReason::BlastRadius);
     assert_eq!(c.names(), before, "no identity left the server");
     assert!(c.sim.ledger().requests.iter().all(|r| r.method != "DELETE"));
+}
+
+/// Issue 28: a throttled item waits out its own `Retry-After` without
+/// holding a worker. One worker, a server that admits 5 deletes/s and
+/// answers the rest 429 with `Retry-After: 1`: no identity is sent again
+/// before its `Retry-After`, and while one waits, others are deleted (a
+/// worker asleep on the wait would have deleted nothing meanwhile).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_throttled_item_waits_its_retry_after_off_the_workers() {
+    let c = Cluster::calm().await;
+    let stale = c.stale();
+    assert!(stale.len() > 20, "the scenario has stale identities");
+    c.sim.set_faults(Faults {
+        delete_rate_cap: Some(5.0),
+        retry_after_secs: 1,
+        ..Faults::default()
+    });
+    let writes = WriteSettings {
+        concurrency: 1,
+        ..delete_unlimited()
+    };
+    let settings = GcSettings::for_delete(ScanSettings::default(), writes).expect("valid");
+    let (report, exit) = c.run(&settings).await;
+    assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
+    assert_eq!(names_with(&report, Outcome::Deleted), stale);
+    let deletes: Vec<_> = c
+        .sim
+        .ledger()
+        .requests
+        .into_iter()
+        .filter(|r| r.method == "DELETE")
+        .collect();
+    let throttled: Vec<_> = deletes.iter().filter(|r| r.status == 429).collect();
+    assert!(!throttled.is_empty(), "the cap throttled some deletes");
+    let mut overlapped = 0;
+    for t in &throttled {
+        let wait = jiff::SignedDuration::from_secs(t.retry_after.expect("Retry-After") as i64);
+        let not_before = t.time.checked_add(wait).expect("time");
+        let next = deletes
+            .iter()
+            .find(|r| r.path == t.path && r.time > t.time)
+            .expect("a throttled item is sent again");
+        assert!(
+            next.time >= not_before,
+            "{} re-sent at {}, before its Retry-After ended at {not_before}",
+            t.path,
+            next.time
+        );
+        let others_deleted = deletes.iter().any(|r| {
+            (200..300).contains(&r.status)
+                && r.path != t.path
+                && r.time > t.time
+                && r.time < not_before
+        });
+        overlapped += usize::from(others_deleted);
+    }
+    assert!(
+        overlapped * 2 > throttled.len(),
+        "others were deleted during most waits ({overlapped} of {})",
+        throttled.len()
+    );
+    assert_eq!(
+        report.summary.throttled as usize,
+        throttled.len(),
+        "every 429 is in the report"
+    );
 }
 
 #[test]
