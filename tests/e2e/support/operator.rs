@@ -79,15 +79,33 @@ impl Operator {
     /// only when tools are missing on a developer's machine.
     pub fn up(cluster: &Cluster, version: Version, flags: &[&str]) -> Option<Operator> {
         let bin = build(version)?.join("bin");
-        let out = Command::new(repo_path("tests/cilium/operator.sh"))
-            .arg("up")
-            .arg(cluster.dir())
-            .arg(version.arg())
-            .args(["--owner", &std::process::id().to_string(), "--"])
-            .args(flags)
-            .env("KCG_CILIUM_BIN", &bin)
-            .output()
-            .expect("operator.sh runs");
+        let start = || {
+            Command::new(repo_path("tests/cilium/operator.sh"))
+                .arg("up")
+                .arg(cluster.dir())
+                .arg(version.arg())
+                .args(["--owner", &std::process::id().to_string(), "--"])
+                .args(flags)
+                .env("KCG_CILIUM_BIN", &bin)
+                .output()
+                .expect("operator.sh runs")
+        };
+        // A free port the script picked can be taken by a parallel test
+        // before the operator binds it: start again on new ports (as
+        // `Cluster::up` does), at most three times.
+        let mut out = start();
+        for _ in 0..2 {
+            if out.status.success()
+                || !String::from_utf8_lossy(&out.stderr).contains("address already in use")
+            {
+                break;
+            }
+            let _ = Command::new(repo_path("tests/cilium/operator.sh"))
+                .arg("down")
+                .arg(cluster.dir())
+                .output();
+            out = start();
+        }
         assert!(
             out.status.success(),
             "operator.sh up failed:\n{}",
