@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use cilium_gc::exit::Exit;
 use cilium_gc::report::Outcome;
+use cilium_gc::Exit;
 use jiff::Timestamp;
 use serde_json::Value;
 

@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use cilium_gc::stop::Stop;
+use cilium_gc::Stop;
 
 use crate::support::calm;
 use crate::support::world::{assert_valid, binary, gc_at, World};
@@ -301,7 +301,7 @@ async fn a_panic_in_the_run_ends_in_an_internal_error_report() {
         let run = spawn(
             &argv,
             &[
-                (cilium_gc::gc::TEST_PANIC_ENV, place),
+                (cilium_gc::internals::TEST_PANIC_ENV, place),
                 ("RUST_BACKTRACE", "0"),
             ],
         );
@@ -346,7 +346,7 @@ async fn request_timeout_does_not_cut_quiet_watches() {
         "delete", "--yes", "-n", "team-005", "--qps", "2", "--burst", "1",
     ];
     let (report, exit) = gc_at(kube, &args, &Stop::default()).await;
-    assert_eq!(exit, cilium_gc::exit::Exit::Success, "{:?}", report.aborted);
+    assert_eq!(exit, cilium_gc::Exit::Success, "{:?}", report.aborted);
     assert!(
         report.duration_seconds > 3.0,
         "the run outlasts the timeout"

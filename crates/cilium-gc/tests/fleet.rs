@@ -7,12 +7,12 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use cilium_gc::exit::Exit;
 use cilium_gc::fleet::{run_fleet, ClusterFailure, ClusterStatus, FleetObserver, FleetSettings};
-use cilium_gc::gc::PendingWrites;
 use cilium_gc::report::{AbortReason, Mode, Outcome};
-use cilium_gc::settings::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
-use cilium_gc::stop::Stop;
+use cilium_gc::Exit;
+use cilium_gc::PendingWrites;
+use cilium_gc::Stop;
+use cilium_gc::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
 use cilium_gc_sim::{Scenario, Simulator};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(240);
@@ -87,7 +87,7 @@ async fn run(
     s: &GcSettings,
     parallel: u32,
     observer: Arc<Asked>,
-) -> (cilium_gc::FleetReport, Exit) {
+) -> (cilium_gc::fleet::FleetReport, Exit) {
     let fleet = FleetSettings {
         contexts: f.contexts(),
         parallel,

@@ -9,13 +9,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use cilium_gc::exit::Exit;
-use cilium_gc::gc::{self, Ui};
 use cilium_gc::model::NAMESPACE_LABEL;
 use cilium_gc::policy::parse_mark;
 use cilium_gc::report::{AbortReason, Mode, Outcome, Report};
-use cilium_gc::settings::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
-use cilium_gc::stop::Stop;
+use cilium_gc::Exit;
+use cilium_gc::Stop;
+use cilium_gc::Ui;
+use cilium_gc::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
 use cilium_gc_sim::{Faults, Scenario, Simulator};
 use jiff::Timestamp;
 use serde_json::Value;
@@ -84,7 +84,7 @@ impl Cluster {
     /// Run the engine with `settings` to its report.
     async fn run(&self, settings: &GcSettings) -> (Report, Exit) {
         let (stop, ui) = (Stop::default(), Ui::headless());
-        let run = gc::run(&self.kube, settings, &stop, &ui);
+        let run = cilium_gc::run(&self.kube, settings, &stop, &ui);
         tokio::time::timeout(TEST_TIMEOUT, run)
             .await
             .expect("run finished in time")

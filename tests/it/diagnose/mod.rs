@@ -6,10 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
-use cilium_gc::diagnose::types::{Finding, FindingCode, Level, Severity};
+use cilium_gc::diagnose::Crds;
 use cilium_gc::diagnose::{self, analyze, IdentityRecord, Input};
+use cilium_gc::diagnose::{Finding, FindingCode, Level, Severity};
 use cilium_gc::model::{Change, Identity, NAMESPACE_LABEL};
-use cilium_gc::preflight::Crds;
 use cilium_gc::report::{ConfigSource, IdRange};
 use cilium_gc_sim::Kind;
 use cilium_gc_sim::{default_cilium_config, Scenario};
@@ -58,7 +58,7 @@ async fn diagnose_world(w: &World, extra: &[&str]) -> diagnose::Diagnosis {
     let args = diagnose_args(extra);
     let d = tokio::time::timeout(
         TEST_TIMEOUT,
-        diagnose::run_diagnosis(&w.kube(), &args.settings()),
+        diagnose::diagnose(&w.kube(), &args.settings(), &cilium_gc::Stop::default()),
     )
     .await
     .expect("diagnosis finished in time")

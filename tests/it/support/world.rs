@@ -7,12 +7,12 @@ use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
-use cilium_gc::exit::Exit;
-use cilium_gc::gc::{self, Ui};
 use cilium_gc::policy::parse_mark;
 use cilium_gc::report::{Outcome, Report};
-use cilium_gc::settings::{ConnectSettings, GcSettings};
-use cilium_gc::stop::Stop;
+use cilium_gc::Exit;
+use cilium_gc::Stop;
+use cilium_gc::Ui;
+use cilium_gc::{ConnectSettings, GcSettings};
 use cilium_gc_sim::{Scenario, Simulator};
 use clap::Parser;
 use jiff::Timestamp;
@@ -127,7 +127,7 @@ pub async fn gc_at(kube: ConnectSettings, args: &[&str], stop: &Stop) -> (Report
     }
     .expect("settings valid");
     let ui = Ui::headless();
-    let run = gc::run(&kube, &settings, stop, &ui);
+    let run = cilium_gc::run(&kube, &settings, stop, &ui);
     tokio::time::timeout(TEST_TIMEOUT, run)
         .await
         .expect("gc run finished in time")

@@ -142,7 +142,7 @@ pub(crate) fn known_defects(
 }
 
 /// The evidence, before findings.
-pub fn gc_health(
+pub(crate) fn gc_health(
     identities: &[IdentityRecord],
     stale_marks: &[(usize, Timestamp)],
     unused_unmarked: &[usize],
@@ -276,7 +276,7 @@ fn cilium_workloads(w: &Workloads) -> Option<CiliumWorkloads> {
 /// The identities now: how many, and how many unused ones wait for GC
 /// (stale candidates and unused unmarked ones).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct IdentityCounts {
+pub(crate) struct IdentityCounts {
     /// Every identity listed.
     pub total: u64,
     /// Unused ones the operator should have marked or deleted.
@@ -284,7 +284,7 @@ pub struct IdentityCounts {
 }
 
 /// The findings `h` supports, for [`fn@super::analyze`]'s list.
-pub fn findings(
+pub(crate) fn findings(
     h: &GcHealth,
     ids: IdentityCounts,
     heartbeat_timeout: Duration,

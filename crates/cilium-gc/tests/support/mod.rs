@@ -11,12 +11,12 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use cilium_gc::exit::Exit;
-use cilium_gc::gc::{self, Ui};
 use cilium_gc::policy::parse_mark;
 use cilium_gc::report::{ItemsMode, Report};
-use cilium_gc::settings::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
-use cilium_gc::stop::Stop;
+use cilium_gc::Exit;
+use cilium_gc::Stop;
+use cilium_gc::Ui;
+use cilium_gc::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
 use cilium_gc_sim::{Scenario, Simulator};
 use jiff::Timestamp;
 use serde_json::Value;
@@ -67,7 +67,7 @@ impl World {
         let ui = Ui::headless();
         let stop = Stop::default();
         let kube = self.kube();
-        let run = gc::run(&kube, settings, &stop, &ui);
+        let run = cilium_gc::run(&kube, settings, &stop, &ui);
         tokio::time::timeout(TEST_TIMEOUT, run)
             .await
             .expect("gc run finished in time")
