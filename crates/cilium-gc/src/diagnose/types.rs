@@ -661,7 +661,7 @@ pub struct Configuration {
 
 /// The JSON Schema of [`Diagnosis`], draft 2020-12, with our `$id`.
 ///
-/// This is what `schema/diagnosis-v1.json` holds; `tests/it/diagnose.rs`
+/// This is what `schema/diagnosis-v1.json` holds; `tests/it/diagnose/contract.rs`
 /// fails when the two differ. Same conventions as the report's schema.
 pub fn schema() -> serde_json::Value {
     crate::report::publishable_schema(schemars::schema_for!(Diagnosis), SCHEMA_ID)
