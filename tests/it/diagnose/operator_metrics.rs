@@ -85,8 +85,15 @@ async fn stalled_operator_passes_are_seen_in_its_metrics() {
     let evidence = f["evidence"].to_string();
     assert!(evidence.contains("40 errors logged"), "{evidence}");
     let total = d["identitySpace"]["total"].as_u64().unwrap();
+    // The unused ones by how far along GC they are, each from the states.
+    let st = &d["identitySpace"]["states"];
+    let n = |k: &str| st[k].as_u64().unwrap();
+    let overdue = n("staleCandidates") + n("unusedUnmarked");
+    let (marked, young) = (n("unusedMarked"), n("tooYoung"));
     assert!(
-        evidence.contains(&format!("identities now: {total} (")),
+        evidence.contains(&format!(
+            "identities now: {total} (unused: {overdue} overdue for GC, {marked} marked within the heartbeat timeout, {young} too young to judge)"
+        )),
         "{evidence}"
     );
     assert!(evidence.contains("120 alive, 0 deleted"), "{evidence}");
