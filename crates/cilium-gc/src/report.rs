@@ -411,7 +411,7 @@ pub struct ReasonCounts {
 
 impl ReasonCounts {
     /// Count one identity.
-    pub fn add(&mut self, r: Reason) {
+    pub(crate) fn add(&mut self, r: Reason) {
         *self.slot(r) += 1;
     }
     /// Add `other`'s counts to these (a fleet's totals).

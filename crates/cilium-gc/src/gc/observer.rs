@@ -47,7 +47,7 @@ pub struct PendingWrites {
 impl PendingWrites {
     /// The one-cluster question: "About to delete 12 stale identities on
     /// https://… (context prod)."
-    pub fn question(&self) -> String {
+    pub(crate) fn question(&self) -> String {
         format!(
             "About to delete {} stale identities{} on {}{}.",
             self.deletes,
