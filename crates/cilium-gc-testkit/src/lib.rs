@@ -16,7 +16,7 @@ use std::path::PathBuf;
 pub mod schema;
 mod world;
 
-pub use world::{calm, mark_of, stale_names, World, TEST_TIMEOUT};
+pub use world::{calm, closed_url, mark_of, stale_names, Fleet, World, TEST_TIMEOUT};
 
 /// `relative` under the repository's root (the workspace directory).
 pub fn repo_path(relative: &str) -> PathBuf {
