@@ -1,9 +1,10 @@
 //! What every test suite of the workspace needs and must not write again:
 //! where the repository is, whether this is CI, whether a tool a test needs
-//! is here, a simulated cluster with its kubeconfig ([`World`]) and the
-//! committed report schema ([`schema`]). A dev-dependency only; it knows the
-//! simulator, never the engine, so the engine's tests and the plugin's each
-//! add how they run against the world.
+//! is here, a simulated cluster with its kubeconfig ([`World`]; several as
+//! one kubeconfig's contexts: [`Fleet`]) and the committed schemas
+//! ([`schema`]). A dev-dependency only; it knows the simulator, never the
+//! engine, so the engine's tests and the plugin's each add how they run
+//! against the world.
 //!
 //! The rule it carries (the project's): in CI (`CI=true`) a test whose tool
 //! is missing *fails*; on a developer's machine it says SKIPPING and

@@ -6,12 +6,13 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use cilium_gc::exit::Exit;
-use cilium_gc::fleet::{run_fleet, ClusterFailure, ClusterStatus, FleetObserver, FleetSettings};
+use cilium_gc::fleet::{ClusterFailure, ClusterStatus};
 use cilium_gc::gc::PendingWrites;
 use cilium_gc::report::{AbortReason, Mode, Outcome};
-use cilium_gc::settings::{GcSettings, ScanSettings, WriteSettings};
-use cilium_gc::stop::Stop;
+use cilium_gc::Exit;
+use cilium_gc::Stop;
+use cilium_gc::{run_fleet, FleetObserver, FleetSettings};
+use cilium_gc::{GcSettings, ScanSettings, WriteSettings};
 use cilium_gc_sim::Scenario;
 
 mod support;

@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use cilium_gc::exit::Exit;
 use cilium_gc::report::{CheckName, ConfigSource, ErrorKind};
+use cilium_gc::Exit;
 use cilium_gc::{GcSettings, ScanSettings};
 use cilium_gc_sim::default_cilium_config;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -270,7 +270,7 @@ async fn misbehaving_servers_end_in_clear_errors() {
     })
     .await;
     let mut api = api_at(&url);
-    let stop = cilium_gc::stop::Stop::default();
+    let stop = cilium_gc::Stop::default();
     let r = tokio::time::timeout(
         Duration::from_secs(60),
         cilium_gc::scan::list_raw(
