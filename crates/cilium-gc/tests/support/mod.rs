@@ -17,7 +17,7 @@ use cilium_gc::Ui;
 use cilium_gc::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
 use serde_json::Value;
 
-pub use cilium_gc_testkit::{calm, mark_of, stale_names, World, TEST_TIMEOUT};
+pub use cilium_gc_testkit::{calm, mark_of, stale_names, Fleet, World, TEST_TIMEOUT};
 
 /// What the engine's tests do with a [`World`].
 pub trait Engine {
@@ -29,14 +29,19 @@ pub trait Engine {
 
 impl Engine for World {
     fn kube(&self) -> ConnectSettings {
-        ConnectSettings {
-            kubeconfig: Some(self.kubeconfig.clone()),
-            ..ConnectSettings::default()
-        }
+        kube_of(&self.kubeconfig)
     }
 
     async fn gc(&self, settings: &GcSettings) -> (Report, Exit) {
         gc_at(&self.kube(), settings, &Stop::default()).await
+    }
+}
+
+/// Connection settings with only `--kubeconfig <kubeconfig>`.
+pub fn kube_of(kubeconfig: &std::path::Path) -> ConnectSettings {
+    ConnectSettings {
+        kubeconfig: Some(kubeconfig.to_owned()),
+        ..ConnectSettings::default()
     }
 }
 
