@@ -22,7 +22,8 @@ pub trait Observer: Send + Sync {
     }
     /// Ask to go ahead with the writes a plan holds. Called from a thread
     /// of its own, so it may block. By default asks [`Observer::confirm`]
-    /// with [`PendingWrites::question`]; a fleet run gathers every
+    /// with the one-cluster question ("About to delete 12 stale identities
+    /// on …"); a fleet run gathers every
     /// cluster's before asking once.
     fn confirm_writes(&self, pending: &PendingWrites) -> Option<bool> {
         self.confirm(&pending.question())
