@@ -11,59 +11,11 @@ use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use jiff::Timestamp;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use crate::model::Identity;
 use crate::selector::Selector;
 
-/// Why an identity was or was not chosen. Exactly one per identity.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Reason {
-    /// Referenced by a CiliumEndpoint or CiliumEndpointSlice.
-    InUse,
-    /// Non-numeric name, or outside this cluster's local identity range.
-    NotLocal,
-    /// Excluded by `--selector`, `--namespace` or `--min-age`.
-    Filtered,
-    /// Unused but without a heartbeat mark: left for the operator (or marked with `--mark`).
-    Unmarked,
-    /// Unused and marked, but the mark is younger than the heartbeat timeout.
-    MarkTooRecent,
-    /// The heartbeat mark is not an RFC 3339 time: never deleted.
-    MalformedMark,
-    /// Unused, marked, mark older than the heartbeat timeout: a deletion candidate.
-    Stale,
-}
-
-impl Reason {
-    /// Every reason, in report order.
-    pub const ALL: [Reason; 7] = [
-        Reason::InUse,
-        Reason::NotLocal,
-        Reason::Filtered,
-        Reason::Unmarked,
-        Reason::MarkTooRecent,
-        Reason::MalformedMark,
-        Reason::Stale,
-    ];
-
-    /// The kebab-case name used in reports.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::InUse => "in-use",
-            Reason::NotLocal => "not-local",
-            Reason::Filtered => "filtered",
-            Reason::Unmarked => "unmarked",
-            Reason::MarkTooRecent => "mark-too-recent",
-            Reason::MalformedMark => "malformed-mark",
-            Reason::Stale => "stale",
-        }
-    }
-}
+pub use cilium_gc_documents::report::Reason;
 
 /// The verdict on one identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,7 +17,6 @@ mod gc_health;
 mod input;
 mod operator_metrics;
 pub(crate) mod redact;
-mod types;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -28,15 +27,10 @@ use serde_json::value::RawValue;
 pub use crate::model::Change;
 pub use crate::preflight::Crds;
 pub use analyze::analyze;
+pub use cilium_gc_documents::diagnosis::*;
 pub use input::{IdentityRecord, Input, Workloads};
-pub use types::{
-    schema, AgeAndRate, AgeBucket, Churn, CiliumWorkloads, Configuration, DefectStatus,
-    DiagnosedCluster, Diagnosis, DuplicateGroup, Duplicates, Finding, FindingCode, GcCounters,
-    GcHealth, IdentitySpace, Integrity, KnownDefect, LabelKeyStat, Level, ManagerActivity,
-    Modifiers, NamespaceCount, NamespaceStat, OperatorGcMetrics, OperatorMetricsRead,
-    OperatorPodStatus, PassEvidence, PassVerdict, Severity, StateCounts, StripExample, KIND,
-    SCHEMA_ID,
-};
+// The documents crate's module, by the name this module's parts use.
+use cilium_gc_documents::diagnosis as types;
 
 use crate::cluster::{ApiClient, ConnectError};
 use crate::exit::Exit;

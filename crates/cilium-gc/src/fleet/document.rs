@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 use crate::diagnose::Diagnosis;
 use crate::diagnose::{DefectStatus, FindingCode, Severity};
 use crate::exit::Exit;
-use crate::report::{Abort, AbortReason, Mode, ReasonCounts, Report, Tool, API_VERSION};
+use crate::report::{
+    Abort, AbortReason, CountReasons as _, Mode, ReasonCounts, Report, Tool, API_VERSION,
+};
 
 use super::spool::Clusters;
 

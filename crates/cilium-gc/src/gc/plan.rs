@@ -6,7 +6,7 @@ use jiff::Timestamp;
 use crate::cluster::Endpoint;
 use crate::model::{Identity, Malformed};
 use crate::policy::{self, Policy, Reason};
-use crate::report::{ErrorKind, Item, ItemsMode, Mode, Outcome};
+use crate::report::{CountReasons as _, ErrorKind, Item, ItemsMode, Mode, Outcome};
 use crate::settings::GcSettings;
 use crate::sweep::ItemResult;
 use crate::usage::UsageHandle;

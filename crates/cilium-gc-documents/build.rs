@@ -1,4 +1,5 @@
-//! Records the git commit the engine is built from, for `version` and the
+//! Records the git commit the documents crate is built from (the commit
+//! of the whole workspace), for `version` and the
 //! report's `tool.commit`. Outside a git checkout (crates.io, release
 //! tarballs) the commit is simply unknown.
 
