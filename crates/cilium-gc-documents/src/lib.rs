@@ -15,9 +15,11 @@
 //!   the shared [`API_VERSION`](report::API_VERSION) and
 //!   [`Tool`](report::Tool), and [`publishable_schema`](report::publishable_schema),
 //!   the one way every document's schema is published;
-//! - [`diagnosis`]: the `diagnose` health report.
+//! - [`diagnosis`]: the `diagnose` health report;
+//! - [`fleet`]: the fleet report's parts and the fleet diagnosis.
 
 #![deny(missing_docs, unreachable_pub)]
 
 pub mod diagnosis;
+pub mod fleet;
 pub mod report;

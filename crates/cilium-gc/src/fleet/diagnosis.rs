@@ -10,103 +10,20 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use jiff::Timestamp;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 
-use super::document::{fleet_exit, ClusterEntry, ClusterError, ClusterFailure, ClusterStatus};
-use super::{Fullest, IdentitySpaceUse};
+use super::document::{fleet_exit, BuildEntry as _};
+use super::{
+    ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FleetDiagnosis,
+    FleetDiagnosisSummary, Fullest, IdentitySpaceUse, FLEET_DIAGNOSIS_KIND,
+    FLEET_DIAGNOSIS_SCHEMA_ID,
+};
 use crate::diagnose::{DiagnoseError, DiagnoseSettings};
 use crate::exit::Exit;
-use crate::report::{AbortReason, Tool, API_VERSION};
+use crate::report::{AbortReason, API_VERSION};
 use crate::settings::ConnectSettings;
 use crate::stop::{Stop, StopReason};
-
-/// `kind` of the fleet diagnosis.
-pub const FLEET_DIAGNOSIS_KIND: &str = "CiliumIdentityFleetDiagnosis";
-/// `$id` of its published schema, also written as `$schema` in every document.
-pub const FLEET_DIAGNOSIS_SCHEMA_ID: &str =
-    "https://raw.githubusercontent.com/kubectl-cilium-gc/kubectl-cilium-gc/main/schema/fleet-diagnosis-v1.json";
-
-/// `diagnose` over several clusters (`--context` repeated or a glob,
-/// `--all-contexts`, `--context-regex`): one document, a table of the
-/// clusters, then each cluster's diagnosis.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(title = "CiliumIdentityFleetDiagnosis")]
-pub struct FleetDiagnosis {
-    /// The JSON Schema this document conforms to.
-    #[serde(rename = "$schema")]
-    pub schema: String,
-    /// Document version: `cilium-gc.kubectl.io/v1`.
-    pub api_version: String,
-    /// Always `CiliumIdentityFleetDiagnosis`.
-    pub kind: String,
-    /// The program that wrote the document.
-    pub tool: Tool,
-    /// When the first diagnosis started (RFC 3339, UTC).
-    pub started_at: Timestamp,
-    /// When the document was written (RFC 3339, UTC).
-    pub finished_at: Timestamp,
-    /// Wall time of the whole run, in seconds.
-    pub duration_seconds: f64,
-    /// Clusters diagnosed at the same time (`--parallel`).
-    pub parallel: u32,
-    /// The process exit status: 0 only when every cluster was diagnosed,
-    /// else the most severe cluster's (order: 143, 130, 1, 4, 5, 3, 2), as
-    /// a fleet scan's.
-    pub exit_code: u8,
-    /// True when SIGINT or SIGTERM stopped the run early.
-    pub interrupted: bool,
-    /// True when contexts and servers are replaced by keyed hashes, and
-    /// each diagnosis redacted (`--redact`), everywhere in this document.
-    pub redacted: bool,
-    /// Counts over every cluster.
-    pub summary: FleetDiagnosisSummary,
-    /// One entry per selected context, in the order they were selected:
-    /// the fleet report's entries, with `diagnosis` (or `error`) and never
-    /// a `report` (nothing is scanned or deleted). `status` `succeeded`
-    /// means the cluster was diagnosed, whatever its findings.
-    pub clusters: Vec<ClusterEntry>,
-}
-
-/// Counts over every cluster of a fleet diagnosis.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FleetDiagnosisSummary {
-    /// Clusters selected.
-    pub clusters: u64,
-    /// Clusters diagnosed.
-    pub diagnosed: u64,
-    /// Clusters that could not be diagnosed (their entries say why).
-    pub failed: u64,
-    /// Findings over every diagnosis, by severity.
-    pub findings: FindingCounts,
-    /// The cluster whose local identity range is the most used.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fullest: Option<Fullest>,
-}
-
-/// Findings by severity.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FindingCounts {
-    /// Act now.
-    pub critical: u64,
-    /// Act soon.
-    pub warning: u64,
-    /// Worth knowing.
-    pub info: u64,
-}
-
-/// The published JSON Schema of the fleet diagnosis.
-pub fn diagnosis_schema() -> serde_json::Value {
-    crate::report::publishable_schema(
-        schemars::schema_for!(FleetDiagnosis),
-        FLEET_DIAGNOSIS_SCHEMA_ID,
-    )
-}
 
 /// Diagnose every context of `contexts` with `ds` (each context replacing
 /// `kube`'s, every other connection flag kept), at most `parallel` at a

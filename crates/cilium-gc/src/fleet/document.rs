@@ -11,19 +11,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnose::Diagnosis;
-use crate::diagnose::{DefectStatus, FindingCode, Severity};
+use crate::diagnose::{DefectStatus, FindingCode};
 use crate::exit::Exit;
-use crate::report::{
-    Abort, AbortReason, CountReasons as _, Mode, ReasonCounts, Report, Tool, API_VERSION,
-};
+use crate::report::{AbortReason, CountReasons as _, Mode, Report, Tool, API_VERSION};
 
 use super::spool::Clusters;
-
-/// `kind` of the fleet report.
-pub(crate) const FLEET_KIND: &str = "CiliumIdentityGCFleetReport";
-/// `$id` of the published schema, also written as `$schema` in every fleet report.
-pub const FLEET_SCHEMA_ID: &str =
-    "https://raw.githubusercontent.com/kubectl-cilium-gc/kubectl-cilium-gc/main/schema/fleet-report-v1.json";
+use super::{
+    ClusterEntry, ClusterError, ClusterStatus, FleetReason, FleetSummary, Fullest,
+    IdentitySpaceUse, WorstFinding, FLEET_KIND, FLEET_SCHEMA_ID,
+};
 
 /// The result of one `kubectl cilium-gc` scan or delete over several
 /// clusters (`--context` repeated, `--all-contexts`, `--context-regex`).
@@ -65,178 +61,6 @@ pub struct FleetReport {
     pub clusters: Clusters,
 }
 
-/// Counts over every cluster of the fleet run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct FleetSummary {
-    /// Clusters selected.
-    pub clusters: u64,
-    /// Clusters whose run succeeded (exit code 0).
-    pub succeeded: u64,
-    /// Clusters whose run did not (their entries say why).
-    pub failed: u64,
-    /// Identities listed, over every cluster.
-    pub identities: u64,
-    /// Identities per decision reason, over every cluster.
-    pub reasons: ReasonCounts,
-    /// Deletion candidates at scan time, over every cluster.
-    pub candidates: u64,
-    /// Identities deleted, over every cluster (0 with `--dry-run=server`).
-    pub deleted: u64,
-    /// With `--dry-run=server`: deletes the servers validated, over every cluster.
-    pub validated: u64,
-    /// Candidates that could not be deleted, over every cluster.
-    pub failed_items: u64,
-    /// The cluster whose local identity range is the most used, when any
-    /// cluster was listed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fullest: Option<Fullest>,
-}
-
-/// The fullest identity space of the fleet.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Fullest {
-    /// Its context (a hash with `--redact`).
-    pub context: String,
-    /// How full its local range is.
-    pub identity_space: IdentitySpaceUse,
-}
-
-/// How much of a cluster's local identity range its CiliumIdentities take,
-/// as its run listed them (before any delete).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct IdentitySpaceUse {
-    /// Identities in the local range.
-    pub allocated: u64,
-    /// Ids in the local range (65280 for cluster 0).
-    pub capacity: u64,
-    /// `allocated` as a percentage of `capacity`, two decimals.
-    pub utilisation_percent: f64,
-}
-
-/// How one cluster's run ended, in one word.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ClusterStatus {
-    /// Exit code 0.
-    Succeeded,
-    /// Anything else: see `error` and the report.
-    Failed,
-    /// The fleet run was stopped before this cluster's run started.
-    NotStarted,
-}
-
-/// One cluster of the fleet run.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterEntry {
-    /// The kubeconfig context (a hash with `--redact`).
-    pub context: String,
-    /// The API server URL, when the context names one (a hash with `--redact`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server: Option<String>,
-    /// How its run ended.
-    pub status: ClusterStatus,
-    /// The exit code this cluster's run would have ended a single-context
-    /// run with.
-    pub exit_code: u8,
-    /// Why the run did not succeed: the report's `aborted`, failed items,
-    /// or why it never ran. Absent on success.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<ClusterError>,
-    /// How full its identity space was when listed (by the run, else by
-    /// the diagnosis).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub identity_space: Option<IdentitySpaceUse>,
-    /// What diagnose's findings say of its identity GC, in a few words
-    /// (e.g. `operator 1.15.3: cilium#33142`, `GC is keeping up`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gc_verdict: Option<String>,
-    /// The most severe finding of its diagnosis.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub worst_finding: Option<WorstFinding>,
-    /// The cluster's run, exactly as `--context <this>` alone writes it
-    /// (schema `report-v1.json`). Absent only when it never ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub report: Option<Report>,
-    /// The read-only health report `diagnose` writes (schema
-    /// `diagnosis-v1.json`), made just before the run, so it describes the
-    /// cluster as the run found it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnosis: Option<Diagnosis>,
-    /// Why no diagnosis could be made, when the run reached the cluster but
-    /// diagnose could not. Never changes the exit code.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnosis_error: Option<String>,
-}
-
-/// Why a cluster's run did not succeed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ClusterError {
-    /// The category.
-    pub reason: ClusterFailure,
-    /// A one-line explanation for humans.
-    pub message: String,
-}
-
-/// Why a cluster failed: its run's own abort reason (the same words the
-/// single-cluster report's `aborted.reason` uses), or one only a fleet has.
-/// Serialized as the bare kebab-case word either way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum ClusterFailure {
-    /// The cluster's run aborted, for this reason.
-    Aborted(AbortReason),
-    /// The cluster failed in a way only a fleet run has.
-    Fleet(FleetReason),
-}
-
-/// The failures only a fleet run has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum FleetReason {
-    /// The run finished, but some candidates could not be deleted.
-    ItemsFailed,
-    /// The fleet run was stopped before this cluster's run started.
-    NotStarted,
-}
-
-impl From<AbortReason> for ClusterFailure {
-    fn from(r: AbortReason) -> Self {
-        ClusterFailure::Aborted(r)
-    }
-}
-
-impl From<FleetReason> for ClusterFailure {
-    fn from(r: FleetReason) -> Self {
-        ClusterFailure::Fleet(r)
-    }
-}
-
-impl From<&Abort> for ClusterError {
-    fn from(a: &Abort) -> Self {
-        ClusterError {
-            reason: a.reason.into(),
-            message: a.message.clone(),
-        }
-    }
-}
-
-/// A finding, in short.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct WorstFinding {
-    /// How urgent it is.
-    pub severity: Severity,
-    /// What it is about.
-    pub code: FindingCode,
-    /// One sentence for humans.
-    pub message: String,
-}
-
 /// The published JSON Schema of the fleet report.
 pub fn schema() -> serde_json::Value {
     crate::report::publishable_schema(schemars::schema_for!(FleetReport), FLEET_SCHEMA_ID)
@@ -267,9 +91,18 @@ pub(crate) fn fleet_exit(exits: impl IntoIterator<Item = Exit>) -> Exit {
         .unwrap_or(Exit::Success)
 }
 
-impl ClusterEntry {
+/// How the engine builds a [`ClusterEntry`].
+pub(crate) trait BuildEntry: Sized {
     /// The entry of a cluster whose run went its course.
-    pub(crate) fn from_run(context: String, report: Report, exit: Exit) -> Self {
+    fn from_run(context: String, report: Report, exit: Exit) -> Self;
+    /// The entry of a cluster whose run never started.
+    fn not_started(context: String, exit: Exit) -> Self;
+    /// This entry with its cluster's diagnosis.
+    fn with_diagnosis(self, diagnosis: Diagnosis) -> Self;
+}
+
+impl BuildEntry for ClusterEntry {
+    fn from_run(context: String, report: Report, exit: Exit) -> Self {
         ClusterEntry {
             server: report.cluster.server.clone(),
             status: if exit == Exit::Success {
@@ -304,7 +137,7 @@ impl ClusterEntry {
     }
 
     /// The entry of a cluster the fleet run was stopped before starting.
-    pub(crate) fn not_started(context: String, exit: Exit) -> Self {
+    fn not_started(context: String, exit: Exit) -> Self {
         ClusterEntry {
             context,
             server: None,
@@ -326,7 +159,7 @@ impl ClusterEntry {
     /// Attach the diagnosis, and what its findings say of GC. When the run
     /// stopped before listing (a refused delete), the identity space is
     /// the diagnosis' count.
-    pub(crate) fn with_diagnosis(mut self, diagnosis: Diagnosis) -> Self {
+    fn with_diagnosis(mut self, diagnosis: Diagnosis) -> Self {
         if self.identity_space.is_none() {
             let s = &diagnosis.identity_space;
             self.identity_space = Some(IdentitySpaceUse {

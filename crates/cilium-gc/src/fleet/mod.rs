@@ -29,14 +29,10 @@ use jiff::Timestamp;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument as _;
 
-pub use diagnosis::{
-    diagnose_fleet, diagnosis_schema, FindingCounts, FleetDiagnosis, FleetDiagnosisSummary,
-    FLEET_DIAGNOSIS_KIND, FLEET_DIAGNOSIS_SCHEMA_ID,
-};
-pub use document::{
-    schema, ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FleetReason, FleetReport,
-    FleetSummary, Fullest, IdentitySpaceUse, WorstFinding, FLEET_SCHEMA_ID,
-};
+pub use cilium_gc_documents::fleet::*;
+pub use diagnosis::diagnose_fleet;
+use document::BuildEntry as _;
+pub use document::{schema, FleetReport};
 use redact::redact_entry;
 pub use select::{ContextFilter, SelectError};
 pub use spool::Clusters;

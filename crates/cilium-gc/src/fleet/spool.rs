@@ -183,6 +183,7 @@ impl<'de> Deserialize<'de> for Clusters {
 mod tests {
     use super::*;
     use crate::exit::Exit;
+    use crate::fleet::document::BuildEntry as _;
 
     fn entry(context: &str) -> ClusterEntry {
         ClusterEntry::not_started(context.into(), Exit::Interrupted)

@@ -1,0 +1,280 @@
+//! The fleet documents: the fleet report's parts (one entry per cluster,
+//! the fleet's counts) and the whole fleet diagnosis, one document for
+//! `scan`, `delete` or `diagnose` over many clusters, holding each
+//! cluster's ordinary [`Report`] or [`Diagnosis`] unchanged.
+//!
+//! `schema/fleet-report-v1.json` and `schema/fleet-diagnosis-v1.json` are
+//! generated from these types (the fleet report itself is the engine's
+//! `cilium_gc::fleet::FleetReport`: its clusters may be spooled to disk)
+//! and a test fails when a committed file drifts. Same rules as the
+//! report's: v1 only ever gains optional fields.
+
+use jiff::Timestamp;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::diagnosis::{Diagnosis, FindingCode, Severity};
+use crate::report::{Abort, AbortReason, ReasonCounts, Report, Tool};
+
+/// `kind` of the fleet report.
+pub const FLEET_KIND: &str = "CiliumIdentityGCFleetReport";
+/// `$id` of the published schema, also written as `$schema` in every fleet report.
+pub const FLEET_SCHEMA_ID: &str =
+    "https://raw.githubusercontent.com/kubectl-cilium-gc/kubectl-cilium-gc/main/schema/fleet-report-v1.json";
+
+/// Counts over every cluster of the fleet run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetSummary {
+    /// Clusters selected.
+    pub clusters: u64,
+    /// Clusters whose run succeeded (exit code 0).
+    pub succeeded: u64,
+    /// Clusters whose run did not (their entries say why).
+    pub failed: u64,
+    /// Identities listed, over every cluster.
+    pub identities: u64,
+    /// Identities per decision reason, over every cluster.
+    pub reasons: ReasonCounts,
+    /// Deletion candidates at scan time, over every cluster.
+    pub candidates: u64,
+    /// Identities deleted, over every cluster (0 with `--dry-run=server`).
+    pub deleted: u64,
+    /// With `--dry-run=server`: deletes the servers validated, over every cluster.
+    pub validated: u64,
+    /// Candidates that could not be deleted, over every cluster.
+    pub failed_items: u64,
+    /// The cluster whose local identity range is the most used, when any
+    /// cluster was listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fullest: Option<Fullest>,
+}
+
+/// The fullest identity space of the fleet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Fullest {
+    /// Its context (a hash with `--redact`).
+    pub context: String,
+    /// How full its local range is.
+    pub identity_space: IdentitySpaceUse,
+}
+
+/// How much of a cluster's local identity range its CiliumIdentities take,
+/// as its run listed them (before any delete).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IdentitySpaceUse {
+    /// Identities in the local range.
+    pub allocated: u64,
+    /// Ids in the local range (65280 for cluster 0).
+    pub capacity: u64,
+    /// `allocated` as a percentage of `capacity`, two decimals.
+    pub utilisation_percent: f64,
+}
+
+/// How one cluster's run ended, in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ClusterStatus {
+    /// Exit code 0.
+    Succeeded,
+    /// Anything else: see `error` and the report.
+    Failed,
+    /// The fleet run was stopped before this cluster's run started.
+    NotStarted,
+}
+
+/// One cluster of the fleet run.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterEntry {
+    /// The kubeconfig context (a hash with `--redact`).
+    pub context: String,
+    /// The API server URL, when the context names one (a hash with `--redact`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+    /// How its run ended.
+    pub status: ClusterStatus,
+    /// The exit code this cluster's run would have ended a single-context
+    /// run with.
+    pub exit_code: u8,
+    /// Why the run did not succeed: the report's `aborted`, failed items,
+    /// or why it never ran. Absent on success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ClusterError>,
+    /// How full its identity space was when listed (by the run, else by
+    /// the diagnosis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub identity_space: Option<IdentitySpaceUse>,
+    /// What diagnose's findings say of its identity GC, in a few words
+    /// (e.g. `operator 1.15.3: cilium#33142`, `GC is keeping up`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc_verdict: Option<String>,
+    /// The most severe finding of its diagnosis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_finding: Option<WorstFinding>,
+    /// The cluster's run, exactly as `--context <this>` alone writes it
+    /// (schema `report-v1.json`). Absent only when it never ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<Report>,
+    /// The read-only health report `diagnose` writes (schema
+    /// `diagnosis-v1.json`), made just before the run, so it describes the
+    /// cluster as the run found it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<Diagnosis>,
+    /// Why no diagnosis could be made, when the run reached the cluster but
+    /// diagnose could not. Never changes the exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis_error: Option<String>,
+}
+
+/// Why a cluster's run did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterError {
+    /// The category.
+    pub reason: ClusterFailure,
+    /// A one-line explanation for humans.
+    pub message: String,
+}
+
+/// Why a cluster failed: its run's own abort reason (the same words the
+/// single-cluster report's `aborted.reason` uses), or one only a fleet has.
+/// Serialized as the bare kebab-case word either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ClusterFailure {
+    /// The cluster's run aborted, for this reason.
+    Aborted(AbortReason),
+    /// The cluster failed in a way only a fleet run has.
+    Fleet(FleetReason),
+}
+
+/// The failures only a fleet run has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum FleetReason {
+    /// The run finished, but some candidates could not be deleted.
+    ItemsFailed,
+    /// The fleet run was stopped before this cluster's run started.
+    NotStarted,
+}
+
+impl From<AbortReason> for ClusterFailure {
+    fn from(r: AbortReason) -> Self {
+        ClusterFailure::Aborted(r)
+    }
+}
+
+impl From<FleetReason> for ClusterFailure {
+    fn from(r: FleetReason) -> Self {
+        ClusterFailure::Fleet(r)
+    }
+}
+
+impl From<&Abort> for ClusterError {
+    fn from(a: &Abort) -> Self {
+        ClusterError {
+            reason: a.reason.into(),
+            message: a.message.clone(),
+        }
+    }
+}
+
+/// A finding, in short.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorstFinding {
+    /// How urgent it is.
+    pub severity: Severity,
+    /// What it is about.
+    pub code: FindingCode,
+    /// One sentence for humans.
+    pub message: String,
+}
+
+/// `kind` of the fleet diagnosis.
+pub const FLEET_DIAGNOSIS_KIND: &str = "CiliumIdentityFleetDiagnosis";
+/// `$id` of its published schema, also written as `$schema` in every document.
+pub const FLEET_DIAGNOSIS_SCHEMA_ID: &str =
+    "https://raw.githubusercontent.com/kubectl-cilium-gc/kubectl-cilium-gc/main/schema/fleet-diagnosis-v1.json";
+
+/// `diagnose` over several clusters (`--context` repeated or a glob,
+/// `--all-contexts`, `--context-regex`): one document, a table of the
+/// clusters, then each cluster's diagnosis.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(title = "CiliumIdentityFleetDiagnosis")]
+pub struct FleetDiagnosis {
+    /// The JSON Schema this document conforms to.
+    #[serde(rename = "$schema")]
+    pub schema: String,
+    /// Document version: `cilium-gc.kubectl.io/v1`.
+    pub api_version: String,
+    /// Always `CiliumIdentityFleetDiagnosis`.
+    pub kind: String,
+    /// The program that wrote the document.
+    pub tool: Tool,
+    /// When the first diagnosis started (RFC 3339, UTC).
+    pub started_at: Timestamp,
+    /// When the document was written (RFC 3339, UTC).
+    pub finished_at: Timestamp,
+    /// Wall time of the whole run, in seconds.
+    pub duration_seconds: f64,
+    /// Clusters diagnosed at the same time (`--parallel`).
+    pub parallel: u32,
+    /// The process exit status: 0 only when every cluster was diagnosed,
+    /// else the most severe cluster's (order: 143, 130, 1, 4, 5, 3, 2), as
+    /// a fleet scan's.
+    pub exit_code: u8,
+    /// True when SIGINT or SIGTERM stopped the run early.
+    pub interrupted: bool,
+    /// True when contexts and servers are replaced by keyed hashes, and
+    /// each diagnosis redacted (`--redact`), everywhere in this document.
+    pub redacted: bool,
+    /// Counts over every cluster.
+    pub summary: FleetDiagnosisSummary,
+    /// One entry per selected context, in the order they were selected:
+    /// the fleet report's entries, with `diagnosis` (or `error`) and never
+    /// a `report` (nothing is scanned or deleted). `status` `succeeded`
+    /// means the cluster was diagnosed, whatever its findings.
+    pub clusters: Vec<ClusterEntry>,
+}
+
+/// Counts over every cluster of a fleet diagnosis.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FleetDiagnosisSummary {
+    /// Clusters selected.
+    pub clusters: u64,
+    /// Clusters diagnosed.
+    pub diagnosed: u64,
+    /// Clusters that could not be diagnosed (their entries say why).
+    pub failed: u64,
+    /// Findings over every diagnosis, by severity.
+    pub findings: FindingCounts,
+    /// The cluster whose local identity range is the most used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fullest: Option<Fullest>,
+}
+
+/// Findings by severity.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FindingCounts {
+    /// Act now.
+    pub critical: u64,
+    /// Act soon.
+    pub warning: u64,
+    /// Worth knowing.
+    pub info: u64,
+}
+
+/// The published JSON Schema of the fleet diagnosis.
+pub fn diagnosis_schema() -> serde_json::Value {
+    crate::report::publishable_schema(
+        schemars::schema_for!(FleetDiagnosis),
+        FLEET_DIAGNOSIS_SCHEMA_ID,
+    )
+}
