@@ -607,6 +607,29 @@ mod tests {
         );
     }
 
+    /// The narrowing flags become the engine's [`ScanSettings`] as typed:
+    /// the engine's `narrowing` tests pass these settings for the flags
+    /// they name (moved there from `tests/it`, issue 27).
+    #[test]
+    fn narrowing_flags_become_scan_settings() {
+        let scan_settings = |args: &[&str]| {
+            let mut argv = vec!["x", "delete"];
+            argv.extend_from_slice(args);
+            let Command::Delete(d) = parse(&argv).unwrap().command else {
+                panic!("not delete")
+            };
+            d.scan.settings()
+        };
+        let l = scan_settings(&["-l", "app,!job-name"]);
+        assert_eq!(l.selector.as_deref(), Some("app,!job-name"));
+        let commas = scan_settings(&["-n", "team-003,team-007"]);
+        let repeated = scan_settings(&["-n", "team-003", "-n", "team-007"]);
+        assert_eq!(commas.namespaces, vec!["team-003", "team-007"]);
+        assert_eq!(repeated.namespaces, commas.namespaces);
+        let old = scan_settings(&["--min-age", "21d"]);
+        assert_eq!(old.min_age, Some(Duration::from_secs(21 * 86_400)));
+    }
+
     #[test]
     fn delete_flags_and_kubectl_flags_parse() {
         let cli = parse(&[

@@ -36,20 +36,16 @@ pub fn fleet(f: &FleetReport) -> String {
         thousands(s.reasons.stale),
         thousands(s.deleted),
     );
-    table(
+    about(
         &mut o,
-        &["About", "Value"],
-        &[
-            vec!["Started at".into(), f.started_at.to_string()],
-            vec!["Duration".into(), format!("{:.1}s", f.duration_seconds)],
-            vec!["Clusters at a time".into(), f.parallel.to_string()],
-            vec!["Exit code".into(), f.exit_code.to_string()],
-            vec![
-                "Redacted".into(),
-                if f.redacted { "yes" } else { "no" }.into(),
-            ],
-            vec!["Tool".into(), tool_line(&f.tool)],
-        ],
+        About {
+            started_at: f.started_at,
+            duration_seconds: f.duration_seconds,
+            parallel: f.parallel,
+            exit_code: f.exit_code,
+            redacted: f.redacted,
+            tool: &f.tool,
+        },
     );
     let _ = writeln!(o, "## Clusters\n");
     let header = crate::render::fleet_header(f.mode)
@@ -138,20 +134,16 @@ pub fn fleet_diagnosis(f: &FleetDiagnosis) -> String {
         "**Verdict: {mark} {} of {} clusters diagnosed; {} critical, {} warning findings{fullest}**\n",
         s.diagnosed, s.clusters, s.findings.critical, s.findings.warning,
     );
-    table(
+    about(
         &mut o,
-        &["About", "Value"],
-        &[
-            vec!["Started at".into(), f.started_at.to_string()],
-            vec!["Duration".into(), format!("{:.1}s", f.duration_seconds)],
-            vec!["Clusters at a time".into(), f.parallel.to_string()],
-            vec!["Exit code".into(), f.exit_code.to_string()],
-            vec![
-                "Redacted".into(),
-                if f.redacted { "yes" } else { "no" }.into(),
-            ],
-            vec!["Tool".into(), tool_line(&f.tool)],
-        ],
+        About {
+            started_at: f.started_at,
+            duration_seconds: f.duration_seconds,
+            parallel: f.parallel,
+            exit_code: f.exit_code,
+            redacted: f.redacted,
+            tool: &f.tool,
+        },
     );
     let _ = writeln!(o, "## Clusters\n");
     let header = crate::render::fleet_diagnosis_header()
@@ -198,4 +190,34 @@ pub fn fleet_diagnosis(f: &FleetDiagnosis) -> String {
         let _ = writeln!(o, "</details>\n");
     }
     o
+}
+
+/// What a fleet document says about its own run; the report and the
+/// diagnosis carry the same fields, shown in one "About" table.
+struct About<'a> {
+    started_at: jiff::Timestamp,
+    duration_seconds: f64,
+    parallel: u32,
+    exit_code: u8,
+    redacted: bool,
+    tool: &'a Tool,
+}
+
+/// The "About" table of a fleet document.
+fn about(o: &mut String, a: About<'_>) {
+    table(
+        o,
+        &["About", "Value"],
+        &[
+            vec!["Started at".into(), a.started_at.to_string()],
+            vec!["Duration".into(), format!("{:.1}s", a.duration_seconds)],
+            vec!["Clusters at a time".into(), a.parallel.to_string()],
+            vec!["Exit code".into(), a.exit_code.to_string()],
+            vec![
+                "Redacted".into(),
+                if a.redacted { "yes" } else { "no" }.into(),
+            ],
+            vec!["Tool".into(), tool_line(a.tool)],
+        ],
+    );
 }

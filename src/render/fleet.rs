@@ -109,21 +109,9 @@ fn aligned(rows: &[Vec<String>], paint: impl Fn(usize, usize, &str) -> String) -
 /// The text view of a fleet report.
 pub fn fleet_text(f: &FleetReport, style: Style) -> String {
     let p = Paint::new(style);
-    let mut rows = vec![fleet_header(f.mode).map(String::from).to_vec()];
-    rows.extend(f.clusters.iter().map(|e| fleet_row(e, f.mode)));
-    let last = rows[0].len() - 1;
-    let mut o = aligned(&rows, |i, c, s| {
-        if i == 0 {
-            p.bold(s)
-        } else if c == last {
-            match f.clusters[i - 1].status {
-                ClusterStatus::Succeeded => p.green(s),
-                _ => p.red(s),
-            }
-        } else {
-            s.to_owned()
-        }
-    });
+    let rows = f.clusters.iter().map(|e| fleet_row(e, f.mode));
+    let statuses: Vec<ClusterStatus> = f.clusters.iter().map(|e| e.status).collect();
+    let mut o = clusters_table(&p, &fleet_header(f.mode), rows, &statuses);
     o.push('\n');
     let s = &f.summary;
     let verb = match f.mode {
@@ -261,21 +249,9 @@ pub fn fleet_diagnosis_row(e: &ClusterEntry) -> Vec<String> {
 /// what failed where, then each cluster's diagnosis under its context.
 pub fn fleet_diagnosis_text(f: &FleetDiagnosis, style: Style) -> String {
     let p = Paint::new(style);
-    let mut rows = vec![fleet_diagnosis_header().map(String::from).to_vec()];
-    rows.extend(f.clusters.iter().map(fleet_diagnosis_row));
-    let last = rows[0].len() - 1;
-    let mut o = aligned(&rows, |i, c, s| {
-        if i == 0 {
-            p.bold(s)
-        } else if c == last {
-            match f.clusters[i - 1].status {
-                ClusterStatus::Succeeded => p.green(s),
-                _ => p.red(s),
-            }
-        } else {
-            s.to_owned()
-        }
-    });
+    let rows = f.clusters.iter().map(fleet_diagnosis_row);
+    let statuses: Vec<ClusterStatus> = f.clusters.iter().map(|e| e.status).collect();
+    let mut o = clusters_table(&p, &fleet_diagnosis_header(), rows, &statuses);
     o.push('\n');
     let s = &f.summary;
     let _ = writeln!(
@@ -315,4 +291,30 @@ pub fn fleet_diagnosis_text(f: &FleetDiagnosis, style: Style) -> String {
         }
     }
     o
+}
+
+/// The clusters table of a fleet document: a bold header, then one row per
+/// cluster whose last cell (its status) is green when it succeeded and red
+/// otherwise.
+fn clusters_table<const N: usize>(
+    p: &Paint,
+    header: &[&str; N],
+    rows: impl Iterator<Item = Vec<String>>,
+    statuses: &[ClusterStatus],
+) -> String {
+    let mut all = vec![header.map(String::from).to_vec()];
+    all.extend(rows);
+    let last = N - 1;
+    aligned(&all, |i, c, s| {
+        if i == 0 {
+            p.bold(s)
+        } else if c == last {
+            match statuses[i - 1] {
+                ClusterStatus::Succeeded => p.green(s),
+                _ => p.red(s),
+            }
+        } else {
+            s.to_owned()
+        }
+    })
 }

@@ -27,29 +27,10 @@ repo="$(cd "$here/../.." && pwd)"
 log() { echo "cluster.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-# A loopback port nothing listens on.
-free_port() {
-  local p
-  for _ in $(seq 1 200); do
-    p=$(( 20000 + RANDOM % 40000 ))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-  done
-  die "no free loopback port found"
-}
+# shellcheck source=../lib/proc.sh
+. "$here/../lib/proc.sh"
 
 kubectl_admin() { "$BIN/kubectl" --kubeconfig "$DIR/admin.kubeconfig" "$@"; }
-
-pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
-
-stop_pid() {
-  local f="$1"
-  pid_alive "$f" || { rm -f "$f"; return 0; }
-  local pid; pid=$(cat "$f")
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -f "$f"
-}
 
 certs() {
   (

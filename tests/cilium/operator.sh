@@ -29,17 +29,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 log() { echo "operator.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
 
-pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
-
-# A port nothing listens on at the bind address.
-free_port() {
-  local p
-  for _ in $(seq 1 200); do
-    p=$(( 20000 + RANDOM % 40000 ))
-    if ! (exec 3<>"/dev/tcp/$BIND/$p") 2>/dev/null; then echo "$p"; return; fi
-  done
-  die "no free port found on $BIND"
-}
+# shellcheck source=../lib/proc.sh
+. "$here/../lib/proc.sh"
 
 load() {
   CLUSTER="$(cd "$1" && pwd)"
@@ -49,15 +40,7 @@ load() {
   . "$OP/env"
 }
 
-stop_operator() {
-  local f="$OP/operator.pid"
-  pid_alive "$f" || { rm -f "$f"; return 0; }
-  local pid; pid=$(cat "$f")
-  kill "$pid" 2>/dev/null || true
-  for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
-  rm -f "$f"
-}
+stop_operator() { stop_pid "$OP/operator.pid"; }
 
 start_operator() {
   local flags=() starts
@@ -133,7 +116,7 @@ up() {
   mkdir -p "$OP"
   BIN="${KCG_CILIUM_BIN:-$("$here/build.sh" "$VERSION")/bin}"
   BIND="${KCG_OPERATOR_BIND:-127.0.0.1}"
-  API_PORT=$(free_port); GOPS_PORT=$(free_port); METRICS_PORT=$(free_port)
+  API_PORT=$(free_port "$BIND"); GOPS_PORT=$(free_port "$BIND"); METRICS_PORT=$(free_port "$BIND")
   local host="$BIND"; [[ "$BIND" == *:* ]] && host="[$BIND]"
   printf '%s\n' "$@" | sed '/^$/d' > "$OP/flags"
   cat > "$OP/env" <<ENV

@@ -7,7 +7,7 @@
 use cilium_gc_sim::{default_cilium_config, Kind};
 use serde_json::{json, Value};
 
-use crate::support::world::World;
+use crate::support::world::{Binary, World};
 use crate::support::{calm, schema};
 
 /// The step a scan gives when nothing stops a delete.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::support::calm;
 use crate::support::tool_or_skip;
-use crate::support::world::{assert_ok, assert_valid, binary, deletes_after, World};
+use crate::support::world::{assert_ok, assert_valid, binary, deletes_after, Binary, World};
 
 #[tokio::test]
 async fn delete_help_documents_every_flag_and_the_exit_codes() {

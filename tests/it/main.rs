@@ -1,5 +1,8 @@
-//! The one integration test binary. One module per capability; shared code
-//! lives in `support`.
+//! The one integration test binary of the plugin: what goes through the
+//! binary or its flags (output, exit codes, files). One module per
+//! capability; shared code lives in `support` (the world itself in
+//! `cilium-gc-testkit`). What the engine does on its own is tested by the
+//! engine: `crates/cilium-gc/tests/`.
 
 mod support;
 
@@ -18,7 +21,7 @@ mod image;
 /// `examples/cronjob.yaml`: least-privilege RBAC and the CronJob.
 mod cronjob;
 
-/// `scan` and `delete` over the simulator: ledger, counts, exit codes.
+/// `scan` and `delete` through the binary: confirmation, the Markdown ticket.
 mod sweep;
 
 /// Fleet mode: several clusters in one run, one fleet report. Issue 21.
@@ -35,22 +38,19 @@ mod advice;
 
 /// `demo`: the story, side by side with cilium-operator 1.15.
 mod demo;
-/// Narrowing flags (`-l`, `-n`, `--min-age`) through scan and delete.
-mod narrowing;
 /// The simulator's cilium-operator GC pass checked against the real code
 /// (issue 25).
 mod operator_sim;
 
-/// Ctrl-C at every phase, a second Ctrl-C, panics, request timeouts.
+/// Ctrl-C at every phase, a second Ctrl-C, panics.
 mod stopping;
 
 /// The binary: help, exit codes, stdout, jq, signals, kubectl discovery.
 mod cli;
 
-/// Issue 12: fail closed, leak nothing (credentials, refusals, proxies,
-/// bad input, misbehaving servers).
+/// Issue 12: fail closed, leak nothing (credentials in every output,
+/// proxies, bad input).
 mod safety;
 
-/// Safety under chaos: random schedules (property tests), malformed
-/// objects, spoiled pages, restarts, clock skew, signals at random points.
+/// Safety under chaos: signals at random points.
 mod chaos;

@@ -9,7 +9,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use prometheus_parse::{Scrape, Value};
 
-use crate::support::world::World;
+use crate::support::world::{Binary, World};
 use crate::support::{calm, tools};
 
 /// A Pushgateway stand-in on 127.0.0.1:0 answering `status` to everything;

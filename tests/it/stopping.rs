@@ -1,9 +1,11 @@
 //! What Ctrl-C and a bug promise, through the built binary: a signal at
 //! any phase (connecting, preflight, watcher sync, scan, sweep) stops the
 //! run promptly with the report written (exit 130/143); a second signal
-//! exits at once; a panic ends in an `internal-error` report (exit 1); and
-//! `--request-timeout` never cuts a quiet watch. Promptness is checked only
-//! by a generous bound that catches a hang, never by fine timing. Issue 13.
+//! exits at once; and a panic ends in an `internal-error` report (exit 1).
+//! (That `--request-timeout` never cuts a quiet watch is the engine's
+//! `run::request_timeout_does_not_cut_quiet_watches`.) Promptness is checked
+//! only by a generous bound that catches a hang, never by fine timing.
+//! Issue 13.
 
 use std::process::{Output, Stdio};
 use std::time::Duration;
@@ -13,10 +15,8 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
-use cilium_gc::stop::Stop;
-
 use crate::support::calm;
-use crate::support::world::{assert_valid, binary, gc_at, World};
+use crate::support::world::{assert_valid, binary, World};
 
 /// Far longer than a prompt stop takes, far shorter than the hang it catches
 /// (today's default request timeout is 30 s, retried).
@@ -333,25 +333,6 @@ async fn a_panic_in_the_run_ends_in_an_internal_error_report() {
             );
         }
     }
-}
-
-/// `--request-timeout` limits single requests, never the watches: a watch
-/// quiet for longer (the simulator bookmarks every 5 s) is not cut.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn request_timeout_does_not_cut_quiet_watches() {
-    let w = World::start(calm("small")).await;
-    let mut kube = w.kube();
-    kube.request_timeout = Some(Duration::from_secs(1));
-    let args = [
-        "delete", "--yes", "-n", "team-005", "--qps", "2", "--burst", "1",
-    ];
-    let (report, exit) = gc_at(kube, &args, &Stop::default()).await;
-    assert_eq!(exit, cilium_gc::exit::Exit::Success, "{:?}", report.aborted);
-    assert!(
-        report.duration_seconds > 3.0,
-        "the run outlasts the timeout"
-    );
-    assert_eq!(report.summary.watcher_restarts, 0, "no watch was cut");
 }
 
 /// Issue 21: an item whose only answers were 429s when Ctrl-C cut its

@@ -54,6 +54,9 @@ pub struct OperatorMetrics {
     /// Current releases' format: an `identity_type="crd"` label on the GC
     /// series (1.15 has none).
     pub current_format: bool,
+    /// `cilium_operator_identity_gc_latency{outcome="success"}`, the last
+    /// completed pass's seconds: only current releases publish it.
+    pub last_pass_seconds: Option<f64>,
 }
 
 impl OperatorMetrics {
@@ -80,6 +83,10 @@ impl OperatorMetrics {
         if let Some(n) = self.runs_success {
             o += "# TYPE cilium_operator_identity_gc_runs gauge\n";
             o += &format!("cilium_operator_identity_gc_runs{{{t}outcome=\"success\"}} {n}\n");
+        }
+        if let (true, Some(secs)) = (self.current_format, self.last_pass_seconds) {
+            o += "# TYPE cilium_operator_identity_gc_latency gauge\n";
+            o += &format!("cilium_operator_identity_gc_latency{{{t}outcome=\"success\"}} {secs}\n");
         }
         if let Some((alive, deleted)) = self.entries {
             o += "# TYPE cilium_operator_identity_gc_entries gauge\n";

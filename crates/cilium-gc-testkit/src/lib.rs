@@ -1,6 +1,9 @@
 //! What every test suite of the workspace needs and must not write again:
-//! where the repository is, whether this is CI, and whether a tool a test
-//! needs is here. A dev-dependency only.
+//! where the repository is, whether this is CI, whether a tool a test needs
+//! is here, a simulated cluster with its kubeconfig ([`World`]) and the
+//! committed report schema ([`schema`]). A dev-dependency only; it knows the
+//! simulator, never the engine, so the engine's tests and the plugin's each
+//! add how they run against the world.
 //!
 //! The rule it carries (the project's): in CI (`CI=true`) a test whose tool
 //! is missing *fails*; on a developer's machine it says SKIPPING and
@@ -9,6 +12,11 @@
 #![deny(missing_docs, unreachable_pub)]
 
 use std::path::PathBuf;
+
+pub mod schema;
+mod world;
+
+pub use world::{calm, mark_of, stale_names, World, TEST_TIMEOUT};
 
 /// `relative` under the repository's root (the workspace directory).
 pub fn repo_path(relative: &str) -> PathBuf {
@@ -38,6 +46,15 @@ pub fn tool_or_skip(tool: &str, what: &str) -> bool {
         eprintln!("{tool} not found: SKIPPING {what} (.ci/run installs it)");
     }
     found
+}
+
+/// Random cases per property test: `CHAOS_CASES`, else 6. Each suite
+/// scales it to what one case costs.
+pub fn chaos_cases() -> u32 {
+    std::env::var("CHAOS_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(6)
 }
 
 #[cfg(test)]

@@ -14,13 +14,8 @@ use jiff::{SignedDuration, Timestamp};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-/// Random cases per property: `CHAOS_CASES`, else 6 (scaled below).
-fn cases() -> u32 {
-    std::env::var("CHAOS_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(6)
-}
+// Random cases per property: `CHAOS_CASES`, else 6.
+use cilium_gc_testkit::chaos_cases as cases;
 
 fn ago(now: Timestamp, secs: i64) -> String {
     (now - SignedDuration::from_secs(secs)).to_string()

@@ -12,7 +12,7 @@ use cilium_gc_sim::Scenario;
 
 mod support;
 
-use support::{assert_valid, delete, json, World};
+use support::{assert_valid, delete, json, Engine, World};
 
 const TIMEOUT_30M: Duration = Duration::from_secs(30 * 60);
 

@@ -120,6 +120,7 @@ fn full_example() -> diagnose::Diagnosis {
                     entries_alive: Some(10),
                     entries_deleted: Some(0),
                     gc_errors: Some(3),
+                    last_pass_seconds: Some(0.25),
                 }),
                 second: None,
                 expected_passes: None,

@@ -1,70 +1,31 @@
 //! `diagnose` (issue 5): the diagnosis contract (`schema/diagnosis-v1.json`
 //! is what `diagnose::schema()` generates, is valid draft 2020-12, documents
-//! every field, and accepts real diagnoses), and, against the simulator,
-//! one scenario per finding.
+//! every field, and accepts real diagnoses), and the command through the
+//! binary: its views, `--redact`, the operator's metrics. One scenario per
+//! finding, from the engine, is `crates/cilium-gc/tests/diagnose/`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use cilium_gc::diagnose::types::{Finding, FindingCode, Level, Severity};
 use cilium_gc::diagnose::{self, analyze, IdentityRecord, Input};
-use cilium_gc::model::{Change, Identity, NAMESPACE_LABEL};
+use cilium_gc::model::{Change, Identity};
 use cilium_gc::preflight::Crds;
-use cilium_gc::report::{ConfigSource, IdRange};
-use cilium_gc_sim::Kind;
-use cilium_gc_sim::{default_cilium_config, Scenario};
-use clap::Parser;
-use kubectl_cilium_gc::cli::{Cli, Command, DiagnoseArgs};
+use cilium_gc_sim::Scenario;
 use serde_json::{json, Value};
 
 use crate::support::calm;
 use crate::support::schema;
-use crate::support::world::{assert_ok, binary, mark_of, World, TEST_TIMEOUT};
+use crate::support::world::{assert_ok, binary, mark_of, Binary, World, TEST_TIMEOUT};
 
 mod contract;
-mod findings;
-mod gc_health;
 mod operator_metrics;
 mod views;
 
-use findings::scenario_secrets;
 pub(crate) use views::markdown_tables;
 
-// ---- Against the simulator: one scenario per finding ----
-//
-// Actors are off in every scenario so that the numbers are the seed's and
-// the mutations the test makes, nothing else. Expected numbers are read
-// back from the simulator's objects, not from the diagnosis.
-
-/// `scenario` with actors and faults off.
-/// The small preset, calm.
+/// The small preset, calm: actors and faults off.
 fn small() -> Scenario {
     Scenario::preset("small").expect("preset").calm()
-}
-
-/// `diagnose` flags as the CLI would parse them.
-fn diagnose_args(extra: &[&str]) -> DiagnoseArgs {
-    let mut argv = vec!["kubectl-cilium_gc", "diagnose"];
-    argv.extend_from_slice(extra);
-    match Cli::try_parse_from(argv).expect("test flags parse").command {
-        Command::Diagnose(a) => a,
-        other => panic!("not diagnose: {other:?}"),
-    }
-}
-
-/// Diagnose the world through the library (real client over HTTPS), and
-/// check the document against the committed schema on the way.
-async fn diagnose_world(w: &World, extra: &[&str]) -> diagnose::Diagnosis {
-    let args = diagnose_args(extra);
-    let d = tokio::time::timeout(
-        TEST_TIMEOUT,
-        diagnose::run_diagnosis(&w.kube(), &args.settings()),
-    )
-    .await
-    .expect("diagnosis finished in time")
-    .expect("diagnosis succeeds");
-    assert_conforms(&serde_json::to_value(&d).unwrap());
-    d
 }
 
 fn assert_conforms(d: &Value) {
@@ -74,95 +35,4 @@ fn assert_conforms(d: &Value) {
         "diagnosis does not validate:\n{}",
         errors.join("\n")
     );
-}
-
-fn codes(d: &diagnose::Diagnosis) -> Vec<FindingCode> {
-    d.findings.iter().map(|f| f.code).collect()
-}
-
-fn finding(d: &diagnose::Diagnosis, code: FindingCode) -> &Finding {
-    d.findings
-        .iter()
-        .find(|f| f.code == code)
-        .unwrap_or_else(|| panic!("no {code:?} in {:#?}", d.findings))
-}
-
-/// Findings must come most severe first.
-fn assert_sorted(d: &diagnose::Diagnosis) {
-    let sev: Vec<Severity> = d.findings.iter().map(|f| f.severity).collect();
-    let mut sorted = sev.clone();
-    sorted.sort();
-    assert_eq!(sev, sorted, "findings not most severe first");
-}
-
-/// Every identity object on the server.
-fn identity_objects(w: &World) -> Vec<Value> {
-    w.sim
-        .identity_names()
-        .iter()
-        .filter_map(|n| w.sim.identity(n))
-        .collect()
-}
-
-/// Per security-label key: (distinct values, identities carrying it).
-fn label_key_counts(objs: &[Value]) -> BTreeMap<String, (u64, u64)> {
-    let mut m: BTreeMap<String, (BTreeSet<String>, u64)> = BTreeMap::new();
-    for o in objs {
-        for (k, v) in o["security-labels"].as_object().into_iter().flatten() {
-            let e = m.entry(k.clone()).or_default();
-            e.0.insert(v.as_str().unwrap_or_default().to_owned());
-            e.1 += 1;
-        }
-    }
-    m.into_iter()
-        .map(|(k, (vals, n))| (k, (vals.len() as u64, n)))
-        .collect()
-}
-
-/// Endpoint references per identity id, counted from the CiliumEndpoints.
-fn endpoint_refs(w: &World) -> HashMap<u64, u64> {
-    let mut refs = HashMap::new();
-    for key in w.sim.endpoint_keys() {
-        let ep = w.sim.object(Kind::Endpoint, &key).expect("endpoint");
-        let id = ep
-            .pointer("/status/identity/id")
-            .and_then(Value::as_u64)
-            .expect("endpoint has an identity id");
-        *refs.entry(id).or_default() += 1;
-    }
-    refs
-}
-
-fn percent(part: u64, whole: u64) -> f64 {
-    (part as f64 * 1000.0 / whole as f64).round() / 10.0
-}
-
-fn config(extra: &[(&str, &str)]) -> Option<BTreeMap<String, String>> {
-    let mut c = default_cilium_config("crd");
-    for (k, v) in extra {
-        c.insert((*k).into(), (*v).into());
-    }
-    Some(c)
-}
-
-const JOB_KEYS: [&str; 4] = [
-    "k8s:batch.kubernetes.io/controller-uid",
-    "k8s:batch.kubernetes.io/job-name",
-    "k8s:controller-uid",
-    "k8s:job-name",
-];
-
-/// A batch cluster: 1,000 identities, 90% of them for Jobs (one label value
-/// per Job), all created in the last 12 hours.
-fn batch_cluster(labels: Option<&str>) -> Scenario {
-    Scenario {
-        identities: 1_000,
-        job_ratio: 0.9,
-        endpoints: 600,
-        stale_ratio: 0.4,
-        namespaces: 5,
-        age_spread: Duration::from_secs(12 * 3600),
-        cilium_config: config(&labels.map(|l| [("labels", l)]).unwrap_or_default()),
-        ..small()
-    }
 }

@@ -1,4 +1,5 @@
-//! `--demo-scenario` and `-o markdown`: the command's views of a diagnosis.
+//! `--demo-scenario`, `-o markdown` and `--redact`: the command's views of a
+//! diagnosis.
 
 use super::*;
 
@@ -206,4 +207,109 @@ async fn markdown_of_the_seed_diagnosis_is_a_well_formed_ticket_and_redacts() {
     assert!(!red.contains("127.0.0.1"));
     assert!(red.contains("| Redacted | yes"));
     assert!(red.contains("| ns-"), "namespaces appear as tokens");
+}
+
+/// Every namespace name and label value the scenario has, for leak checks.
+/// `default` (cluster and service-account values) is left out: the document
+/// uses the word itself (`"source": "default"`); where it could leak as a
+/// label value the structural check in the test covers it.
+fn scenario_secrets(w: &World) -> BTreeSet<String> {
+    let mut s = BTreeSet::new();
+    for o in w.identity_objects() {
+        for m in [&o["security-labels"], &o["metadata"]["labels"]] {
+            for v in m.as_object().into_iter().flatten().map(|(_, v)| v) {
+                s.insert(v.as_str().unwrap_or_default().to_owned());
+            }
+        }
+    }
+    for key in w.sim.endpoint_keys() {
+        s.insert(key.split('/').next().unwrap().to_owned());
+    }
+    s.remove("default");
+    s.remove("");
+    s
+}
+
+/// `--redact` through the binary: none of the scenario's namespaces, label
+/// values, nor the server URL appear in the JSON or the text; the plain run
+/// shows them (so the check means something) and its JSON validates.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redact_leaves_no_namespace_label_value_or_server() {
+    let w = World::start(small()).await;
+    // Exercise every place a name can appear: strip-loop examples carry a
+    // namespace, duplicate groups carry label values.
+    let used = w.sim.referenced_ids();
+    for name in w
+        .sim
+        .identity_names()
+        .into_iter()
+        .filter(|n| {
+            n.parse::<u64>()
+                .is_ok_and(|id| id < 65_536 && !used.contains(&id))
+        })
+        .filter(|n| w.sim.identity(n).and_then(|o| mark_of(&o)).is_some())
+        .take(3)
+    {
+        w.sim.set_heartbeat(&name, None).unwrap();
+    }
+    let secrets = scenario_secrets(&w);
+    assert!(secrets.iter().any(|s| s.starts_with("team-")));
+    let server = w.sim.url();
+    let host = w.sim.addr().to_string();
+
+    let plain = w.bin(&["diagnose", "-o", "json"]).await;
+    assert_eq!(
+        plain.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    let plain_json: Value = serde_json::from_slice(&plain.stdout).expect("stdout is JSON");
+    assert_conforms(&plain_json);
+    let plain_text = String::from_utf8(plain.stdout).unwrap();
+    assert!(plain_text.contains("team-00") && plain_text.contains(&server));
+    assert_eq!(plain_json["redacted"], false);
+
+    let red = w.bin(&["diagnose", "--redact", "-o", "json"]).await;
+    assert_eq!(
+        red.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&red.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&red.stdout).expect("stdout is JSON");
+    assert_conforms(&doc);
+    assert_eq!(doc["redacted"], true);
+    assert!(doc["cluster"]["server"]
+        .as_str()
+        .unwrap()
+        .starts_with("server-"));
+    assert!(doc["cluster"]["context"]
+        .as_str()
+        .unwrap()
+        .starts_with("context-"));
+    assert!(doc["integrity"]["stripLoopExamples"][0]["namespace"]
+        .as_str()
+        .unwrap()
+        .starts_with("ns-"));
+    for ns in doc["churn"]["namespacesByIdentities"].as_array().unwrap() {
+        assert!(ns["namespace"].as_str().unwrap().starts_with("ns-"), "{ns}");
+    }
+    let groups = doc["churn"]["duplicates"]["examples"].as_array().unwrap();
+    assert!(!groups.is_empty(), "the seed has duplicate label sets");
+    for g in groups {
+        for (k, v) in g["labels"].as_object().unwrap() {
+            let v = v.as_str().unwrap();
+            assert!(v.starts_with("v-") || v.starts_with("ns-"), "{k}={v}");
+        }
+    }
+    let text_red = w.bin(&["diagnose", "--redact"]).await;
+    assert_eq!(text_red.status.code(), Some(0));
+    for (what, out) in [("json", &red.stdout), ("text", &text_red.stdout)] {
+        let out = String::from_utf8_lossy(out);
+        for s in secrets.iter().chain([&server, &host]) {
+            assert!(!out.contains(s.as_str()), "--redact {what} leaks {s:?}");
+        }
+        assert!(!out.contains("127.0.0.1"), "--redact {what} leaks the host");
+    }
 }

@@ -6,14 +6,11 @@ use serde_json::Value;
 use super::repo_path;
 
 /// Where the committed schema lives, relative to the repository.
-pub const SCHEMA_FILE: &str = "schema/report-v1.json";
+pub const SCHEMA_FILE: &str = cilium_gc_testkit::schema::REPORT_SCHEMA_FILE;
 
 /// The committed schema file, parsed.
 pub fn committed() -> Value {
-    let path = repo_path(SCHEMA_FILE);
-    let text =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+    cilium_gc_testkit::schema::committed(SCHEMA_FILE)
 }
 
 /// The schema exactly as it must be committed: pretty JSON and a newline.
@@ -35,14 +32,7 @@ pub fn meta_errors(schema: &Value) -> Vec<String> {
 /// Why `instance` does not conform to `schema` (formats such as `date-time`
 /// checked); empty when it does.
 pub fn errors(schema: &Value, instance: &Value) -> Vec<String> {
-    let validator = jsonschema::draft202012::options()
-        .should_validate_formats(true)
-        .build(schema)
-        .unwrap_or_else(|e| panic!("schema does not compile: {e}"));
-    validator
-        .iter_errors(instance)
-        .map(|e| format!("{}: {e}", e.instance_path()))
-        .collect()
+    cilium_gc_testkit::schema::errors(schema, instance)
 }
 
 /// Where the diagnosis schema lives, relative to the repository.
@@ -50,10 +40,7 @@ pub const DIAGNOSIS_SCHEMA_FILE: &str = "schema/diagnosis-v1.json";
 
 /// The committed diagnosis schema, parsed.
 pub fn committed_diagnosis() -> Value {
-    let path = repo_path(DIAGNOSIS_SCHEMA_FILE);
-    let text =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+    cilium_gc_testkit::schema::committed(DIAGNOSIS_SCHEMA_FILE)
 }
 
 /// The diagnosis schema exactly as it must be committed.
@@ -151,10 +138,7 @@ pub const FLEET_SCHEMA_FILE: &str = "schema/fleet-report-v1.json";
 
 /// The committed fleet schema, parsed.
 pub fn committed_fleet() -> Value {
-    let path = repo_path(FLEET_SCHEMA_FILE);
-    let text =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+    cilium_gc_testkit::schema::committed(FLEET_SCHEMA_FILE)
 }
 
 /// The fleet schema exactly as it must be committed.
@@ -170,8 +154,7 @@ pub const FLEET_DIAGNOSIS_SCHEMA_FILE: &str = "schema/fleet-diagnosis-v1.json";
 
 /// The committed fleet diagnosis schema, parsed.
 pub fn committed_fleet_diagnosis() -> Value {
-    let text = std::fs::read_to_string(repo_path(FLEET_DIAGNOSIS_SCHEMA_FILE)).unwrap();
-    serde_json::from_str(&text).unwrap()
+    cilium_gc_testkit::schema::committed(FLEET_DIAGNOSIS_SCHEMA_FILE)
 }
 
 /// The fleet diagnosis schema exactly as it must be committed.

@@ -273,14 +273,31 @@ fn cilium_workloads(w: &Workloads) -> Option<CiliumWorkloads> {
     })
 }
 
-/// The identities now: how many, and how many unused ones wait for GC
-/// (stale candidates and unused unmarked ones).
+/// The identities now: how many, and the unused ones by how far along GC
+/// they are. All three are given because "overdue" alone read as "nothing
+/// unused" on a churning cluster where most unused identities were freshly
+/// marked or too young to judge.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct IdentityCounts {
     /// Every identity listed.
     pub total: u64,
-    /// Unused ones the operator should have marked or deleted.
-    pub unused_waiting: u64,
+    /// Unused ones the operator should already have marked or deleted.
+    pub overdue: u64,
+    /// Unused, marked less than a heartbeat timeout ago: on their way out.
+    pub marked: u64,
+    /// Unused, unmarked, younger than one identity-gc-interval.
+    pub too_young: u64,
+}
+
+impl IdentityCounts {
+    /// One clause for the evidence line, e.g.
+    /// `1200 (unused: 3 overdue for GC, 480 marked within the heartbeat timeout, 20 too young to judge)`.
+    fn describe(&self) -> String {
+        format!(
+            "{} (unused: {} overdue for GC, {} marked within the heartbeat timeout, {} too young to judge)",
+            self.total, self.overdue, self.marked, self.too_young
+        )
+    }
 }
 
 /// The findings `h` supports, for [`fn@super::analyze`]'s list.
@@ -366,14 +383,13 @@ fn gc_passes_failing(m: &OperatorGcMetrics, ids: IdentityCounts) -> Option<Findi
         .collect();
     evidence.push(match last.entries_alive {
         Some(alive) => format!(
-            "identities now: {} ({} unused waiting for GC); at the end of the last completed pass: {alive} alive, {} deleted",
-            ids.total,
-            ids.unused_waiting,
+            "identities now: {}; at the end of the last completed pass: {alive} alive, {} deleted",
+            ids.describe(),
             last.entries_deleted.unwrap_or(0)
         ),
         None => format!(
-            "identities now: {} ({} unused waiting for GC); no pass has completed since the operator started",
-            ids.total, ids.unused_waiting
+            "identities now: {}; no pass has completed since the operator started",
+            ids.describe()
         ),
     });
     evidence.push("cilium-operator counts only completed passes (identity_gc_runs outcome=success); a pass that ends at an error (a 409 on a delete before 1.16, cilium/cilium#33142; a 404 on a delete or a failed mark update in later versions, #47571) is counted nowhere".into());

@@ -23,6 +23,13 @@
 //!   (`identity-heartbeat` in 1.15, seen with the real one).
 //! - Only the leader runs GC: a standby replica has no `identity_gc_*`
 //!   series at all.
+//! - Passes do not start every `identity-gc-interval`: Cilium's controller
+//!   waits the interval *after* a pass ends (`pkg/controller`), so a pass
+//!   that takes as long as the interval halves the number of passes. 1.16
+//!   and later publish the last completed pass's duration
+//!   (`cilium_operator_identity_gc_latency{outcome="success"}`, a gauge), and
+//!   the expected passes count with it; 1.15 does not, and a long pass there
+//!   can look like missed passes (docs/real-cilium.md).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -143,6 +150,13 @@ pub(crate) fn counters(samples: &[Sample], at: Timestamp) -> GcCounters {
         .iter()
         .find(|s| s.name == "cilium_operator_process_start_time_seconds")
         .and_then(|s| Timestamp::from_millisecond((s.value * 1000.0) as i64).ok());
+    let last_pass = samples
+        .iter()
+        .filter(|s| s.name == "cilium_operator_identity_gc_latency")
+        .filter(|s| s.labels.get("outcome").map(String::as_str) == Some("success"))
+        .filter(|s| s.labels.get("identity_type").is_none_or(|t| t == "crd"))
+        .map(|s| s.value)
+        .find(|v| v.is_finite() && *v >= 0.0);
     let runs = "cilium_operator_identity_gc_runs";
     let entries = "cilium_operator_identity_gc_entries";
     GcCounters {
@@ -153,6 +167,7 @@ pub(crate) fn counters(samples: &[Sample], at: Timestamp) -> GcCounters {
         entries_alive: sum(entries, "status", "alive"),
         entries_deleted: sum(entries, "status", "deleted"),
         gc_errors: (!gc_errors.is_empty()).then(|| gc_errors.iter().sum::<f64>() as u64),
+        last_pass_seconds: last_pass,
     }
 }
 
@@ -169,7 +184,9 @@ pub(crate) fn judge_pod(read: &mut OperatorMetricsRead, interval: Duration) {
         return;
     };
     let last = read.second.as_ref().unwrap_or(first);
-    let interval_s = interval.as_secs_f64().max(1.0);
+    // One pass every interval plus the pass itself, when its length is known.
+    let pass_s = last.last_pass_seconds.unwrap_or(0.0);
+    let interval_s = interval.as_secs_f64().max(1.0) + pass_s;
     let uptime = last
         .process_started_at
         .map(|s| last.read_at.duration_since(s).as_secs_f64().max(0.0));
@@ -192,9 +209,10 @@ pub(crate) fn judge_pod(read: &mut OperatorMetricsRead, interval: Duration) {
                 PassVerdict::Completing
             };
             why.push(format!(
-                "{moved} passes completed in {} between two reads (identity-gc-interval {})",
+                "{moved} passes completed in {} between two reads (identity-gc-interval {}{})",
                 human_duration(window),
-                human_duration(interval_s)
+                human_duration(interval.as_secs_f64()),
+                pass_clause(pass_s)
             ));
             read.evidence = why;
             return;
@@ -219,9 +237,10 @@ pub(crate) fn judge_pod(read: &mut OperatorMetricsRead, interval: Duration) {
         return;
     }
     why.push(format!(
-        "{completed} passes completed in {} up; identity-gc-interval {} allows about {expected:.0}",
+        "{completed} passes completed in {} up; identity-gc-interval {}{} allows about {expected:.0}",
         human_duration(uptime.unwrap_or_default()),
-        human_duration(interval_s)
+        human_duration(interval.as_secs_f64()),
+        pass_clause(pass_s)
     ));
     read.verdict = if expected < MIN_EXPECTED_PASSES {
         PassVerdict::Unknown
@@ -231,6 +250,15 @@ pub(crate) fn judge_pod(read: &mut OperatorMetricsRead, interval: Duration) {
         PassVerdict::Completing
     };
     read.evidence = why;
+}
+
+/// ", plus the last pass's 30m" when the operator published its length.
+fn pass_clause(pass_s: f64) -> String {
+    if pass_s > 0.0 {
+        format!(" plus the last pass's {}", human_duration(pass_s))
+    } else {
+        String::new()
+    }
 }
 
 /// The verdict over every operator pod read: the leader's (the pod whose
@@ -363,6 +391,48 @@ cilium_operator_process_start_time_seconds 1.7e+09
         let mut r = read(c(600, 0, Some(1)), Some(c(720, 0, Some(3))));
         judge_pod(&mut r, min);
         assert_eq!(r.verdict, PassVerdict::Completing);
+    }
+
+    #[test]
+    fn a_long_pass_is_not_counted_as_missed_passes() {
+        let quarter = Duration::from_secs(900);
+        // Up 10 hours at 15m, each pass 30m: a pass starts every 45m, so 13
+        // completed passes are all there are.
+        let long = |read_at, success| GcCounters {
+            last_pass_seconds: Some(1800.0),
+            ..c(read_at, 0, success)
+        };
+        let mut r = read(long(36_000, Some(13)), None);
+        judge_pod(&mut r, quarter);
+        assert_eq!(r.verdict, PassVerdict::Completing, "{:?}", r.evidence);
+        assert_eq!(r.expected_passes, Some(14.0));
+        assert!(
+            r.evidence[0].contains("plus the last pass's 30m"),
+            "{:?}",
+            r.evidence
+        );
+        // Without the pass length (1.15), the same counter reads as missed.
+        let mut r = read(c(36_000, 0, Some(13)), None);
+        judge_pod(&mut r, quarter);
+        assert_eq!(r.verdict, PassVerdict::NotCompleting);
+        // Two reads 20m apart with a 30m pass: too close to judge by the
+        // counter alone, so the uptime decides.
+        let mut r = read(long(36_000, Some(13)), Some(long(37_200, Some(13))));
+        judge_pod(&mut r, quarter);
+        assert_eq!(r.verdict, PassVerdict::Completing, "{:?}", r.evidence);
+    }
+
+    #[test]
+    fn the_pass_length_is_read_from_the_crd_success_gauge() {
+        let text = "cilium_operator_identity_gc_latency{identity_type=\"kvstore\",outcome=\"success\"} 9\ncilium_operator_identity_gc_latency{identity_type=\"crd\",outcome=\"fail\"} 7\ncilium_operator_identity_gc_latency{identity_type=\"crd\",outcome=\"success\"} 12.5\n";
+        assert_eq!(
+            counters(&parse_exposition(text), at(0)).last_pass_seconds,
+            Some(12.5)
+        );
+        assert_eq!(
+            counters(&parse_exposition(V115), at(0)).last_pass_seconds,
+            None
+        );
     }
 
     #[test]

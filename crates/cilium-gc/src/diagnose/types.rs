@@ -192,6 +192,10 @@ pub struct GcCounters {
     /// `cilium_operator_errors_warnings_total{level="error"}` of the identity-GC log subsystem.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gc_errors: Option<u64>,
+    /// `cilium_operator_identity_gc_latency{outcome="success"}`: how long the
+    /// last completed pass took, in seconds (1.16 and later; absent in 1.15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_pass_seconds: Option<f64>,
 }
 
 impl Default for GcCounters {
@@ -204,6 +208,7 @@ impl Default for GcCounters {
             entries_alive: None,
             entries_deleted: None,
             gc_errors: None,
+            last_pass_seconds: None,
         }
     }
 }
@@ -661,7 +666,7 @@ pub struct Configuration {
 
 /// The JSON Schema of [`Diagnosis`], draft 2020-12, with our `$id`.
 ///
-/// This is what `schema/diagnosis-v1.json` holds; `tests/it/diagnose.rs`
+/// This is what `schema/diagnosis-v1.json` holds; `tests/it/diagnose/contract.rs`
 /// fails when the two differ. Same conventions as the report's schema.
 pub fn schema() -> serde_json::Value {
     crate::report::publishable_schema(schemars::schema_for!(Diagnosis), SCHEMA_ID)

@@ -1,143 +1,126 @@
-//! A simulated cluster for an engine test, run through `gc::run` with
-//! settings built as plain values (the engine has no command line), and the
-//! report checked against the committed schema. Moved from `tests/it`'s
-//! `support/world.rs`; the plugin's flags map to these settings one to one
-//! (`kubectl_cilium_gc::cli`'s unit test `clap_defaults_are_the_engine_defaults`
-//! pins that the defaults agree).
+//! The engine's side of the shared test world: how a test runs the engine
+//! (`gc::run`, settings built as plain values: the engine has no command
+//! line) against a [`World`] from `cilium-gc-testkit`, and settings for the
+//! flags a test names. The plugin's flags map to these settings one to one
+//! (`kubectl_cilium_gc::cli`'s unit tests `clap_defaults_are_the_engine_defaults`
+//! and `narrowing_flags_become_scan_settings` pin that).
 
-#![allow(dead_code)]
+// Each test binary uses part of it.
+#![allow(dead_code, unused_imports)]
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::time::Duration;
 
 use cilium_gc::exit::Exit;
 use cilium_gc::gc::{self, Ui};
-use cilium_gc::policy::parse_mark;
-use cilium_gc::report::{ItemsMode, Report};
+use cilium_gc::report::{ItemsMode, Outcome, Report};
 use cilium_gc::settings::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
 use cilium_gc::stop::Stop;
-use cilium_gc_sim::{Scenario, Simulator};
-use jiff::Timestamp;
 use serde_json::Value;
 
-/// Every test gives up after this long rather than hang CI.
-pub const TEST_TIMEOUT: Duration = Duration::from_secs(240);
+pub use cilium_gc_testkit::{calm, mark_of, stale_names, World, TEST_TIMEOUT};
 
-/// A running simulated cluster with its kubeconfig on disk.
-pub struct World {
-    /// The simulator.
-    pub sim: Simulator,
-    /// Scratch directory (kubeconfig, reports).
-    pub dir: tempfile::TempDir,
-    /// The kubeconfig the simulator wrote.
-    pub kubeconfig: PathBuf,
+/// What the engine's tests do with a [`World`].
+pub trait Engine {
+    /// Connection settings pointing at the simulator.
+    fn kube(&self) -> ConnectSettings;
+    /// One run with `settings`, to its report.
+    async fn gc(&self, settings: &GcSettings) -> (Report, Exit);
 }
 
-impl World {
-    /// Start `scenario` and write its kubeconfig.
-    pub async fn start(scenario: Scenario) -> World {
-        let sim = Simulator::start(scenario).await.expect("simulator starts");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let kubeconfig = dir.path().join("kubeconfig");
-        sim.write_kubeconfig(&kubeconfig)
-            .expect("kubeconfig written");
-        World {
-            sim,
-            dir,
-            kubeconfig,
-        }
-    }
-
-    /// Start a preset.
-    pub async fn preset(name: &str) -> World {
-        World::start(Scenario::preset(name).expect("preset exists")).await
-    }
-
-    /// Connection settings pointing at the simulator.
-    pub fn kube(&self) -> ConnectSettings {
+impl Engine for World {
+    fn kube(&self) -> ConnectSettings {
         ConnectSettings {
             kubeconfig: Some(self.kubeconfig.clone()),
             ..ConnectSettings::default()
         }
     }
 
-    /// One run with `settings`.
-    pub async fn gc(&self, settings: &GcSettings) -> (Report, Exit) {
-        let ui = Ui::headless();
-        let stop = Stop::default();
-        let kube = self.kube();
-        let run = gc::run(&kube, settings, &stop, &ui);
-        tokio::time::timeout(TEST_TIMEOUT, run)
-            .await
-            .expect("gc run finished in time")
-    }
-
-    /// Identity names on the server now.
-    pub fn names(&self) -> BTreeSet<String> {
-        self.sim.identity_names().into_iter().collect()
-    }
-
-    /// Identities that are stale right now by the operator's rules (unused,
-    /// marked longer ago than `timeout`, in the local range).
-    pub fn stale_now(&self, timeout: Duration) -> BTreeSet<String> {
-        stale_names(&self.sim, timeout)
+    async fn gc(&self, settings: &GcSettings) -> (Report, Exit) {
+        gc_at(&self.kube(), settings, &Stop::default()).await
     }
 }
 
-/// [`World::stale_now`] for any simulator.
-pub fn stale_names(sim: &Simulator, timeout: Duration) -> BTreeSet<String> {
-    let used = sim.referenced_ids();
-    let now = sim.now();
-    sim.identity_names()
-        .into_iter()
-        .filter(|name| {
-            // The one id rule, shared by engine and simulator.
-            let Some(id) = cilium_gc::model::parse_id(name) else {
-                return false;
-            };
-            if used.contains(&id) || !(256..=65535).contains(&id) {
-                return false;
-            }
-            let Some(obj) = sim.identity(name) else {
-                return false;
-            };
-            mark_of(&obj).is_some_and(|m| older_than(m, now, timeout))
-        })
-        .collect()
+/// One run against `kube` with `settings` and a `stop` the test controls.
+pub async fn gc_at(kube: &ConnectSettings, settings: &GcSettings, stop: &Stop) -> (Report, Exit) {
+    let ui = Ui::headless();
+    let run = gc::run(kube, settings, stop, &ui);
+    tokio::time::timeout(TEST_TIMEOUT, run)
+        .await
+        .expect("gc run finished in time")
 }
 
-/// The heartbeat mark of an identity object, parsed.
-pub fn mark_of(obj: &Value) -> Option<Timestamp> {
-    obj.pointer("/metadata/annotations/io.cilium.heartbeat")
-        .and_then(Value::as_str)
-        .and_then(parse_mark)
+/// `scan` with `scan`'s listing and narrowing.
+pub fn scan_with(scan: ScanSettings) -> GcSettings {
+    GcSettings::for_scan(scan).expect("settings valid")
 }
 
-fn older_than(mark: Timestamp, now: Timestamp, timeout: Duration) -> bool {
-    now.duration_since(mark)
-        .try_into()
-        .is_ok_and(|age: Duration| age > timeout)
+/// `scan` with every default.
+pub fn scan() -> GcSettings {
+    scan_with(ScanSettings::default())
+}
+
+/// `delete` with `scan`'s listing and narrowing and `writes`.
+pub fn delete_with(scan: ScanSettings, writes: WriteSettings) -> GcSettings {
+    GcSettings::for_delete(scan, writes).expect("settings valid")
+}
+
+/// `delete --yes`: every other write setting at its default.
+pub fn yes() -> WriteSettings {
+    WriteSettings {
+        yes: true,
+        ..WriteSettings::default()
+    }
+}
+
+/// `delete --yes --qps 0`.
+pub fn unlimited() -> WriteSettings {
+    WriteSettings { qps: 0.0, ..yes() }
+}
+
+/// `delete --dry-run=server --qps 0` (no `--yes`: nothing is deleted).
+pub fn server_dry_run() -> GcSettings {
+    let writes = WriteSettings {
+        dry_run: true,
+        qps: 0.0,
+        ..WriteSettings::default()
+    };
+    delete_with(ScanSettings::default(), writes)
+}
+
+/// `--items all`.
+pub fn all_items() -> ScanSettings {
+    ScanSettings {
+        items: ItemsMode::All,
+        ..ScanSettings::default()
+    }
 }
 
 /// `delete --yes --qps <qps> --concurrency <concurrency>`, with
 /// `--items all` when `all_items`.
-pub fn delete(qps: f64, concurrency: u32, all_items: bool) -> GcSettings {
-    let scan = ScanSettings {
-        items: if all_items {
-            ItemsMode::All
-        } else {
-            ItemsMode::default()
+pub fn delete(qps: f64, concurrency: u32, all: bool) -> GcSettings {
+    let scan = if all {
+        all_items()
+    } else {
+        ScanSettings::default()
+    };
+    delete_with(
+        scan,
+        WriteSettings {
+            qps,
+            concurrency,
+            ..yes()
         },
-        ..ScanSettings::default()
-    };
-    let writes = WriteSettings {
-        yes: true,
-        qps,
-        concurrency,
-        ..WriteSettings::default()
-    };
-    GcSettings::for_delete(scan, writes).expect("settings valid")
+    )
+}
+
+/// The names of the report's items that ended in `outcome`.
+pub fn names_with(report: &Report, outcome: Outcome) -> BTreeSet<String> {
+    report
+        .items
+        .iter()
+        .filter(|i| i.outcome == outcome)
+        .map(|i| i.name.clone())
+        .collect()
 }
 
 /// The report as JSON, for schema validation.
@@ -148,21 +131,5 @@ pub fn json(report: &Report) -> Value {
 /// Fail with the schema errors, if any (`schema/report-v1.json`, draft
 /// 2020-12, formats checked).
 pub fn assert_valid(report: &Value) {
-    let path = cilium_gc_testkit::repo_path("schema/report-v1.json");
-    let text =
-        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    let schema: Value = serde_json::from_str(&text).expect("schema parses");
-    let validator = jsonschema::draft202012::options()
-        .should_validate_formats(true)
-        .build(&schema)
-        .expect("schema compiles");
-    let errors: Vec<String> = validator
-        .iter_errors(report)
-        .map(|e| format!("{}: {e}", e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "report does not validate:\n{}",
-        errors.join("\n")
-    );
+    cilium_gc_testkit::schema::assert_valid_report(report);
 }

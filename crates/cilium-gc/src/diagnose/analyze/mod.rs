@@ -141,8 +141,10 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
             &health,
             super::gc_health::IdentityCounts {
                 total: d.identity_space.total,
-                unused_waiting: d.identity_space.states.stale_candidates
+                overdue: d.identity_space.states.stale_candidates
                     + d.identity_space.states.unused_unmarked,
+                marked: d.identity_space.states.unused_marked,
+                too_young: d.identity_space.states.too_young,
             },
             settings.heartbeat_timeout,
             now,

@@ -15,7 +15,11 @@ async fn regression_continue_token_expiring_often_over_a_long_list_aborted_the_s
     s.endpoints = 5;
     let w = World::start(s).await;
     let all = w.names();
-    let (report, exit) = w.gc(&["scan", "--page-size", "10"]).await;
+    let pages_of_10 = ScanSettings {
+        page_size: 10,
+        ..ScanSettings::default()
+    };
+    let (report, exit) = w.gc(&scan_with(pages_of_10)).await;
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
     assert!(
         report.summary.list_restarts > 5,
@@ -35,7 +39,13 @@ async fn regression_endpoint_watchers_unable_to_relist_hung_the_run() {
     let sim = &w.sim;
     // Slow enough that candidates remain once the usage last known
     // complete is older than `FRESHNESS_LIMIT`.
-    let run = w.gc(&["delete", "--yes", "--qps", "2", "--burst", "1"]);
+    let writes = WriteSettings {
+        qps: 2.0,
+        burst: Some(1),
+        ..yes()
+    };
+    let settings = delete_with(ScanSettings::default(), writes);
+    let run = w.gc(&settings);
     let break_usage = async {
         while sim.ledger().deletes.len() < 3 {
             tokio::time::sleep(Duration::from_millis(10)).await;

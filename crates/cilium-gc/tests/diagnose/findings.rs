@@ -1,4 +1,6 @@
-//! Against the simulator: one scenario per finding.
+//! Against the simulator: one scenario per finding. (Moved from
+//! `tests/it/diagnose/findings.rs`; `--redact` through the binary stays
+//! there, in `views.rs`.)
 
 use super::*;
 
@@ -16,7 +18,7 @@ async fn near_exhaustion_is_critical_with_the_numbers() {
         ..small()
     };
     let w = World::start(s).await;
-    let d = diagnose_world(&w, &["--page-size", "5000"]).await;
+    let d = diagnose_world_with(&w, pages_of(5000)).await;
     let sp = &d.identity_space;
     assert_eq!(
         sp.local_range,
@@ -84,9 +86,9 @@ async fn near_exhaustion_is_critical_with_the_numbers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_churn_names_the_keys_and_the_filter_to_set() {
     let w = World::start(batch_cluster(None)).await;
-    let objs = identity_objects(&w);
+    let objs = w.identity_objects();
     let counts = label_key_counts(&objs);
-    let d = diagnose_world(&w, &[]).await;
+    let d = diagnose_world(&w).await;
     let total = objs.len() as u64;
     assert_eq!(d.identity_space.total, total);
 
@@ -164,7 +166,7 @@ async fn job_churn_names_the_keys_and_the_filter_to_set() {
 async fn leaky_labels_filter_is_extended_and_the_extension_closes_it() {
     let current = r"k8s:!batch\.kubernetes\.io/controller-uid k8s:!batch\.kubernetes\.io/job-name";
     let w = World::start(batch_cluster(Some(current))).await;
-    let d = diagnose_world(&w, &[]).await;
+    let d = diagnose_world(&w).await;
     assert_eq!(
         d.configuration.leaky_keys,
         ["k8s:controller-uid", "k8s:job-name"]
@@ -206,7 +208,7 @@ async fn leaky_labels_filter_is_extended_and_the_extension_closes_it() {
     // Same cluster with the suggestion applied: the keys are still
     // high-cardinality in the existing objects, but none passes the filter.
     let w = World::start(batch_cluster(Some(&suggested))).await;
-    let d = diagnose_world(&w, &[]).await;
+    let d = diagnose_world(&w).await;
     assert!(d.configuration.leaky_keys.is_empty());
     assert!(d.configuration.suggested_labels.is_none());
     assert!(codes(&d).contains(&FindingCode::HighCardinalityLabels));
@@ -245,7 +247,7 @@ async fn dangling_references_are_counted_per_endpoint() {
             .delete_object(Kind::Identity, &id.to_string(), "someone", false)
             .unwrap();
     }
-    let d = diagnose_world(&w, &[]).await;
+    let d = diagnose_world(&w).await;
     let want_refs: u64 = gone.iter().map(|id| refs[id]).sum();
     assert!(want_refs > 5);
     let i = &d.integrity;
@@ -306,7 +308,7 @@ async fn dangling_references_are_counted_in_endpoint_slices() {
             .delete_object(Kind::Identity, &id.to_string(), "someone", false)
             .unwrap();
     }
-    let d = diagnose_world(&w, &[]).await;
+    let d = diagnose_world(&w).await;
     assert!(d.cluster.endpoint_slice_crd);
     assert_eq!(
         d.cluster.endpoint_slices as usize,
@@ -327,7 +329,7 @@ async fn dangling_references_are_counted_in_endpoint_slices() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mark_strip_loop_is_seen_in_managed_fields() {
     let w = World::start(small()).await;
-    let before = diagnose_world(&w, &[]).await;
+    let before = diagnose_world(&w).await;
     assert_eq!(before.integrity.strip_loop, 0, "the seed has no strips");
     assert!(!codes(&before).contains(&FindingCode::MarkStripLoop));
 
@@ -354,7 +356,7 @@ async fn mark_strip_loop_is_seen_in_managed_fields() {
         // The agent removes the operator's mark (an Update by cilium-agent).
         w.sim.set_heartbeat(name, None).unwrap();
     }
-    let d = diagnose_world(&w, &[]).await;
+    let d = diagnose_world(&w).await;
     let i = &d.integrity;
     assert_eq!(i.strip_loop, 6);
     let named: BTreeSet<&str> = i
@@ -405,7 +407,7 @@ async fn gc_disabled_is_reported_from_cilium_config() {
         ..small()
     };
     let w = World::start(s).await;
-    let d = diagnose_world(&w, &[]).await;
+    let d = diagnose_world(&w).await;
     assert_eq!(d.configuration.gc_interval_seconds, Some(0.0));
     let gc = d
         .configuration
@@ -424,109 +426,4 @@ async fn gc_disabled_is_reported_from_cilium_config() {
         vec!["300 of 65,280 local ids allocated (0.5%), 64,980 free (range 256-65535)"]
     );
     assert_eq!(d.identity_space.level, Level::Ok);
-}
-
-/// Every namespace name and label value the scenario has, for leak checks.
-/// `default` (cluster and service-account values) is left out: the document
-/// uses the word itself (`"source": "default"`); where it could leak as a
-/// label value the structural check in the test covers it.
-pub(super) fn scenario_secrets(w: &World) -> BTreeSet<String> {
-    let mut s = BTreeSet::new();
-    for o in identity_objects(w) {
-        for m in [&o["security-labels"], &o["metadata"]["labels"]] {
-            for v in m.as_object().into_iter().flatten().map(|(_, v)| v) {
-                s.insert(v.as_str().unwrap_or_default().to_owned());
-            }
-        }
-    }
-    for key in w.sim.endpoint_keys() {
-        s.insert(key.split('/').next().unwrap().to_owned());
-    }
-    s.remove("default");
-    s.remove("");
-    s
-}
-
-/// `--redact` through the binary: none of the scenario's namespaces, label
-/// values, nor the server URL appear in the JSON or the text; the plain run
-/// shows them (so the check means something) and its JSON validates.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redact_leaves_no_namespace_label_value_or_server() {
-    let w = World::start(small()).await;
-    // Exercise every place a name can appear: strip-loop examples carry a
-    // namespace, duplicate groups carry label values.
-    let used = w.sim.referenced_ids();
-    for name in w
-        .sim
-        .identity_names()
-        .into_iter()
-        .filter(|n| {
-            n.parse::<u64>()
-                .is_ok_and(|id| id < 65_536 && !used.contains(&id))
-        })
-        .filter(|n| w.sim.identity(n).and_then(|o| mark_of(&o)).is_some())
-        .take(3)
-    {
-        w.sim.set_heartbeat(&name, None).unwrap();
-    }
-    let secrets = scenario_secrets(&w);
-    assert!(secrets.iter().any(|s| s.starts_with("team-")));
-    let server = w.sim.url();
-    let host = w.sim.addr().to_string();
-
-    let plain = w.bin(&["diagnose", "-o", "json"]).await;
-    assert_eq!(
-        plain.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&plain.stderr)
-    );
-    let plain_json: Value = serde_json::from_slice(&plain.stdout).expect("stdout is JSON");
-    assert_conforms(&plain_json);
-    let plain_text = String::from_utf8(plain.stdout).unwrap();
-    assert!(plain_text.contains("team-00") && plain_text.contains(&server));
-    assert_eq!(plain_json["redacted"], false);
-
-    let red = w.bin(&["diagnose", "--redact", "-o", "json"]).await;
-    assert_eq!(
-        red.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&red.stderr)
-    );
-    let doc: Value = serde_json::from_slice(&red.stdout).expect("stdout is JSON");
-    assert_conforms(&doc);
-    assert_eq!(doc["redacted"], true);
-    assert!(doc["cluster"]["server"]
-        .as_str()
-        .unwrap()
-        .starts_with("server-"));
-    assert!(doc["cluster"]["context"]
-        .as_str()
-        .unwrap()
-        .starts_with("context-"));
-    assert!(doc["integrity"]["stripLoopExamples"][0]["namespace"]
-        .as_str()
-        .unwrap()
-        .starts_with("ns-"));
-    for ns in doc["churn"]["namespacesByIdentities"].as_array().unwrap() {
-        assert!(ns["namespace"].as_str().unwrap().starts_with("ns-"), "{ns}");
-    }
-    let groups = doc["churn"]["duplicates"]["examples"].as_array().unwrap();
-    assert!(!groups.is_empty(), "the seed has duplicate label sets");
-    for g in groups {
-        for (k, v) in g["labels"].as_object().unwrap() {
-            let v = v.as_str().unwrap();
-            assert!(v.starts_with("v-") || v.starts_with("ns-"), "{k}={v}");
-        }
-    }
-    let text_red = w.bin(&["diagnose", "--redact"]).await;
-    assert_eq!(text_red.status.code(), Some(0));
-    for (what, out) in [("json", &red.stdout), ("text", &text_red.stdout)] {
-        let out = String::from_utf8_lossy(out);
-        for s in secrets.iter().chain([&server, &host]) {
-            assert!(!out.contains(s.as_str()), "--redact {what} leaks {s:?}");
-        }
-        assert!(!out.contains("127.0.0.1"), "--redact {what} leaks the host");
-    }
 }

@@ -1,4 +1,5 @@
-//! Why cilium-operator's GC is not keeping up (issue 15).
+//! Why cilium-operator's GC is not keeping up (issue 15). (Moved from
+//! `tests/it/diagnose/gc_health.rs`.)
 
 use super::*;
 
@@ -39,7 +40,7 @@ async fn gc_not_completing_names_the_oldest_mark_and_since_when() {
         .count() as u64;
     assert!(overdue > 0, "the seed has old marks");
 
-    let d = diagnose_world(&w, &[]).await;
+    let d = diagnose_world(&w).await;
     let h = d.gc_health.as_ref().expect("gc health");
     assert_eq!(h.expected_collection_seconds, expected.as_secs_f64());
     assert_eq!(h.oldest_mark, Some(oldest));
@@ -63,7 +64,7 @@ async fn gc_not_completing_names_the_oldest_mark_and_since_when() {
     for (name, _) in &marks {
         w.sim.set_heartbeat(name, Some(&fresh)).unwrap();
     }
-    let d = diagnose_world(&w, &[]).await;
+    let d = diagnose_world(&w).await;
     assert!(
         !codes(&d).contains(&FindingCode::GcNotCompleting),
         "{:#?}",
@@ -80,7 +81,7 @@ async fn gc_not_completing_names_the_oldest_mark_and_since_when() {
 async fn known_defects_follow_the_images_and_a_missing_permission_is_said() {
     use cilium_gc_sim::{CiliumInstall, Denial};
     let w = World::start(small()).await;
-    let d = diagnose_world(&w, &[]).await;
+    let d = diagnose_world(&w).await;
     let c = d
         .gc_health
         .as_ref()
@@ -111,7 +112,7 @@ async fn known_defects_follow_the_images_and_a_missing_permission_is_said() {
     let mut s = small();
     s.cilium_install = Some(CiliumInstall::version("v1.16.3"));
     let w = World::start(s).await;
-    let d = diagnose_world(&w, &[]).await;
+    let d = diagnose_world(&w).await;
     let evidence = finding(&d, FindingCode::KnownGcDefect).evidence.join("\n");
     assert!(
         evidence.contains("issues/35946") && !evidence.contains("33142"),
@@ -125,7 +126,7 @@ async fn known_defects_follow_the_images_and_a_missing_permission_is_said() {
         Denial::new("list", "pods"),
     ];
     let w = World::start(s).await;
-    let d = diagnose_world(&w, &[]).await;
+    let d = diagnose_world(&w).await;
     let h = d.gc_health.as_ref().unwrap();
     assert!(h.cilium.is_none());
     let problem = h.workloads_problem.as_deref().expect("the problem is said");
@@ -153,7 +154,7 @@ async fn operator_restarts_are_reported_with_counts_and_times() {
     let pod = install.operator_pods[0].name.clone();
     s.cilium_install = Some(install);
     let w = World::start(s).await;
-    let d = diagnose_world(&w, &[]).await;
+    let d = diagnose_world(&w).await;
     let f = finding(&d, FindingCode::OperatorRestarts);
     assert_eq!(f.severity, Severity::Warning);
     assert!(
@@ -185,7 +186,7 @@ async fn operator_restarts_are_reported_with_counts_and_times() {
     );
 
     // The default install never restarted: no finding.
-    let d = diagnose_world(&World::start(small()).await, &[]).await;
+    let d = diagnose_world(&World::start(small()).await).await;
     assert!(!codes(&d).contains(&FindingCode::OperatorRestarts));
 }
 
@@ -195,7 +196,7 @@ async fn operator_restarts_are_reported_with_counts_and_times() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn identities_held_by_an_agent_but_unused_are_counted_by_namespace() {
     let w = World::start(small()).await;
-    let before = diagnose_world(&w, &[]).await;
+    let before = diagnose_world(&w).await;
     assert_eq!(before.gc_health.as_ref().unwrap().agent_held_unused, 0);
     assert!(!codes(&before).contains(&FindingCode::AgentHeldUnused));
     let now = w.sim.now();
@@ -223,7 +224,7 @@ async fn identities_held_by_an_agent_but_unused_are_counted_by_namespace() {
     for name in &held {
         w.sim.set_heartbeat(name, None).unwrap(); // written by cilium-agent, now
     }
-    let d = diagnose_world(&w, &[]).await;
+    let d = diagnose_world(&w).await;
     let h = d.gc_health.as_ref().unwrap();
     assert_eq!(h.agent_held_unused, 6);
     let got: BTreeMap<String, u64> = h

@@ -113,27 +113,19 @@ async fn run_schedule(s: Schedule) {
     };
     let w = World::start(scenario).await;
     let stale = w.stale_now(TIMEOUT_30M);
-    let (qps, conc, page) = (
-        s.qps.to_string(),
-        s.concurrency.to_string(),
-        s.page_size.to_string(),
-    );
-    let (report, exit) = w
-        .gc(&[
-            "delete",
-            "--yes",
-            "--items",
-            "all",
-            "--qps",
-            &qps,
-            "--concurrency",
-            &conc,
-            "--page-size",
-            &page,
-            "--max-retries",
-            "12",
-        ])
-        .await;
+    // `delete --yes --items all --qps Q --concurrency C --page-size P
+    // --max-retries 12`
+    let scan = ScanSettings {
+        page_size: s.page_size,
+        ..all_items()
+    };
+    let writes = WriteSettings {
+        qps: f64::from(s.qps),
+        concurrency: s.concurrency,
+        max_retries: 12,
+        ..yes()
+    };
+    let (report, exit) = w.gc(&delete_with(scan, writes)).await;
     w.sim.stop_actors();
     if let Some(abort) = &report.aborted {
         // The one early end allowed: the endpoint watchers could not list

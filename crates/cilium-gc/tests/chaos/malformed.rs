@@ -149,9 +149,7 @@ async fn chaos_malformed_objects_are_reported_and_skipped_never_deleted() {
     let stale = w.stale_now(TIMEOUT_30M);
     // Issue 12: endpoints whose identity cannot be read block deletes.
     let before = w.names();
-    let (refused, exit) = w
-        .gc(&["delete", "--yes", "--qps", "0", "--items", "all"])
-        .await;
+    let (refused, exit) = w.gc(&delete_with(all_items(), unlimited())).await;
     assert_eq!(exit, Exit::Refused, "{:?}", refused.aborted);
     let why = &refused.aborted.as_ref().unwrap().message;
     assert!(
@@ -166,17 +164,11 @@ async fn chaos_malformed_objects_are_reported_and_skipped_never_deleted() {
     assert!(w.sim.ledger().deletes.is_empty());
     assert_valid(&json(&refused));
 
-    let (report, exit) = w
-        .gc(&[
-            "delete",
-            "--yes",
-            "--qps",
-            "0",
-            "--items",
-            "all",
-            "--allow-unreadable-endpoints",
-        ])
-        .await;
+    let allow_unreadable = WriteSettings {
+        allow_unreadable_endpoints: true,
+        ..unlimited()
+    };
+    let (report, exit) = w.gc(&delete_with(all_items(), allow_unreadable)).await;
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
     assert!(report.options.allow_unreadable_endpoints);
     assert_valid(&json(&report));
@@ -282,15 +274,14 @@ async fn chaos_malformed_endpoints_arriving_by_watch_do_not_stall_or_confuse_the
     let stale = w.stale_now(TIMEOUT_30M);
     assert!(stale.len() > 20);
     let sim = &w.sim;
-    let run = w.gc(&[
-        "delete",
-        "--yes",
-        "--qps",
-        "25",
-        "--burst",
-        "1",
-        "--allow-unreadable-endpoints",
-    ]);
+    let writes = WriteSettings {
+        qps: 25.0,
+        burst: Some(1),
+        allow_unreadable_endpoints: true,
+        ..yes()
+    };
+    let settings = delete_with(ScanSettings::default(), writes);
+    let run = w.gc(&settings);
     let inject = async {
         while sim.ledger().deletes.len() < 3 {
             tokio::time::sleep(Duration::from_millis(10)).await;

@@ -12,9 +12,11 @@ async fn chaos_truncated_and_dropped_list_pages_are_fetched_again() {
     w.sim.spoil_lists(Kind::Identity, PageFault::Truncate, 1);
     w.sim.spoil_lists(Kind::Endpoint, PageFault::Truncate, 1);
     w.sim.spoil_lists(Kind::Endpoint, PageFault::DropMidBody, 1);
-    let (report, exit) = w
-        .gc(&["delete", "--yes", "--qps", "0", "--page-size", "25"])
-        .await;
+    let pages_of_25 = ScanSettings {
+        page_size: 25,
+        ..ScanSettings::default()
+    };
+    let (report, exit) = w.gc(&delete_with(pages_of_25, unlimited())).await;
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
     assert_eq!(w.sim.spoiled_lists(), 7, "every spoiler was served");
     let deleted: BTreeSet<String> = before.difference(&w.names()).cloned().collect();
@@ -55,25 +57,15 @@ async fn chaos_server_restarted_mid_run_on_the_same_port_with_the_same_state() {
         let _ = tx.send(());
         sim
     });
-    let (report, exit) = gc_at(
-        kube,
-        &[
-            "delete",
-            "--yes",
-            "--items",
-            "all",
-            "--qps",
-            "20",
-            "--burst",
-            "1",
-            "--concurrency",
-            "2",
-            "--max-retries",
-            "10",
-        ],
-        &Stop::default(),
-    )
-    .await;
+    let writes = WriteSettings {
+        qps: 20.0,
+        burst: Some(1),
+        concurrency: 2,
+        max_retries: 10,
+        ..yes()
+    };
+    let settings = delete_with(all_items(), writes);
+    let (report, exit) = gc_at(&kube, &settings, &Stop::default()).await;
     rx.await.expect("the server was restarted during the run");
     let sim = restarter.await.unwrap();
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
@@ -122,9 +114,7 @@ async fn skewed(offset_secs: i64) {
             )
             .unwrap();
     }
-    let (report, exit) = w
-        .gc(&["delete", "--yes", "--qps", "0", "--items", "all"])
-        .await;
+    let (report, exit) = w.gc(&delete_with(all_items(), unlimited())).await;
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
     let left = w.names();
     for (name, mark, collected) in cases {

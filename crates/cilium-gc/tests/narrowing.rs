@@ -3,17 +3,24 @@
 //! chosen and deleted, and nothing outside it is written to. The expected
 //! set comes from the server's objects and a plain predicate here, never
 //! from the tool's own selector. Issue 13 (`delete -l` deleted nothing).
+//! (Moved from `tests/it/narrowing.rs`: each case names its flags, and
+//! passes them as the settings they become; the plugin's unit test
+//! `narrowing_flags_become_scan_settings` pins that mapping.)
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use cilium_gc::exit::Exit;
-use cilium_gc::report::Outcome;
+use cilium_gc::report::{ItemsMode, Outcome};
+use cilium_gc::ScanSettings;
 use jiff::Timestamp;
 use serde_json::Value;
 
-use crate::support::calm;
-use crate::support::world::{assert_valid, json, names_with, World};
+mod support;
+
+use support::{
+    assert_valid, calm, delete_with, json, names_with, scan_with, unlimited, Engine, World,
+};
 
 const TIMEOUT_30M: Duration = Duration::from_secs(30 * 60);
 const NS_LABEL: &str = "io.kubernetes.pod.namespace";
@@ -67,41 +74,42 @@ fn expected(w: &World, pick: &dyn Fn(&Seen) -> bool) -> BTreeSet<String> {
         .collect()
 }
 
-/// `scan` then `delete` with `flags`: both choose exactly `pick`'s stale
+/// `scan --items all` then `delete --yes --qps 0`, both narrowed by
+/// `flags` (the settings they become): both choose exactly `pick`'s stale
 /// identities; the delete removes exactly those and writes to nothing else.
-async fn narrowed(flags: &[&str], pick: &dyn Fn(&Seen) -> bool) {
+async fn narrowed(flags: &str, narrowing: ScanSettings, pick: &dyn Fn(&Seen) -> bool) {
     let w = World::start(calm("small")).await;
     let all_stale = w.stale_now(TIMEOUT_30M);
     let want = expected(&w, pick);
     assert!(
         !want.is_empty() && want.len() < all_stale.len(),
-        "{flags:?}: the selection must hold some stale identities but not all ({} of {})",
+        "{flags}: the selection must hold some stale identities but not all ({} of {})",
         want.len(),
         all_stale.len()
     );
     let before = w.names();
 
-    let mut scan = vec!["scan", "--items", "all"];
-    scan.extend_from_slice(flags);
-    let (report, exit) = w.gc(&scan).await;
-    assert_eq!(exit, Exit::Success, "{flags:?}: {:?}", report.aborted);
+    let scan = ScanSettings {
+        items: ItemsMode::All,
+        ..narrowing.clone()
+    };
+    let (report, exit) = w.gc(&scan_with(scan)).await;
+    assert_eq!(exit, Exit::Success, "{flags}: {:?}", report.aborted);
     let would = names_with(&report, Outcome::WouldDelete);
-    assert_eq!(would, want, "scan {flags:?}");
+    assert_eq!(would, want, "scan {flags}");
     assert_eq!(report.summary.candidates as usize, want.len());
-    assert!(w.sim.ledger().deletes.is_empty(), "scan {flags:?} wrote");
+    assert!(w.sim.ledger().deletes.is_empty(), "scan {flags} wrote");
     assert_valid(&json(&report));
 
-    let mut delete = vec!["delete", "--yes", "--qps", "0"];
-    delete.extend_from_slice(flags);
-    let (report, exit) = w.gc(&delete).await;
-    assert_eq!(exit, Exit::Success, "{flags:?}: {:?}", report.aborted);
+    let (report, exit) = w.gc(&delete_with(narrowing, unlimited())).await;
+    assert_eq!(exit, Exit::Success, "{flags}: {:?}", report.aborted);
     let after = w.names();
     let gone: BTreeSet<String> = before.difference(&after).cloned().collect();
-    assert_eq!(gone, want, "delete {flags:?}: what left the server");
-    assert_eq!(report.summary.deleted as usize, want.len(), "{flags:?}");
+    assert_eq!(gone, want, "delete {flags}: what left the server");
+    assert_eq!(report.summary.deleted as usize, want.len(), "{flags}");
     assert_eq!(
         report.summary.reclaimed, 0,
-        "{flags:?}: nobody changed anything, so nothing is reclaimed"
+        "{flags}: nobody changed anything, so nothing is reclaimed"
     );
     let ledger = w.sim.ledger();
     assert_eq!(ledger.unsafe_deletes().count(), 0);
@@ -112,7 +120,7 @@ async fn narrowed(flags: &[&str], pick: &dyn Fn(&Seen) -> bool) {
             let name = name.split('?').next().unwrap_or(name);
             assert!(
                 want.contains(name),
-                "delete {flags:?} wrote to {} outside the selection",
+                "delete {flags} wrote to {} outside the selection",
                 r.path
             );
         }
@@ -120,69 +128,98 @@ async fn narrowed(flags: &[&str], pick: &dyn Fn(&Seen) -> bool) {
     assert_valid(&json(&report));
 }
 
+/// `-l <selector>`.
+fn selector(s: &str) -> ScanSettings {
+    ScanSettings {
+        selector: Some(s.into()),
+        ..ScanSettings::default()
+    }
+}
+
+/// `-n <namespaces>`.
+fn namespaces(list: &[&str]) -> ScanSettings {
+    ScanSettings {
+        namespaces: list.iter().map(|n| n.to_string()).collect(),
+        ..ScanSettings::default()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selector_equals() {
-    narrowed(&["-l", "io.kubernetes.pod.namespace=team-005"], &|s| {
-        s.label(NS_LABEL) == Some("team-005")
-    })
-    .await;
+    let l = "io.kubernetes.pod.namespace=team-005";
+    narrowed(l, selector(l), &|s| s.label(NS_LABEL) == Some("team-005")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selector_not_equals() {
-    narrowed(&["-l", "io.kubernetes.pod.namespace!=team-005"], &|s| {
-        s.label(NS_LABEL) != Some("team-005")
-    })
-    .await;
+    let l = "io.kubernetes.pod.namespace!=team-005";
+    narrowed(l, selector(l), &|s| s.label(NS_LABEL) != Some("team-005")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selector_in() {
-    narrowed(
-        &["-l", "io.kubernetes.pod.namespace in (team-001, team-002)"],
-        &|s| s.namespace_in(&["team-001", "team-002"]),
-    )
+    let l = "io.kubernetes.pod.namespace in (team-001, team-002)";
+    narrowed(l, selector(l), &|s| {
+        s.namespace_in(&["team-001", "team-002"])
+    })
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selector_notin() {
-    narrowed(
-        &[
-            "-l",
-            "io.kubernetes.pod.namespace notin (team-001,team-002,team-003)",
-        ],
-        &|s| !s.namespace_in(&["team-001", "team-002", "team-003"]),
-    )
+    let l = "io.kubernetes.pod.namespace notin (team-001,team-002,team-003)";
+    narrowed(l, selector(l), &|s| {
+        !s.namespace_in(&["team-001", "team-002", "team-003"])
+    })
     .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selector_exists() {
-    narrowed(&["-l", "job-name"], &|s| s.label("job-name").is_some()).await;
+    narrowed("job-name", selector("job-name"), &|s| {
+        s.label("job-name").is_some()
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selector_not_exists() {
-    narrowed(&["-l", "!job-name"], &|s| s.label("job-name").is_none()).await;
+    narrowed("!job-name", selector("!job-name"), &|s| {
+        s.label("job-name").is_none()
+    })
+    .await;
 }
 
+/// `-n team-003,team-007` and `-n team-003 -n team-007` are the same
+/// settings (the plugin's unit test `narrowing_flags_become_scan_settings`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn several_namespaces() {
     let pick = |s: &Seen| s.namespace_in(&["team-003", "team-007"]);
-    narrowed(&["-n", "team-003,team-007"], &pick).await;
-    narrowed(&["-n", "team-003", "-n", "team-007"], &pick).await;
+    narrowed(
+        "-n team-003,team-007",
+        namespaces(&["team-003", "team-007"]),
+        &pick,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn min_age() {
     let three_weeks = Duration::from_secs(21 * 86_400);
-    narrowed(&["--min-age", "21d"], &|s| s.older_than(three_weeks)).await;
+    let min_age = ScanSettings {
+        min_age: Some(three_weeks),
+        ..ScanSettings::default()
+    };
+    narrowed("--min-age 21d", min_age, &|s| s.older_than(three_weeks)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn selector_and_namespaces_together() {
-    narrowed(&["-l", "app,!job-name", "-n", "team-004,team-008"], &|s| {
+    let both = ScanSettings {
+        selector: Some("app,!job-name".into()),
+        ..namespaces(&["team-004", "team-008"])
+    };
+    narrowed("-l app,!job-name -n team-004,team-008", both, &|s| {
         s.label("app").is_some()
             && s.label("job-name").is_none()
             && s.namespace_in(&["team-004", "team-008"])
