@@ -124,9 +124,20 @@ async fn seed_from(cluster: &Cluster, first: u64, n: u64, stale: u64, namespace:
                 Some(ns) => Api::namespaced_with(client, ns, &ar),
                 None => Api::all_with(client, &ar),
             };
-            api.create(&PostParams::default(), &serde_json::from_value(v).unwrap())
-                .await
-                .map(|_| ())
+            let obj: DynamicObject = serde_json::from_value(v).unwrap();
+            // A loaded machine's etcd sometimes drops a connection (500);
+            // a create whose answer was lost may already exist (409).
+            let mut tries = 0;
+            loop {
+                match api.create(&PostParams::default(), &obj).await {
+                    Ok(_) => return Ok(()),
+                    Err(kube::Error::Api(e)) if e.code == 409 && tries > 0 => return Ok(()),
+                    Err(kube::Error::Api(e)) if e.code >= 500 && tries < 5 => {}
+                    Err(e) => return Err(e),
+                }
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(200 * tries)).await;
+            }
         }
     };
     if namespace {

@@ -11,7 +11,8 @@
 //!   share that got through (`1 - throttled share`), at most halved (never
 //!   below the floor, [`Aimd::floor`]: 5% of `--qps`, at least one write
 //!   per second or `--qps` if that is lower), and the window starts afresh,
-//!   so one burst of 429s cuts it once per fresh window of evidence;
+//!   so one burst of 429s cuts it once per fresh window of evidence (after
+//!   a first cut, only a full window of [`WINDOW`] new outcomes is judged);
 //! - every successful write adds [`RECOVERY_STEP`] of `--qps` back, up to
 //!   `--qps`.
 //!
@@ -86,6 +87,9 @@ pub(crate) struct Aimd {
     rate: f64,
     lowest: f64,
     window: VecDeque<bool>,
+    /// Whether the rate was cut: from then on only a full window of fresh
+    /// outcomes is judged (see [`Aimd::record`]).
+    cut: bool,
 }
 
 impl Aimd {
@@ -96,6 +100,7 @@ impl Aimd {
             rate: qps,
             lowest: qps,
             window: VecDeque::with_capacity(WINDOW),
+            cut: false,
         }
     }
 
@@ -124,12 +129,19 @@ impl Aimd {
         self.window.push_back(throttled);
         let before = self.rate;
         let hits = self.window.iter().filter(|t| **t).count();
-        if hits as f64 >= DECREASE_SHARE * WINDOW as f64 {
+        // After a cut, the writes answered next were mostly sent at the old
+        // rate: judging them again would cut twice for one cause (a 3 s
+        // burst of 429s at 100/s took the rate to its floor in half a
+        // second, and the climb back from there cost more than the burst;
+        // issue 28). So a further cut waits for a full window of evidence.
+        let judged = !self.cut || self.window.len() == WINDOW;
+        if judged && hits as f64 >= DECREASE_SHARE * WINDOW as f64 {
             // What got through, of the writes remembered (fewer than
             // WINDOW right after a cut: a run of 429s, which halves).
             let admitted = 1.0 - hits as f64 / self.window.len() as f64;
             self.rate = (self.rate * admitted.max(MAX_CUT)).max(self.floor());
             self.window.clear();
+            self.cut = true;
         } else if !throttled {
             self.rate = (self.rate + self.qps * RECOVERY_STEP).min(self.qps);
         }
@@ -462,6 +474,14 @@ mod tests {
             a.record(true);
         }
         assert_eq!(a.rate(), 50.0);
+        // ...and halves again only on a full window of fresh evidence: the
+        // writes answered right after a cut were sent at the old rate.
+        for _ in 0..WINDOW - 1 {
+            a.record(true);
+        }
+        assert_eq!(a.rate(), 50.0);
+        a.record(true);
+        assert_eq!(a.rate(), 25.0);
     }
 
     /// Issue 28: eight writes in flight against a server that holds four
