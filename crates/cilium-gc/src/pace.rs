@@ -36,8 +36,10 @@
 //! one. APF lengthens `Retry-After` as its drops go on (doubling, up to
 //! 32 s, once a level drops 3 per second of `Retry-After`), so those 429s
 //! end the run with items parked for half a minute while the seats sit
-//! idle, and push the level's other clients into 429s too. So, with the
-//! same evidence as above (≥ 30 % of the last 40 writes throttled), the
+//! idle, and push the level's other clients into 429s too. So the writes
+//! in flight start at one and grow by one per success (slow start) until
+//! the first 429, which sets them to what the server was holding then;
+//! after that, with the same evidence as above (≥ 30 % of the last 40 writes throttled), the
 //! writes allowed in flight are cut to those the server was holding when it
 //! refused (at most halved, at least one), and grow by one again after a
 //! second without sustained throttling. A write added that way is a probe:
@@ -164,6 +166,9 @@ pub(crate) const PROBE: Duration = Duration::from_secs(1);
 pub(crate) struct Window {
     max: usize,
     limit: usize,
+    /// Slow start: from one write, one more per success, until the first
+    /// 429 or `max`.
+    starting: bool,
     lowest: usize,
     changed: Instant,
     probing: bool,
@@ -176,7 +181,8 @@ impl Window {
         let max = max.max(1);
         Window {
             max,
-            limit: max,
+            limit: 1,
+            starting: max > 1,
             lowest: max,
             changed: now,
             probing: false,
@@ -189,7 +195,7 @@ impl Window {
         self.limit
     }
 
-    /// The fewest allowed so far.
+    /// The fewest allowed so far, slow start aside (`max` when never cut).
     pub(crate) fn lowest(&self) -> usize {
         self.lowest
     }
@@ -203,6 +209,10 @@ impl Window {
         }
         self.recent.push_back(throttled);
         let before = self.limit;
+        if self.starting {
+            self.start(throttled, others, now);
+            return (self.limit != before).then_some(self.limit);
+        }
         let hits = self.recent.iter().filter(|t| **t).count();
         let on_trial = self.probing && now - self.changed < PROBE;
         if throttled && on_trial {
@@ -228,6 +238,25 @@ impl Window {
         }
         self.lowest = self.lowest.min(self.limit);
         (self.limit != before).then_some(self.limit)
+    }
+
+    /// Slow start (as TCP's): starting at `--concurrency` against a server
+    /// with fewer seats costs a burst of 429s before the evidence suffices
+    /// to cut, and APF answers a burst of drops with a `Retry-After` that
+    /// doubles for the next half minute. Growing from one write until the
+    /// first 429 costs one: the limit is then what the server held.
+    fn start(&mut self, throttled: bool, others: usize, now: Instant) {
+        if throttled {
+            self.limit = others.min(self.limit.saturating_sub(1)).max(1);
+            self.lowest = self.lowest.min(self.limit);
+            self.starting = false;
+            self.changed = now;
+            self.recent.clear();
+        } else {
+            self.limit += 1;
+            self.starting = self.limit < self.max;
+            self.changed = now;
+        }
     }
 }
 
@@ -484,13 +513,42 @@ mod tests {
         assert_eq!(a.rate(), 25.0);
     }
 
+    /// A window past its slow start: `max` writes in flight.
+    fn started(max: usize, t0: Instant) -> Window {
+        let mut w = Window::new(max, t0);
+        while w.limit() < max {
+            w.record(false, 0, t0);
+        }
+        w
+    }
+
+    /// Slow start: one more write per success until the first 429, which
+    /// sets the limit to what the server held then (one 429, not twelve).
+    #[test]
+    fn the_window_starts_slow_and_stops_at_the_first_429() {
+        let t0 = Instant::now();
+        let mut w = Window::new(8, t0);
+        assert_eq!(w.limit(), 1);
+        for n in 2..=5 {
+            assert_eq!(w.record(false, 0, t0), Some(n));
+        }
+        // Five in flight, the fifth refused with four of ours ahead.
+        assert_eq!(w.record(true, 4, t0), Some(4));
+        assert_eq!((w.limit(), w.lowest()), (4, 4));
+        // Slow start is over: successes no longer add within the second.
+        assert_eq!(w.record(false, 3, t0), None);
+        // Without a 429 it ends at --concurrency, and nothing was cut.
+        let w = started(8, t0);
+        assert_eq!((w.limit(), w.lowest()), (8, 8));
+    }
+
     /// Issue 28: eight writes in flight against a server that holds four
     /// at once (APF seats, `Reject`): once throttling is sustained, the
     /// writes in flight are cut to what the server held, in one cut.
     #[test]
     fn the_window_is_cut_to_what_the_server_held() {
         let t0 = Instant::now();
-        let mut w = Window::new(8, t0);
+        let mut w = started(8, t0);
         let mut cuts = Vec::new();
         // Four succeed for every four refused (the refused ones see the
         // four seat holders ahead of them).
@@ -502,7 +560,7 @@ mod tests {
         assert_eq!(cuts, vec![4]);
         assert_eq!((w.limit(), w.lowest()), (4, 4));
         // Never cut below half at once, nor below one.
-        let mut w = Window::new(8, t0);
+        let mut w = started(8, t0);
         for _ in 0..12 {
             w.record(true, 0, t0);
         }
@@ -518,7 +576,7 @@ mod tests {
     #[test]
     fn the_window_ignores_sporadic_throttling() {
         let t0 = Instant::now();
-        let mut w = Window::new(8, t0);
+        let mut w = started(8, t0);
         for i in 0..2000 {
             w.record(i % 20 == 0, 7, t0 + Duration::from_millis(i));
         }
@@ -532,7 +590,7 @@ mod tests {
     fn the_window_probes_one_write_per_quiet_second() {
         let t0 = Instant::now();
         let s = |ms: u64| t0 + Duration::from_millis(ms);
-        let mut w = Window::new(8, t0);
+        let mut w = started(8, t0);
         for _ in 0..12 {
             w.record(true, 2, t0);
         }
@@ -563,6 +621,10 @@ mod tests {
     #[tokio::test]
     async fn only_qps_0_adapts_the_writes_in_flight() {
         let p = Pace::new(0.0, 1, 8);
+        assert_eq!(p.slots(8), 1, "slow start");
+        for _ in 0..7 {
+            p.record(false, 0);
+        }
         assert_eq!(p.slots(8), 8);
         let (a, b) = (p.depart(), p.depart());
         assert_eq!((a.ahead(), b.ahead()), (0, 1));
