@@ -126,10 +126,7 @@ async fn fleet_runs(dir: &Path) -> String {
     )
     .unwrap();
     assert_eq!(run(&kubeconfig, &args).await, 0, "both clusters succeed");
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("https://{}", l.local_addr().unwrap())
-    };
+    let closed = crate::support::world::closed_url();
     std::fs::write(
         &kubeconfig,
         Simulator::fleet_kubeconfig(&[("healthy", &healthy)], &[("stalled", &closed)]),

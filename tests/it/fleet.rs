@@ -3,82 +3,41 @@
 //! in kvstore mode, one nobody answers), judged by the fleet report, its
 //! schema, the exit code and what every server holds afterwards.
 
-use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-use cilium_gc_sim::{Scenario, Simulator};
+use cilium_gc_sim::Scenario;
 use serde_json::Value;
 
-use crate::support::world::{binary, stale_names, TEST_TIMEOUT};
+use crate::support::world::{binary, stale_names, Fleet, TEST_TIMEOUT};
 use crate::support::{calm, schema, tool_or_skip};
 
 const HEARTBEAT: Duration = Duration::from_secs(30 * 60);
 
-/// Simulated clusters, each a context of one kubeconfig, plus contexts
-/// pointing at a port nobody listens on.
-struct Fleet {
-    sims: Vec<(String, Simulator)>,
-    dir: tempfile::TempDir,
-    kubeconfig: PathBuf,
+/// prod-a and prod-b (calm `small`), lab-forbidden (delete denied),
+/// lab-kvstore, and dr-down (unreachable).
+async fn mixed() -> Fleet {
+    Fleet::start(
+        &[
+            ("prod-a", calm("small")),
+            ("prod-b", calm("small")),
+            ("lab-forbidden", calm("forbidden")),
+            ("lab-kvstore", calm("kvstore")),
+        ],
+        &["dr-down"],
+    )
+    .await
 }
 
-impl Fleet {
-    async fn start(clusters: &[(&str, Scenario)], unreachable: &[&str]) -> Fleet {
-        let mut sims = Vec::new();
-        for (name, scenario) in clusters {
-            let sim = Simulator::start(scenario.clone()).await.expect("starts");
-            sims.push((name.to_string(), sim));
-        }
-        let closed: Vec<(String, String)> = unreachable
-            .iter()
-            .map(|n| {
-                let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-                (
-                    n.to_string(),
-                    format!("https://{}", l.local_addr().unwrap()),
-                )
-            })
-            .collect();
-        let named: Vec<(&str, &Simulator)> = sims.iter().map(|(n, s)| (n.as_str(), s)).collect();
-        let down: Vec<(&str, &str)> = closed
-            .iter()
-            .map(|(n, u)| (n.as_str(), u.as_str()))
-            .collect();
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        std::fs::write(&kubeconfig, Simulator::fleet_kubeconfig(&named, &down)).unwrap();
-        Fleet {
-            sims,
-            dir,
-            kubeconfig,
-        }
-    }
+/// The built binary over a [`Fleet`]'s kubeconfig, as a user runs it.
+trait FleetBinary {
+    /// The command, `--kubeconfig` set, no stdin.
+    fn command(&self, args: &[&str]) -> tokio::process::Command;
+    /// Run it to the end.
+    async fn run(&self, args: &[&str]) -> Output;
+}
 
-    /// prod-a and prod-b (calm `small`), lab-forbidden (delete denied),
-    /// lab-kvstore, and dr-down (unreachable).
-    async fn mixed() -> Fleet {
-        Fleet::start(
-            &[
-                ("prod-a", calm("small")),
-                ("prod-b", calm("small")),
-                ("lab-forbidden", calm("forbidden")),
-                ("lab-kvstore", calm("kvstore")),
-            ],
-            &["dr-down"],
-        )
-        .await
-    }
-
-    fn sim(&self, context: &str) -> &Simulator {
-        &self.sims.iter().find(|(n, _)| n == context).unwrap().1
-    }
-
-    fn names(&self, context: &str) -> BTreeSet<String> {
-        self.sim(context).identity_names().into_iter().collect()
-    }
-
+impl FleetBinary for Fleet {
     fn command(&self, args: &[&str]) -> tokio::process::Command {
         let mut cmd = binary();
         cmd.arg("--kubeconfig").arg(&self.kubeconfig).args(args);
@@ -165,7 +124,7 @@ fn committed_fleet_schema_matches_the_types() {
 /// code (3 here: two refusals beat one unreachable).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn healthy_clusters_are_collected_and_failing_ones_carry_their_errors() {
-    let f = Fleet::mixed().await;
+    let f = mixed().await;
     let stale: Vec<_> = ["prod-a", "prod-b"]
         .map(|c| stale_names(f.sim(c), HEARTBEAT))
         .to_vec();
@@ -273,7 +232,7 @@ fn without_timings(mut r: Value) -> Value {
 /// reports on the same state, bar the timings.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn each_entry_is_the_single_context_report() {
-    let f = Fleet::mixed().await;
+    let f = mixed().await;
     let doc = parse(
         &f.run(&[
             "scan",
@@ -404,7 +363,7 @@ async fn without_yes_and_a_terminal_nothing_is_deleted_anywhere() {
 /// address in any format.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn text_and_markdown_lead_with_the_table_and_redact_hides_names() {
-    let f = Fleet::mixed().await;
+    let f = mixed().await;
     let text = f.run(&["scan", "--all-contexts"]).await;
     let text = String::from_utf8(text.stdout).unwrap();
     let mut lines = text.lines();
@@ -460,7 +419,7 @@ async fn text_and_markdown_lead_with_the_table_and_redact_hides_names() {
 /// Pushgateway group.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn metrics_are_labelled_per_cluster() {
-    let f = Fleet::mixed().await;
+    let f = mixed().await;
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let app = axum::Router::new()
         .fallback(
@@ -815,7 +774,7 @@ fn assert_fleet_diagnosis_valid(doc: &Value) {
 /// (2 here: the unreachable cluster), and nothing written anywhere.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn diagnose_over_a_fleet_is_one_document_with_each_clusters_diagnosis() {
-    let f = Fleet::mixed().await;
+    let f = mixed().await;
     let out = f.run(&["diagnose", "--all-contexts", "-o", "json"]).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");

@@ -290,10 +290,7 @@ async fn a_fleet_pushes_one_group_per_cluster_to_a_real_pushgateway() {
     let (eu, us) = (success("eu-1"), success("us-1"));
 
     // us-1 stops answering; eu-1 goes on.
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("https://{}", l.local_addr().unwrap())
-    };
+    let closed = crate::support::world::closed_url();
     std::fs::write(
         &kubeconfig,
         cilium_gc_sim::Simulator::fleet_kubeconfig(&[("eu-1", &a)], &[("us-1", &closed)]),

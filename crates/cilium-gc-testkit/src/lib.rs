@@ -1,9 +1,10 @@
 //! What every test suite of the workspace needs and must not write again:
 //! where the repository is, whether this is CI, whether a tool a test needs
-//! is here, a simulated cluster with its kubeconfig ([`World`]) and the
-//! committed report schema ([`schema`]). A dev-dependency only; it knows the
-//! simulator, never the engine, so the engine's tests and the plugin's each
-//! add how they run against the world.
+//! is here, a simulated cluster with its kubeconfig ([`World`]; several as
+//! one kubeconfig's contexts: [`Fleet`]) and the committed schemas
+//! ([`schema`]). A dev-dependency only; it knows the simulator, never the
+//! engine, so the engine's tests and the plugin's each add how they run
+//! against the world.
 //!
 //! The rule it carries (the project's): in CI (`CI=true`) a test whose tool
 //! is missing *fails*; on a developer's machine it says SKIPPING and
@@ -16,7 +17,7 @@ use std::path::PathBuf;
 pub mod schema;
 mod world;
 
-pub use world::{calm, mark_of, stale_names, World, TEST_TIMEOUT};
+pub use world::{calm, closed_url, mark_of, stale_names, Fleet, World, TEST_TIMEOUT};
 
 /// `relative` under the repository's root (the workspace directory).
 pub fn repo_path(relative: &str) -> PathBuf {

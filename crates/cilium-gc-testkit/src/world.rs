@@ -111,3 +111,71 @@ fn older_than(mark: Timestamp, now: Timestamp, timeout: Duration) -> bool {
         .try_into()
         .is_ok_and(|age: Duration| age > timeout)
 }
+
+/// Simulated clusters, each a context of one kubeconfig, plus contexts that
+/// point at a loopback port nobody listens on: a fleet.
+pub struct Fleet {
+    /// The simulators, by context name, in kubeconfig order.
+    pub sims: Vec<(String, Simulator)>,
+    /// Scratch directory (kubeconfig, reports).
+    pub dir: tempfile::TempDir,
+    /// The kubeconfig with every context.
+    pub kubeconfig: PathBuf,
+}
+
+impl Fleet {
+    /// Start one simulator per `(context, scenario)`, and add the
+    /// `unreachable` contexts.
+    pub async fn start(clusters: &[(&str, Scenario)], unreachable: &[&str]) -> Fleet {
+        let mut sims = Vec::new();
+        for (name, scenario) in clusters {
+            let sim = Simulator::start(scenario.clone()).await.expect("starts");
+            sims.push((name.to_string(), sim));
+        }
+        let closed: Vec<(String, String)> = unreachable
+            .iter()
+            .map(|n| (n.to_string(), closed_url()))
+            .collect();
+        let named: Vec<(&str, &Simulator)> = sims.iter().map(|(n, s)| (n.as_str(), s)).collect();
+        let down: Vec<(&str, &str)> = closed
+            .iter()
+            .map(|(n, u)| (n.as_str(), u.as_str()))
+            .collect();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        std::fs::write(&kubeconfig, Simulator::fleet_kubeconfig(&named, &down))
+            .expect("kubeconfig written");
+        Fleet {
+            sims,
+            dir,
+            kubeconfig,
+        }
+    }
+
+    /// The simulator of `context`.
+    pub fn sim(&self, context: &str) -> &Simulator {
+        &self
+            .sims
+            .iter()
+            .find(|(n, _)| n == context)
+            .unwrap_or_else(|| panic!("no context {context:?}"))
+            .1
+    }
+
+    /// Identity names on `context`'s server now.
+    pub fn names(&self, context: &str) -> BTreeSet<String> {
+        self.sim(context).identity_names().into_iter().collect()
+    }
+
+    /// The simulated contexts, in kubeconfig order.
+    pub fn contexts(&self) -> Vec<String> {
+        self.sims.iter().map(|(n, _)| n.clone()).collect()
+    }
+}
+
+/// An `https://` loopback URL nobody listens on (the port was free a
+/// moment ago): a cluster that does not answer.
+pub fn closed_url() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
+    format!("https://{}", l.local_addr().expect("local address"))
+}

@@ -5,57 +5,28 @@
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use cilium_gc::exit::Exit;
 use cilium_gc::fleet::{run_fleet, ClusterFailure, ClusterStatus, FleetObserver, FleetSettings};
-use cilium_gc::gc::PendingWrites;
 use cilium_gc::report::{AbortReason, Mode, Outcome};
-use cilium_gc::settings::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
-use cilium_gc::stop::Stop;
-use cilium_gc_sim::{Scenario, Simulator};
+use cilium_gc::Exit;
+use cilium_gc::PendingWrites;
+use cilium_gc::Stop;
+use cilium_gc::{GcSettings, ScanSettings, WriteSettings};
+use cilium_gc_sim::Scenario;
 
-const TEST_TIMEOUT: Duration = Duration::from_secs(240);
+mod support;
 
-/// Simulators, each a context of one kubeconfig.
-struct Fleet {
-    sims: Vec<(String, Simulator)>,
-    _dir: tempfile::TempDir,
-    kube: ConnectSettings,
+use support::{calm, kube_of, Fleet, TEST_TIMEOUT};
+
+/// One calm `small` cluster per context name.
+async fn calm_fleet(contexts: &[&str]) -> Fleet {
+    let clusters: Vec<(&str, Scenario)> = contexts.iter().map(|c| (*c, calm("small"))).collect();
+    Fleet::start(&clusters, &[]).await
 }
 
-impl Fleet {
-    /// One calm `small` cluster per name.
-    async fn calm(names: &[&str]) -> Fleet {
-        let mut sims = Vec::new();
-        for n in names {
-            let s = Scenario::preset("small").expect("preset").calm();
-            sims.push((n.to_string(), Simulator::start(s).await.expect("starts")));
-        }
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("kubeconfig");
-        let named: Vec<(&str, &Simulator)> = sims.iter().map(|(n, s)| (n.as_str(), s)).collect();
-        std::fs::write(&path, Simulator::fleet_kubeconfig(&named, &[])).expect("written");
-        Fleet {
-            sims,
-            _dir: dir,
-            kube: ConnectSettings {
-                kubeconfig: Some(path),
-                ..ConnectSettings::default()
-            },
-        }
-    }
-
-    fn contexts(&self) -> Vec<String> {
-        self.sims.iter().map(|(n, _)| n.clone()).collect()
-    }
-
-    fn names(&self) -> Vec<BTreeSet<String>> {
-        self.sims
-            .iter()
-            .map(|(_, s)| s.identity_names().into_iter().collect())
-            .collect()
-    }
+/// Identity names on each cluster, in kubeconfig order.
+fn all_names(f: &Fleet) -> Vec<BTreeSet<String>> {
+    f.contexts().iter().map(|c| f.names(c)).collect()
 }
 
 /// Answers `answer` and records every question.
@@ -87,7 +58,7 @@ async fn run(
     s: &GcSettings,
     parallel: u32,
     observer: Arc<Asked>,
-) -> (cilium_gc::FleetReport, Exit) {
+) -> (cilium_gc::fleet::FleetReport, Exit) {
     let fleet = FleetSettings {
         contexts: f.contexts(),
         parallel,
@@ -96,7 +67,13 @@ async fn run(
     };
     tokio::time::timeout(
         TEST_TIMEOUT,
-        run_fleet(&f.kube, s, &fleet, &Stop::default(), observer),
+        run_fleet(
+            &kube_of(&f.kubeconfig),
+            s,
+            &fleet,
+            &Stop::default(),
+            observer,
+        ),
     )
     .await
     .expect("fleet finished in time")
@@ -108,7 +85,7 @@ async fn run(
 /// others: it must give its slot back, or the run would never end.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_question_for_every_cluster_and_yes_deletes_everywhere() {
-    let f = Fleet::calm(&["a", "b", "c"]).await;
+    let f = calm_fleet(&["a", "b", "c"]).await;
     let asked = Arc::new(Asked {
         answer: Some(true),
         ..Asked::default()
@@ -153,8 +130,8 @@ async fn one_question_for_every_cluster_and_yes_deletes_everywhere() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn no_or_nobody_to_ask_deletes_nothing_anywhere() {
     for answer in [Some(false), None] {
-        let f = Fleet::calm(&["a", "b"]).await;
-        let before = f.names();
+        let f = calm_fleet(&["a", "b"]).await;
+        let before = all_names(&f);
         let asked = Arc::new(Asked {
             answer,
             ..Asked::default()
@@ -175,7 +152,7 @@ async fn no_or_nobody_to_ask_deletes_nothing_anywhere() {
             );
             assert_eq!(r.summary.not_attempted, r.summary.candidates);
         }
-        assert_eq!(f.names(), before, "{answer:?}: nothing deleted");
+        assert_eq!(all_names(&f), before, "{answer:?}: nothing deleted");
     }
 }
 
@@ -183,7 +160,7 @@ async fn no_or_nobody_to_ask_deletes_nothing_anywhere() {
 /// nothing deleted there), the others delete; the fleet exits 5.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn max_deletions_applies_to_each_cluster_on_its_own() {
-    let f = Fleet::calm(&["small", "big"]).await;
+    let f = calm_fleet(&["small", "big"]).await;
     // Seed the second with more stale identities than the first has.
     let small_stale = {
         let s = GcSettings::for_scan(ScanSettings::default()).unwrap();
@@ -205,7 +182,7 @@ async fn max_deletions_applies_to_each_cluster_on_its_own() {
         )
         .expect("created");
     }
-    let before = f.names();
+    let before = all_names(&f);
     let w = WriteSettings {
         qps: 0.0,
         yes: true,
@@ -225,9 +202,12 @@ async fn max_deletions_applies_to_each_cluster_on_its_own() {
         ClusterFailure::Aborted(AbortReason::BlastRadius)
     );
     assert_eq!(
-        f.names()[1],
+        all_names(&f)[1],
         before[1],
         "nothing deleted on the refused cluster"
     );
-    assert_eq!(f.names()[0].len(), before[0].len() - small_stale as usize);
+    assert_eq!(
+        all_names(&f)[0].len(),
+        before[0].len() - small_stale as usize
+    );
 }

@@ -10,8 +10,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use cilium_gc::exit::Exit;
 use cilium_gc::report::{ItemsMode, Outcome};
+use cilium_gc::Exit;
 use cilium_gc::ScanSettings;
 use jiff::Timestamp;
 use serde_json::Value;

@@ -10,11 +10,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use cilium_gc::exit::Exit;
 use cilium_gc::model::NAMESPACE_LABEL;
 use cilium_gc::report::Outcome;
-use cilium_gc::settings::{GcSettings, ScanSettings, WriteSettings};
+use cilium_gc::Exit;
 use cilium_gc::Stop;
+use cilium_gc::{GcSettings, ScanSettings, WriteSettings};
 use cilium_gc_sim::Faults;
 
 mod support;

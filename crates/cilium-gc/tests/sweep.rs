@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use cilium_gc::exit::Exit;
 use cilium_gc::policy::Reason;
 use cilium_gc::report::{AbortReason, Mode, Outcome};
+use cilium_gc::Exit;
 use cilium_gc::{GcSettings, ScanSettings, WriteSettings};
 use cilium_gc_sim::Kind;
 use cilium_gc_sim::Scenario;

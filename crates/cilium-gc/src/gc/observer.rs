@@ -22,7 +22,8 @@ pub trait Observer: Send + Sync {
     }
     /// Ask to go ahead with the writes a plan holds. Called from a thread
     /// of its own, so it may block. By default asks [`Observer::confirm`]
-    /// with [`PendingWrites::question`]; a fleet run gathers every
+    /// with the one-cluster question ("About to delete 12 stale identities
+    /// on …"); a fleet run gathers every
     /// cluster's before asking once.
     fn confirm_writes(&self, pending: &PendingWrites) -> Option<bool> {
         self.confirm(&pending.question())
@@ -47,7 +48,7 @@ pub struct PendingWrites {
 impl PendingWrites {
     /// The one-cluster question: "About to delete 12 stale identities on
     /// https://… (context prod)."
-    pub fn question(&self) -> String {
+    pub(crate) fn question(&self) -> String {
         format!(
             "About to delete {} stale identities{} on {}{}.",
             self.deletes,

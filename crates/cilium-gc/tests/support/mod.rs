@@ -1,5 +1,5 @@
 //! The engine's side of the shared test world: how a test runs the engine
-//! (`gc::run`, settings built as plain values: the engine has no command
+//! (`cilium_gc::run`, settings built as plain values: the engine has no command
 //! line) against a [`World`] from `cilium-gc-testkit`, and settings for the
 //! flags a test names. The plugin's flags map to these settings one to one
 //! (`kubectl_cilium_gc::cli`'s unit tests `clap_defaults_are_the_engine_defaults`
@@ -10,14 +10,14 @@
 
 use std::collections::BTreeSet;
 
-use cilium_gc::exit::Exit;
-use cilium_gc::gc::{self, Ui};
 use cilium_gc::report::{ItemsMode, Outcome, Report};
-use cilium_gc::settings::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
-use cilium_gc::stop::Stop;
+use cilium_gc::Exit;
+use cilium_gc::Stop;
+use cilium_gc::Ui;
+use cilium_gc::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
 use serde_json::Value;
 
-pub use cilium_gc_testkit::{calm, mark_of, stale_names, World, TEST_TIMEOUT};
+pub use cilium_gc_testkit::{calm, mark_of, stale_names, Fleet, World, TEST_TIMEOUT};
 
 /// What the engine's tests do with a [`World`].
 pub trait Engine {
@@ -29,10 +29,7 @@ pub trait Engine {
 
 impl Engine for World {
     fn kube(&self) -> ConnectSettings {
-        ConnectSettings {
-            kubeconfig: Some(self.kubeconfig.clone()),
-            ..ConnectSettings::default()
-        }
+        kube_of(&self.kubeconfig)
     }
 
     async fn gc(&self, settings: &GcSettings) -> (Report, Exit) {
@@ -40,10 +37,18 @@ impl Engine for World {
     }
 }
 
+/// Connection settings with only `--kubeconfig <kubeconfig>`.
+pub fn kube_of(kubeconfig: &std::path::Path) -> ConnectSettings {
+    ConnectSettings {
+        kubeconfig: Some(kubeconfig.to_owned()),
+        ..ConnectSettings::default()
+    }
+}
+
 /// One run against `kube` with `settings` and a `stop` the test controls.
 pub async fn gc_at(kube: &ConnectSettings, settings: &GcSettings, stop: &Stop) -> (Report, Exit) {
     let ui = Ui::headless();
-    let run = gc::run(kube, settings, stop, &ui);
+    let run = cilium_gc::run(kube, settings, stop, &ui);
     tokio::time::timeout(TEST_TIMEOUT, run)
         .await
         .expect("gc run finished in time")
