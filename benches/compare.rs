@@ -578,10 +578,10 @@ fn main() {
 /// `c` concurrent GETs of one identity through the plugin's own client, in
 /// this process, for `d`: (answers, errors, seconds).
 fn hammer(kubeconfig: &Path, c: usize, d: Duration) -> (u64, u64, f64) {
-    use cilium_gc::cluster::ApiClient;
-    use cilium_gc::retry::Class;
-    use cilium_gc::settings::ConnectSettings;
-    use cilium_gc::stats::Stats;
+    use cilium_gc::internals::ApiClient;
+    use cilium_gc::internals::Class;
+    use cilium_gc::internals::Stats;
+    use cilium_gc::ConnectSettings;
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let args = ConnectSettings {

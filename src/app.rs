@@ -1,10 +1,10 @@
 //! Dispatch a parsed command line to the subcommand that serves it, and
 //! write its output: the report on stdout, nothing else there.
 
-use cilium_gc::exit::Exit;
-use cilium_gc::gc;
-use cilium_gc::settings::GcSettings;
-use cilium_gc::stop::Stop;
+use cilium_gc::report::Tool;
+use cilium_gc::Exit;
+use cilium_gc::GcSettings;
+use cilium_gc::Stop;
 
 use crate::cli::{Cli, Command, SchemaKind};
 use crate::fleet_command::fleet_and_emit;
@@ -57,7 +57,7 @@ pub async fn run(cli: Cli) -> Exit {
             SchemaKind::FleetDiagnosis => cilium_gc::fleet::diagnosis_schema(),
         }),
         Command::Version => {
-            let t = gc::tool();
+            let t = Tool::current();
             let commit = t.commit.as_deref().unwrap_or("unknown");
             println_or_pipe(&format!("{} {} (commit {commit})", t.name, t.version))
         }

@@ -1,5 +1,5 @@
 //! Command-line flags: clap derive, turned into the engine's plain
-//! [`cilium_gc::settings`] values, which validate them before any network
+//! settings values ([`cilium_gc::ScanSettings`], [`cilium_gc::WriteSettings`]), which validate them before any network
 //! call (ripgrep's low/high split).
 //!
 //! kubectl passes none of its own flags to plugins, so the connection flags
@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use cilium_gc::exit::Exit;
 use cilium_gc::fleet::ContextFilter;
+pub use cilium_gc::parse_duration;
 use cilium_gc::report::ItemsMode;
-pub use cilium_gc::settings::parse_duration;
-use cilium_gc::settings::{ConnectSettings, ScanSettings, WriteSettings};
+use cilium_gc::Exit;
+use cilium_gc::{ConnectSettings, ScanSettings, WriteSettings};
 
 pub use crate::render::{ColorChoice, OutputFormat};
 
@@ -599,11 +599,11 @@ mod tests {
         };
         assert_eq!(
             format!("{:?}", d.scan.settings()),
-            format!("{:?}", cilium_gc::settings::ScanSettings::default())
+            format!("{:?}", cilium_gc::ScanSettings::default())
         );
         assert_eq!(
             format!("{:?}", d.writes()),
-            format!("{:?}", cilium_gc::settings::WriteSettings::default())
+            format!("{:?}", cilium_gc::WriteSettings::default())
         );
     }
 

@@ -9,12 +9,12 @@
 
 use std::sync::Mutex;
 
-use cilium_gc::stop::Stop;
+use cilium_gc::Stop;
 
 /// The runs a panic must stop.
 static STOPS: Mutex<Vec<Stop>> = Mutex::new(Vec::new());
 
-/// Stop `stop` with [`cilium_gc::stop::StopReason::InternalError`] on any panic
+/// Stop `stop` with [`cilium_gc::StopReason::InternalError`] on any panic
 /// in the process.
 pub fn stop_on_panic(stop: &Stop) {
     STOPS
@@ -29,7 +29,7 @@ pub fn install_panic_hook() {
     let standard = std::panic::take_hook();
     let backtrace = std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0");
     std::panic::set_hook(Box::new(move |info| {
-        let what = cilium_gc::gc::panic_text(info.payload());
+        let what = cilium_gc::panic_text(info.payload());
         let at = info
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use cilium_gc::exit::Exit;
-use cilium_gc::settings::{ConnectSettings, GcSettings};
-use cilium_gc::stop::Stop;
+use cilium_gc::Exit;
+use cilium_gc::Stop;
+use cilium_gc::{ConnectSettings, GcSettings};
 use cilium_gc_sim::{Scenario, Simulator};
 
 use crate::cli::DemoArgs;
@@ -73,7 +73,7 @@ fn demo_settings(
     scan_only: bool,
 ) -> (
     crate::cli::DeleteArgs,
-    Result<GcSettings, cilium_gc::settings::SettingsError>,
+    Result<GcSettings, cilium_gc::SettingsError>,
 ) {
     delete.yes = true;
     let settings = if scan_only {

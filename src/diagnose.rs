@@ -18,9 +18,9 @@ pub mod text;
 use std::io::{self, Write};
 
 use cilium_gc::diagnose::{diagnose, DiagnoseError, DiagnoseSettings, Diagnosis};
-use cilium_gc::exit::Exit;
-use cilium_gc::settings::ConnectSettings;
-use cilium_gc::stop::{Stop, StopReason};
+use cilium_gc::ConnectSettings;
+use cilium_gc::Exit;
+use cilium_gc::{Stop, StopReason};
 
 use crate::cli::DiagnoseArgs;
 use crate::render::{ColorChoice, OutputFormat, Style};
@@ -163,9 +163,9 @@ async fn diagnosis(
 
 #[cfg(test)]
 mod tests {
-    use cilium_gc::cluster::ConnectError;
-    use cilium_gc::cluster::ServerError;
-    use cilium_gc::scan::ScanError;
+    use cilium_gc::ConnectError;
+    use cilium_gc::ScanError;
+    use cilium_gc::ServerError;
 
     use super::*;
 
@@ -181,7 +181,7 @@ mod tests {
                 code: 403,
                 message: "403".into(),
             })),
-            DiagnoseError::Discovery(cilium_gc::preflight::DiscoveryError::Request {
+            DiagnoseError::Discovery(cilium_gc::DiscoveryError::Request {
                 version: "v2",
                 message: "refused".into(),
             }),

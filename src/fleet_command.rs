@@ -5,11 +5,11 @@
 use std::io::Write as _;
 use std::sync::Arc;
 
-use cilium_gc::cluster::kubeconfig_contexts;
-use cilium_gc::exit::Exit;
 use cilium_gc::fleet::{self, FleetReport, FleetSettings};
-use cilium_gc::settings::{GcSettings, SettingsError};
-use cilium_gc::stop::Stop;
+use cilium_gc::kubeconfig_contexts;
+use cilium_gc::Exit;
+use cilium_gc::Stop;
+use cilium_gc::{GcSettings, SettingsError};
 
 use crate::cli::{KubeArgs, ScanArgs};
 use crate::output::usage_error;
@@ -74,7 +74,7 @@ pub(crate) enum SelectContextsError {
     OneServer,
     /// The kubeconfig could not be read.
     #[error("{0}")]
-    Kubeconfig(cilium_gc::cluster::ConnectError),
+    Kubeconfig(cilium_gc::ConnectError),
     /// The selection matched nothing usable.
     #[error("{0}")]
     Select(fleet::SelectError),

@@ -1,11 +1,11 @@
 //! `scan` and `delete`: run the engine with signals and the terminal, then
 //! write the report.
 
-use cilium_gc::exit::Exit;
-use cilium_gc::gc::{self, Ui};
 use cilium_gc::report::Report;
-use cilium_gc::settings::{ConnectSettings, GcSettings, SettingsError};
-use cilium_gc::stop::Stop;
+use cilium_gc::Exit;
+use cilium_gc::Stop;
+use cilium_gc::Ui;
+use cilium_gc::{ConnectSettings, GcSettings, SettingsError};
 
 use crate::cli::ScanArgs;
 use crate::output::{emit, usage_error};
@@ -41,7 +41,7 @@ pub async fn gc_report_and_emit(
     };
     crate::signals::listen(stop);
     let ui = Ui::new(Terminal::detect());
-    let (report, exit) = gc::run(kube, &settings, stop, &ui).await;
+    let (report, exit) = cilium_gc::run(kube, &settings, stop, &ui).await;
     let report = crate::next_steps::with_next_steps(report);
     let exit = emit(&report, args, exit, color);
     export_metrics(&report, args).await;

@@ -4,7 +4,7 @@ use std::io::IsTerminal;
 use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
 
-use cilium_gc::exit::Exit;
+use cilium_gc::Exit;
 use clap::FromArgMatches;
 use kubectl_cilium_gc::{app, cli, crash};
 

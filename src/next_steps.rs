@@ -4,8 +4,8 @@
 //! preflight check names its own remedy, and a step never suggests a
 //! command that the same checks would refuse.
 
-use cilium_gc::humanize::{human_duration, thousands};
 use cilium_gc::report::{AbortReason, Check, CheckName, Mode, Report};
+use cilium_gc::{human_duration, thousands};
 
 /// What a human should do next, one sentence each, most urgent first.
 /// Empty when there is nothing to do.

@@ -3,8 +3,8 @@
 
 use std::io::Write;
 
-use cilium_gc::exit::Exit;
 use cilium_gc::report::{AbortReason, Report};
+use cilium_gc::Exit;
 
 use crate::cli::ScanArgs;
 use crate::render::{render, stdout_style, write_report_file, ColorChoice};

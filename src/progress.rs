@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
-use cilium_gc::gc::Observer;
+use cilium_gc::Observer;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 /// A style with a `{rate}` key: items per second with one decimal.
@@ -205,7 +205,7 @@ impl cilium_gc::fleet::FleetObserver for FleetTerminal {
     }
 
     /// The table of what will be written where, then "Proceed? [y/N]".
-    fn confirm_all(&self, pending: &[cilium_gc::gc::PendingWrites]) -> Option<bool> {
+    fn confirm_all(&self, pending: &[cilium_gc::PendingWrites]) -> Option<bool> {
         if !self.interactive {
             return None;
         }

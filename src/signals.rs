@@ -3,7 +3,7 @@
 //! second signal exits the process at once (130 for SIGINT, 143 for
 //! SIGTERM), without a report, as people expect of command-line tools.
 
-use cilium_gc::stop::{Stop, StopReason};
+use cilium_gc::{Stop, StopReason};
 
 /// Trigger `stop` on SIGINT and SIGTERM, for the life of the process.
 pub fn listen(stop: &Stop) {

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use super::phrases;
 use crate::render::{Paint, Style};
-use cilium_gc::diagnose::types::{AgeBucket, Diagnosis, Level, Severity};
-use cilium_gc::humanize::{human_duration, thousands};
+use cilium_gc::diagnose::{AgeBucket, Diagnosis, Level, Severity};
+use cilium_gc::{human_duration, thousands};
 
 /// A finding's severity as a fixed-width label, coloured by how bad it is.
 fn severity(p: &Paint, sev: Severity) -> String {
@@ -176,7 +176,7 @@ fn churn_drivers(o: &mut String, d: &Diagnosis, p: &Paint) {
             );
         }
     }
-    let ns_list = |v: &[cilium_gc::diagnose::types::NamespaceStat], stale: bool| {
+    let ns_list = |v: &[cilium_gc::diagnose::NamespaceStat], stale: bool| {
         v.iter()
             .take(5)
             .map(|s| {
@@ -339,7 +339,7 @@ mod tests {
             identities: ids,
             refs: BTreeMap::from([(5000, 2)]),
             endpoints: 4,
-            crds: cilium_gc::preflight::Crds {
+            crds: cilium_gc::diagnose::Crds {
                 identities: true,
                 endpoints: true,
                 slices: false,

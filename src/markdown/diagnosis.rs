@@ -249,7 +249,7 @@ fn churn_section(o: &mut String, d: &Diagnosis) {
             &rows,
         );
     }
-    let ns_rows = |v: &[cilium_gc::diagnose::types::NamespaceStat]| -> Vec<Vec<String>> {
+    let ns_rows = |v: &[cilium_gc::diagnose::NamespaceStat]| -> Vec<Vec<String>> {
         v.iter()
             .map(|s| {
                 vec![
@@ -279,7 +279,7 @@ fn churn_section(o: &mut String, d: &Diagnosis) {
 }
 
 /// The duplicate label sets: how many, and the largest groups.
-fn duplicates_part(o: &mut String, dups: &cilium_gc::diagnose::types::Duplicates) {
+fn duplicates_part(o: &mut String, dups: &cilium_gc::diagnose::Duplicates) {
     let groups = format!("**{}**", thousands(dups.groups));
     let surplus = thousands(dups.surplus);
     let _ = writeln!(
@@ -420,7 +420,7 @@ fn config_section(o: &mut String, d: &Diagnosis) {
 
 /// The findings as a table (severity, code, finding, evidence, next step),
 /// or that there are none. Shared with the fleet view's per-cluster details.
-pub(super) fn findings_table(o: &mut String, findings: &[cilium_gc::diagnose::types::Finding]) {
+pub(super) fn findings_table(o: &mut String, findings: &[cilium_gc::diagnose::Finding]) {
     if findings.is_empty() {
         let _ = writeln!(o, "None: {}.\n", phrases::HEALTHY);
         return;

@@ -15,9 +15,9 @@
 use std::fmt::Write as _;
 
 use crate::next_steps::next_steps;
-use cilium_gc::diagnose::types::{AgeBucket, Diagnosis, Level, Severity};
-use cilium_gc::humanize::{human_duration, thousands};
+use cilium_gc::diagnose::{AgeBucket, Diagnosis, Level, Severity};
 use cilium_gc::report::{Mode, Outcome, Report, Tool};
+use cilium_gc::{human_duration, thousands};
 
 mod diagnosis;
 mod fleet;

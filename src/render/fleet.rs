@@ -5,9 +5,9 @@
 use std::fmt::Write as _;
 
 use cilium_gc::fleet::{ClusterEntry, ClusterStatus, FleetDiagnosis, FleetReport};
-use cilium_gc::gc::PendingWrites;
-use cilium_gc::humanize::thousands;
 use cilium_gc::report::Mode;
+use cilium_gc::thousands;
+use cilium_gc::PendingWrites;
 
 use super::{kebab, run_duration, Paint, Style};
 

@@ -18,9 +18,9 @@ use std::path::Path;
 use owo_colors::OwoColorize;
 use serde::Serialize;
 
-use cilium_gc::humanize::{human_duration, thousands};
 use cilium_gc::policy::Reason;
 use cilium_gc::report::{AbortReason, Mode, Outcome, Report};
+use cilium_gc::{human_duration, thousands};
 
 use crate::next_steps::{next_steps, plural};
 

@@ -232,7 +232,7 @@ async fn unreadable_endpoints_advise_fixing_them_or_the_override() {
 async fn the_blast_radius_advises_checking_then_raising_the_limit() {
     let w = World::start(calm("small")).await;
     let a = advice(&w, &["delete", "--yes", "--max-deletions", "1"]).await;
-    assert_eq!(a.exit, cilium_gc::exit::Exit::BlastRadius.code() as i32);
+    assert_eq!(a.exit, cilium_gc::Exit::BlastRadius.code() as i32);
     a.says(&["exceed --max-deletions 1", "nothing was deleted"]);
 }
 

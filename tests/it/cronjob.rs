@@ -1,4 +1,4 @@
-//! `examples/cronjob.yaml`: its RBAC is exactly `rbac::PERMISSIONS` for a
+//! `examples/cronjob.yaml`: its RBAC is exactly `cilium_gc::internals::PERMISSIONS` for a
 //! `delete --mark` run with CiliumEndpointSlices (no more, no wildcards), and
 //! its CronJob sweeps every 15 minutes, never overlapping, locked down.
 
@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use cilium_gc::rbac;
+use cilium_gc::internals::{required, PERMISSIONS};
 
 use crate::support::repo_path;
 
@@ -69,9 +69,9 @@ fn grants(role: &Value) -> BTreeSet<Grant> {
 /// included (without it a run assumes Cilium's defaults).
 fn wanted(namespaced: bool) -> BTreeSet<Grant> {
     let perms = if namespaced {
-        rbac::PERMISSIONS.to_vec()
+        PERMISSIONS.to_vec()
     } else {
-        rbac::required(true, true, true)
+        required(true, true, true)
     };
     perms
         .iter()
@@ -93,7 +93,7 @@ fn cluster_role_grants_exactly_what_a_run_needs() {
     assert_eq!(
         grants(&role),
         wanted(false),
-        "ClusterRole vs rbac::PERMISSIONS (cluster-scoped)"
+        "ClusterRole vs PERMISSIONS (cluster-scoped)"
     );
 }
 
@@ -105,15 +105,15 @@ fn role_grants_only_the_optional_reads_each_on_its_one_object() {
     assert_eq!(
         grants(&role),
         wanted(true),
-        "Role vs rbac::PERMISSIONS (namespaced)"
+        "Role vs PERMISSIONS (namespaced)"
     );
     for rule in role["rules"].as_array().unwrap() {
         assert_eq!(strings(&rule["verbs"]).len(), 1, "one verb a rule");
         let resource = &strings(&rule["resources"])[0];
-        let perm = rbac::PERMISSIONS
+        let perm = PERMISSIONS
             .iter()
             .find(|p| p.namespaced && p.resource == resource)
-            .unwrap_or_else(|| panic!("{resource} is not in rbac::PERMISSIONS"));
+            .unwrap_or_else(|| panic!("{resource} is not in PERMISSIONS"));
         let names: Vec<String> = perm.resource_name.iter().map(|n| n.to_string()).collect();
         let listed = match &rule["resourceNames"] {
             Value::Null => Vec::new(),

@@ -301,7 +301,7 @@ async fn a_panic_in_the_run_ends_in_an_internal_error_report() {
         let run = spawn(
             &argv,
             &[
-                (cilium_gc::gc::TEST_PANIC_ENV, place),
+                (cilium_gc::internals::TEST_PANIC_ENV, place),
                 ("RUST_BACKTRACE", "0"),
             ],
         );

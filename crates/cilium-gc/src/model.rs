@@ -3,7 +3,8 @@
 //! We never hold whole objects: a CiliumIdentity becomes an [`Identity`]
 //! (a few short strings) and an endpoint becomes the identity ids it
 //! references. A malformed object does not fail a page: it decodes to a
-//! [`Malformed`] record that is reported, and the run goes on.
+//! [`Malformed`] record that is reported, and the run goes on. An endpoint
+//! (CiliumEndpoint or CiliumEndpointSlice) decodes to a [`UsageObject`].
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -13,6 +14,7 @@ use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+pub use crate::usage::UsageObject;
 pub use cilium_gc_kinds::{parse_id, Kind, CILIUM_GROUP, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL};
 
 /// The newest `managedFields` entry: our best guess at who changed an object

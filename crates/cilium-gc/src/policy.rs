@@ -94,7 +94,7 @@ pub struct Rules {
 
 /// The user's choice of *which* identities to consider (`-l`, `-n`,
 /// `--min-age`, and any narrowing flag added later). Applied once, at plan
-/// time, by [`select`]; never again before a write, because the write path
+/// time, by `select`; never again before a write, because the write path
 /// does not keep what it needs (labels) and because nothing that a filter
 /// reads is what an agent or the operator changes under us.
 #[derive(Debug, Clone, Default)]
@@ -129,7 +129,7 @@ pub fn local_range(cluster_id: u64, max_connected_clusters: u64) -> RangeInclusi
 }
 
 /// The plan-time verdict: [`decide`] on the cluster's rules, then the
-/// user's narrowing ([`select`]). An identity in use or outside the local
+/// user's narrowing (`select`). An identity in use or outside the local
 /// range says so even when it is also filtered out, so the reason counts of
 /// a narrowed run still show what is in use.
 pub fn plan(identity: &Identity, refs: u32, policy: &Policy, now: Timestamp) -> Decision {
@@ -182,7 +182,7 @@ pub fn decide(identity: &Identity, refs: u32, rules: &Rules, now: Timestamp) -> 
 
 /// Whether the user's narrowing lets this identity be considered at all.
 /// Plan time only: see [`Narrowing`].
-pub fn select(identity: &Identity, narrowing: &Narrowing, now: Timestamp) -> bool {
+pub(crate) fn select(identity: &Identity, narrowing: &Narrowing, now: Timestamp) -> bool {
     if let Some(sel) = &narrowing.selector {
         if !sel.matches(&identity.labels) {
             return false;

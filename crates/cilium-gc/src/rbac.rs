@@ -6,7 +6,8 @@ use crate::model::{Kind, CILIUM_GROUP};
 
 /// One permission: a verb on a resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Permission {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct Permission {
     /// API group (`cilium.io`, or `""` for core).
     pub group: &'static str,
     /// Plural resource.
@@ -24,7 +25,8 @@ pub struct Permission {
 
 /// When a permission is needed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Need {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) enum Need {
     /// Every run, `scan` included.
     Always,
     /// Only when the run deletes (`delete`, dry-run included).
@@ -68,7 +70,8 @@ const fn optional_read(
 }
 
 /// Every permission any run may need.
-pub const PERMISSIONS: &[Permission] = &[
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) const PERMISSIONS: &[Permission] = &[
     cilium(Kind::Identity, "list", Need::Always),
     cilium(Kind::Identity, "get", Need::Delete),
     cilium(Kind::Identity, "delete", Need::Delete),
@@ -88,7 +91,8 @@ pub const PERMISSIONS: &[Permission] = &[
 ];
 
 /// The permissions a run with these settings must have.
-pub fn required(deleting: bool, marking: bool, slices: bool) -> Vec<Permission> {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) fn required(deleting: bool, marking: bool, slices: bool) -> Vec<Permission> {
     PERMISSIONS
         .iter()
         .copied()

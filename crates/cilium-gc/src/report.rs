@@ -91,6 +91,20 @@ pub struct Tool {
     pub commit: Option<String>,
 }
 
+impl Tool {
+    /// This build: its name, version and commit (`kubectl cilium-gc
+    /// version`, and the `tool` of every document it writes).
+    pub fn current() -> Tool {
+        Tool {
+            name: "kubectl-cilium-gc".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            commit: option_env!("KUBECTL_CILIUM_GC_COMMIT")
+                .map(str::to_owned)
+                .filter(|c| !c.is_empty()),
+        }
+    }
+}
+
 /// The cluster the run talked to. Never carries a credential.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

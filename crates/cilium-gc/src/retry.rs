@@ -15,7 +15,8 @@ use rand::Rng;
 
 /// The class of one answer (or of a request that got none).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Class {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) enum Class {
     /// 2xx.
     Success,
     /// 404: the object (or, as text, the path) does not exist.
@@ -48,7 +49,9 @@ pub enum Class {
 
 impl Class {
     /// Whether the same request may be sent again after waiting.
-    pub fn is_retryable(&self) -> bool {
+    #[cfg(any(test, feature = "internals"))]
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn is_retryable(&self) -> bool {
         matches!(self, Class::Throttled { .. } | Class::Transient { .. })
     }
 }
@@ -108,7 +111,8 @@ pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
 /// random time in `[base*2^n / 2, base*2^n]`, at most `cap`; never less than
 /// the server's `Retry-After`.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Backoff {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct Backoff {
     /// First delay.
     pub base: Duration,
     /// Longest delay.

@@ -23,7 +23,7 @@ pub(crate) const PAGE_SIZE: u32 = 500;
 /// tolerates, and how many restarts from the first page in all. Continuing
 /// with the server's token always makes progress, so 410s separated by
 /// pages read are not counted against each other.
-pub const MAX_LIST_RESTARTS: u32 = 5;
+pub(crate) const MAX_LIST_RESTARTS: u32 = 5;
 
 /// Why the identity list could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -132,7 +132,8 @@ pub(crate) async fn scan_identities(
 /// callers that must not double count keep their own set of names. Errs on
 /// 401/403, 404 (CRD not installed), retries exhausted, too many 410s, or a
 /// stop; none of these is worth retrying at once.
-pub async fn list_raw(
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) async fn list_raw(
     api: &ApiClient,
     path_base: &str,
     page_size: u32,

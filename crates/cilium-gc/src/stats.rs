@@ -9,7 +9,8 @@ use crate::pace::PaceSummary;
 
 /// Counters of everything the report counts that is not per item.
 #[derive(Debug, Default)]
-pub struct Stats {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct Stats {
     /// 409 answers.
     pub conflicts: AtomicU64,
     /// Requests sent again after a retryable failure.
@@ -24,8 +25,6 @@ pub struct Stats {
     pub list_restarts: AtomicU64,
     /// Endpoint watcher restarts after the initial sync.
     pub watcher_restarts: AtomicU64,
-    /// Objects that could not be decoded.
-    pub malformed: AtomicU64,
     /// Time writes spent waiting out their own `Retry-After`, in ms, summed.
     pub retry_after_wait_ms: AtomicU64,
     /// What the shared write limiter did, over every sweep of the run.
@@ -58,7 +57,7 @@ impl Stats {
         *self.pace.lock().unwrap_or_else(|e| e.into_inner())
     }
     /// Read a counter.
-    pub fn get(counter: &AtomicU64) -> u64 {
+    pub(crate) fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
     }
 }

@@ -35,7 +35,8 @@ pub(crate) struct StreamState {
 
 /// The registry the layer writes and usage reads. Cheap to clone.
 #[derive(Debug, Default, Clone)]
-pub struct WatchTap {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct WatchTap {
     inner: Arc<Inner>,
 }
 
@@ -53,7 +54,7 @@ impl WatchTap {
 
     /// Resolves at the next open or close (create the future before reading
     /// the state, as with [`Notify::notified`]).
-    pub fn changed(&self) -> tokio::sync::futures::Notified<'_> {
+    pub(crate) fn changed(&self) -> tokio::sync::futures::Notified<'_> {
         self.inner.changed.notified()
     }
 

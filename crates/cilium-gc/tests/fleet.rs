@@ -6,12 +6,11 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use cilium_gc::fleet::{ClusterFailure, ClusterStatus};
-use cilium_gc::gc::PendingWrites;
+use cilium_gc::fleet::{run_fleet, ClusterFailure, ClusterStatus, FleetObserver, FleetSettings};
 use cilium_gc::report::{AbortReason, Mode, Outcome};
 use cilium_gc::Exit;
+use cilium_gc::PendingWrites;
 use cilium_gc::Stop;
-use cilium_gc::{run_fleet, FleetObserver, FleetSettings};
 use cilium_gc::{GcSettings, ScanSettings, WriteSettings};
 use cilium_gc_sim::Scenario;
 
@@ -59,7 +58,7 @@ async fn run(
     s: &GcSettings,
     parallel: u32,
     observer: Arc<Asked>,
-) -> (cilium_gc::FleetReport, Exit) {
+) -> (cilium_gc::fleet::FleetReport, Exit) {
     let fleet = FleetSettings {
         contexts: f.contexts(),
         parallel,

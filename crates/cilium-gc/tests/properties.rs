@@ -98,7 +98,7 @@ proptest! {
         });
         for v in [&v, &in_place] {
             let text = v.to_string();
-            let usage = serde_json::from_str::<cilium_gc::usage::UsageObject>(&text);
+            let usage = serde_json::from_str::<cilium_gc::model::UsageObject>(&text);
             prop_assert!(usage.is_ok(), "{text}");
             let lenient = usage.unwrap();
             for kind in [Kind::Endpoint, Kind::EndpointSlice] {
@@ -165,7 +165,7 @@ proptest! {
         ],
         labels in prop::collection::btree_map("[a-z]{1,3}", "[a-z]{0,3}", 0..5),
     ) {
-        use cilium_gc::selector::Selector;
+        use cilium_gc::Selector;
         // parse -> render -> parse gives the same structure (Display renders
         // from the parsed requirements, and equality compares them).
         if let Ok(sel) = Selector::parse(&text) {

@@ -236,10 +236,10 @@ async fn raw_server(answer: fn(&str) -> (u16, String, Vec<u8>)) -> String {
     url
 }
 
-fn api_at(url: &str) -> cilium_gc::cluster::ApiClient {
+fn api_at(url: &str) -> cilium_gc::internals::ApiClient {
     let config = kube::Config::new(url.parse().unwrap());
     let client = kube::Client::try_from(config).unwrap();
-    cilium_gc::cluster::ApiClient::new(
+    cilium_gc::internals::ApiClient::new(
         client,
         Default::default(),
         Some(Duration::from_secs(10)),
@@ -273,7 +273,7 @@ async fn misbehaving_servers_end_in_clear_errors() {
     let stop = cilium_gc::Stop::default();
     let r = tokio::time::timeout(
         Duration::from_secs(60),
-        cilium_gc::scan::list_raw(
+        cilium_gc::internals::list_raw(
             &api,
             "/apis/cilium.io/v2/ciliumidentities",
             10,

@@ -25,7 +25,7 @@ fn schema_is_valid_draft_2020_12() {
         "not a valid draft 2020-12 schema:\n{errors:#?}"
     );
     assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
-    assert_eq!(s["$id"], diagnose::types::SCHEMA_ID);
+    assert_eq!(s["$id"], diagnose::SCHEMA_ID);
     assert_eq!(s["title"], "CiliumIdentityDiagnosis");
 }
 
@@ -99,20 +99,20 @@ fn full_example() -> diagnose::Diagnosis {
         server: Some("https://127.0.0.1:6443".into()),
         context: Some("sim".into()),
         redacted: false,
-        workloads: Some(diagnose::input::Workloads {
+        workloads: Some(diagnose::Workloads {
             operator_images: vec!["quay.io/cilium/operator-generic:v1.15.6".into()],
             agent_images: vec!["quay.io/cilium/cilium:v1.15.6".into()],
-            operator_pods: vec![diagnose::types::OperatorPodStatus {
+            operator_pods: vec![diagnose::OperatorPodStatus {
                 name: "cilium-operator-1".into(),
                 restarts: 2,
                 started_at: Some(ts("2026-05-01T00:00:00Z")),
                 running_since: Some(ts("2026-06-01T11:50:00Z")),
             }],
             problem: Some("cilium-operator pods in kube-system not found".into()),
-            metrics: vec![diagnose::types::OperatorMetricsRead {
+            metrics: vec![diagnose::OperatorMetricsRead {
                 pod: "cilium-operator-1".into(),
                 port: 9963,
-                first: Some(diagnose::types::GcCounters {
+                first: Some(diagnose::GcCounters {
                     read_at: ts("2026-06-01T12:00:00Z"),
                     process_started_at: Some(ts("2026-06-01T11:50:00Z")),
                     runs_success: Some(1),
@@ -125,7 +125,7 @@ fn full_example() -> diagnose::Diagnosis {
                 second: None,
                 expected_passes: None,
                 completed_passes: None,
-                verdict: diagnose::types::PassVerdict::Unknown,
+                verdict: diagnose::PassVerdict::Unknown,
                 evidence: vec![],
                 problem: None,
             }],
@@ -175,7 +175,7 @@ fn full_example_conforms() {
     }
     assert_eq!(d["kind"], "CiliumIdentityDiagnosis");
     assert_eq!(d["apiVersion"], cilium_gc::report::API_VERSION);
-    assert_eq!(d["$schema"], diagnose::types::SCHEMA_ID);
+    assert_eq!(d["$schema"], diagnose::SCHEMA_ID);
     let errors = schema::errors(&schema::committed_diagnosis(), &d);
     assert!(
         errors.is_empty(),

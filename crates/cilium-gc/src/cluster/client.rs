@@ -22,7 +22,7 @@ use super::kubeconfig::{load_config, Endpoint};
 
 /// The whole cause chain on one line, with no credential in it (see
 /// `crate::secrets::describe`).
-pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     crate::secrets::describe(e)
 }
 
@@ -72,7 +72,8 @@ pub struct ServerError {
 
 /// One answer from the server, or the failure to get one.
 #[derive(Debug)]
-pub struct Answer {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct Answer {
     /// HTTP status, 0 when no answer came (timeout, reset).
     pub code: u16,
     /// What it means.
@@ -89,7 +90,7 @@ pub struct Answer {
 
 impl Answer {
     /// This answer as an error, for a caller that cannot go on with it.
-    pub fn into_error(self) -> ServerError {
+    pub(crate) fn into_error(self) -> ServerError {
         ServerError {
             code: self.code,
             message: self.message,
@@ -98,7 +99,7 @@ impl Answer {
 
     /// No answer came (a timeout, or the run stopped waiting): transient,
     /// and the request may or may not have been applied.
-    pub fn lost(message: impl Into<String>) -> Self {
+    pub(crate) fn lost(message: impl Into<String>) -> Self {
         Answer {
             code: 0,
             class: Class::Transient { retry_after: None },
@@ -109,7 +110,7 @@ impl Answer {
     }
 
     /// The body as JSON of type `T`.
-    pub fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+    pub(crate) fn json<T: serde::de::DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         serde_json::from_slice(&self.body)
     }
 }
@@ -118,7 +119,8 @@ impl Answer {
 /// timeout and counters around them. (Not `Api`: that is kube's typed
 /// handle, which the usage watchers use beside this one.)
 #[derive(Clone)]
-pub struct ApiClient {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct ApiClient {
     client: Client,
     /// Per-request timeout; `None` is no limit (`--request-timeout 0`).
     timeout: Option<Duration>,
@@ -141,7 +143,7 @@ pub struct ApiClient {
 }
 
 /// Content type of a JSON body.
-pub const JSON: &str = "application/json";
+pub(crate) const JSON: &str = "application/json";
 /// Content type of a merge patch.
 pub(crate) const MERGE_PATCH: &str = "application/merge-patch+json";
 /// Field manager our writes are recorded under.
@@ -149,7 +151,8 @@ pub(crate) const FIELD_MANAGER: &str = "kubectl-cilium-gc";
 
 impl ApiClient {
     /// Wrap a client whose stack carries `watch_tap`'s layer.
-    pub fn new(
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn new(
         client: Client,
         watch_tap: WatchTap,
         timeout: Option<Duration>,
@@ -169,7 +172,8 @@ impl ApiClient {
     }
 
     /// Build a client from flags.
-    pub async fn connect(
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) async fn connect(
         args: &ConnectSettings,
         stats: Arc<Stats>,
     ) -> Result<(ApiClient, Endpoint), ConnectError> {
@@ -194,7 +198,7 @@ impl ApiClient {
     }
 
     /// The kube client, for kube-runtime watchers.
-    pub fn client(&self) -> Client {
+    pub(crate) fn client(&self) -> Client {
         self.client.clone()
     }
 
@@ -288,7 +292,7 @@ impl ApiClient {
 
     /// Send a request, retrying 429s (after Retry-After) and transient
     /// failures (backoff with jitter) up to `max_retries` times.
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         method: Method,
         path_and_query: &str,
@@ -325,7 +329,8 @@ impl ApiClient {
     }
 
     /// GET with retries.
-    pub async fn get(&self, path_and_query: &str, max_retries: u32) -> Answer {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) async fn get(&self, path_and_query: &str, max_retries: u32) -> Answer {
         self.send(Method::GET, path_and_query, None, max_retries)
             .await
     }

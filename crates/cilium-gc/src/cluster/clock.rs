@@ -1,7 +1,6 @@
 //! The server's clock, learned from the `Date` header of every answer.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::time::Duration;
 
 use jiff::Timestamp;
 
@@ -16,7 +15,8 @@ use jiff::Timestamp;
 /// a mark 10 min old by the server is kept (our clock would call it over 2 h
 /// old). Tests: `chaos_server_clock_two_hours_*`; see `docs/reliability.md`.
 #[derive(Debug, Default)]
-pub struct ServerClock {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct ServerClock {
     /// server minus local, in milliseconds; `i64::MIN` until first seen.
     offset_ms: AtomicI64,
     /// An answer came without a usable `Date` header.
@@ -25,7 +25,7 @@ pub struct ServerClock {
 
 impl ServerClock {
     /// A clock that has not yet seen the server.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         ServerClock {
             offset_ms: AtomicI64::new(i64::MIN),
             missing_date: AtomicBool::new(false),
@@ -37,7 +37,8 @@ impl ServerClock {
     }
     /// Whether mark ages were (at least partly) judged by the local clock,
     /// because the server sent no usable `Date`: the report says so.
-    pub fn local_clock_used(&self) -> bool {
+    #[cfg_attr(feature = "internals", visibility::make(pub))]
+    pub(crate) fn local_clock_used(&self) -> bool {
         self.missing_date.load(Ordering::Relaxed)
             || self.offset_ms.load(Ordering::Relaxed) == i64::MIN
     }
@@ -52,7 +53,7 @@ impl ServerClock {
         }
     }
     /// Server time now (local time until a `Date` was seen).
-    pub fn now(&self) -> Timestamp {
+    pub(crate) fn now(&self) -> Timestamp {
         let local = Timestamp::now();
         match self.offset_ms.load(Ordering::Relaxed) {
             i64::MIN => local,
@@ -62,10 +63,11 @@ impl ServerClock {
         }
     }
     /// Observed skew (server minus local), if known.
-    pub fn skew(&self) -> Option<Duration> {
+    #[cfg(test)]
+    pub(crate) fn skew(&self) -> Option<std::time::Duration> {
         match self.offset_ms.load(Ordering::Relaxed) {
             i64::MIN => None,
-            off => Some(Duration::from_millis(off.unsigned_abs())),
+            off => Some(std::time::Duration::from_millis(off.unsigned_abs())),
         }
     }
 }
@@ -80,6 +82,7 @@ pub(crate) fn parse_http_date(s: &str) -> Option<Timestamp> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn http_dates_parse() {

@@ -16,7 +16,8 @@ use super::proxy::resolve_proxy;
 
 /// Where we are connected, for the report (never a credential).
 #[derive(Debug, Clone, Default)]
-pub struct Endpoint {
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) struct Endpoint {
     /// API server URL.
     pub server: String,
     /// kubeconfig context, when one was used.
@@ -37,7 +38,7 @@ pub(crate) const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The limit on one request: `--request-timeout` (`0` = none, as kubectl's),
 /// else `DEFAULT_REQUEST_TIMEOUT`.
-pub fn request_timeout(flag: Option<Duration>) -> Option<Duration> {
+pub(crate) fn request_timeout(flag: Option<Duration>) -> Option<Duration> {
     match flag {
         Some(t) if t.is_zero() => None,
         Some(t) => Some(t),

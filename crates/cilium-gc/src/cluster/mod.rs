@@ -12,15 +12,16 @@
 //! a connection could not be set up, used by both), `clock` (the server's
 //! clock) and `client` (the raw request path).
 
-mod client;
-mod clock;
+pub(crate) mod client;
+pub(crate) mod clock;
 mod error;
-mod kubeconfig;
+pub(crate) mod kubeconfig;
 mod proxy;
 
-pub use crate::watch_tap::WatchTap;
-pub use client::{error_chain, Answer, ApiClient, ServerError, JSON};
+pub use client::ServerError;
+pub(crate) use client::{error_chain, Answer, ApiClient, JSON};
 pub(crate) use client::{FIELD_MANAGER, MERGE_PATCH};
-pub use clock::ServerClock;
+pub(crate) use clock::ServerClock;
 pub use error::{ConnectError, PemError};
-pub use kubeconfig::{kubeconfig_contexts, request_timeout, Endpoint};
+pub use kubeconfig::kubeconfig_contexts;
+pub(crate) use kubeconfig::Endpoint;

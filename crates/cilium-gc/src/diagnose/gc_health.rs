@@ -142,7 +142,7 @@ pub(crate) fn known_defects(
 }
 
 /// The evidence, before findings.
-pub fn gc_health(
+pub(crate) fn gc_health(
     identities: &[IdentityRecord],
     stale_marks: &[(usize, Timestamp)],
     unused_unmarked: &[usize],
@@ -278,7 +278,7 @@ fn cilium_workloads(w: &Workloads) -> Option<CiliumWorkloads> {
 /// unused" on a churning cluster where most unused identities were freshly
 /// marked or too young to judge.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct IdentityCounts {
+pub(crate) struct IdentityCounts {
     /// Every identity listed.
     pub total: u64,
     /// Unused ones the operator should already have marked or deleted.
@@ -301,7 +301,7 @@ impl IdentityCounts {
 }
 
 /// The findings `h` supports, for [`fn@super::analyze`]'s list.
-pub fn findings(
+pub(crate) fn findings(
     h: &GcHealth,
     ids: IdentityCounts,
     heartbeat_timeout: Duration,

@@ -3,7 +3,7 @@
 //!
 //! This module is the I/O shell: connect, discover the CRDs, read
 //! `cilium-config`, sync the endpoint watchers, list every identity raw, and
-//! hand plain data ([`Input`]) to the pure [`fn@analyze`]; [`redact`] and the
+//! hand plain data ([`Input`]) to the pure [`fn@analyze`]; `redact` and the
 //! text view (`text`) are pure too.
 //!
 //! *Exit codes:* 0 when a diagnosis was written, whatever it found —
@@ -12,12 +12,12 @@
 //! flag, kubeconfig, connection and permission problems; 3 when the
 //! CiliumIdentity CRD is not installed; 130/143 on SIGINT/SIGTERM.
 
-pub mod analyze;
-pub mod gc_health;
-pub mod input;
-pub(crate) mod operator_metrics;
-pub mod redact;
-pub mod types;
+mod analyze;
+mod gc_health;
+mod input;
+mod operator_metrics;
+pub(crate) mod redact;
+mod types;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -25,9 +25,18 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+pub use crate::model::Change;
+pub use crate::preflight::Crds;
 pub use analyze::analyze;
-pub use input::{IdentityRecord, Input};
-pub use types::{schema, Diagnosis};
+pub use input::{IdentityRecord, Input, Workloads};
+pub use types::{
+    schema, AgeAndRate, AgeBucket, Churn, CiliumWorkloads, Configuration, DefectStatus,
+    DiagnosedCluster, Diagnosis, DuplicateGroup, Duplicates, Finding, FindingCode, GcCounters,
+    GcHealth, IdentitySpace, Integrity, KnownDefect, LabelKeyStat, Level, ManagerActivity,
+    Modifiers, NamespaceCount, NamespaceStat, OperatorGcMetrics, OperatorMetricsRead,
+    OperatorPodStatus, PassEvidence, PassVerdict, Severity, StateCounts, StripExample, KIND,
+    SCHEMA_ID,
+};
 
 use crate::cluster::{ApiClient, ConnectError};
 use crate::exit::Exit;
@@ -126,14 +135,6 @@ pub(crate) fn decode_record(raw: &RawValue) -> Result<IdentityRecord, Malformed>
     })
 }
 
-/// Connect with `kube` and diagnose the cluster; no signal handling.
-pub async fn run_diagnosis(
-    kube: &ConnectSettings,
-    args: &DiagnoseSettings,
-) -> Result<Diagnosis, DiagnoseError> {
-    diagnose(kube, args, &Stop::default()).await
-}
-
 /// Connect, collect, redact when asked, analyse.
 #[tracing::instrument(skip_all)]
 pub async fn diagnose(
@@ -183,7 +184,7 @@ async fn kubernetes_version(api: &ApiClient) -> Option<String> {
 /// before the identities are listed, so an identity referenced at sync time
 /// and missing from the list really is gone (a dangling reference).
 #[tracing::instrument(skip_all)]
-pub async fn collect(
+pub(crate) async fn collect(
     api: &ApiClient,
     args: &DiagnoseSettings,
     stop: &Stop,

@@ -30,25 +30,25 @@ use super::input::Input;
 pub(crate) const TOKEN_DIGITS: usize = 16;
 
 /// Keyed pseudonyms for one document.
-pub struct Redactor {
+pub(crate) struct Redactor {
     key: hmac::Key,
 }
 
 impl Redactor {
     /// A redactor with a fresh random key.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Redactor::with_key(&rand::random::<[u8; 32]>())
     }
 
     /// A redactor with a given key (tests).
-    pub fn with_key(key: &[u8]) -> Self {
+    pub(crate) fn with_key(key: &[u8]) -> Self {
         Redactor {
             key: hmac::Key::new(hmac::HMAC_SHA256, key),
         }
     }
 
     /// `prefix-` and `TOKEN_DIGITS` hex digits of the keyed hash of `s`.
-    pub fn token(&self, prefix: &str, s: &str) -> String {
+    pub(crate) fn token(&self, prefix: &str, s: &str) -> String {
         let tag = hmac::sign(&self.key, s.as_bytes());
         let hex: String = tag.as_ref()[..TOKEN_DIGITS / 2]
             .iter()
@@ -58,12 +58,12 @@ impl Redactor {
     }
 
     /// The token for a namespace.
-    pub fn namespace(&self, ns: &str) -> String {
+    pub(crate) fn namespace(&self, ns: &str) -> String {
         self.token("ns", ns)
     }
 
     /// The token for a label value.
-    pub fn value(&self, v: &str) -> String {
+    pub(crate) fn value(&self, v: &str) -> String {
         self.token("v", v)
     }
 }
@@ -79,7 +79,7 @@ impl Default for Redactor {
 /// `extra_namespaces` are namespaces named outside the data (the
 /// `--cilium-namespace` value). Identity names (numbers), label keys and
 /// field managers stay. Returns the redactor used, whose key dies with it.
-pub fn redact(input: &mut Input, extra_namespaces: &[&str]) -> Redactor {
+pub(crate) fn redact(input: &mut Input, extra_namespaces: &[&str]) -> Redactor {
     let r = Redactor::new();
     redact_with(&r, input, extra_namespaces);
     r

@@ -176,7 +176,7 @@ pub async fn diagnose_fleet(
         schema: FLEET_DIAGNOSIS_SCHEMA_ID.into(),
         api_version: API_VERSION.into(),
         kind: FLEET_DIAGNOSIS_KIND.into(),
-        tool: crate::gc::tool(),
+        tool: crate::report::Tool::current(),
         started_at,
         finished_at: Timestamp::now(),
         duration_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
@@ -283,7 +283,7 @@ fn summarize(entries: &[ClusterEntry]) -> FleetDiagnosisSummary {
             s.failed += 1;
         }
         for f in e.diagnosis.iter().flat_map(|d| &d.findings) {
-            use crate::diagnose::types::Severity;
+            use crate::diagnose::Severity;
             match f.severity {
                 Severity::Critical => s.findings.critical += 1,
                 Severity::Warning => s.findings.warning += 1,

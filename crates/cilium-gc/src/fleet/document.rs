@@ -10,15 +10,15 @@ use jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::diagnose::types::{DefectStatus, FindingCode, Severity};
 use crate::diagnose::Diagnosis;
+use crate::diagnose::{DefectStatus, FindingCode, Severity};
 use crate::exit::Exit;
 use crate::report::{Abort, AbortReason, Mode, ReasonCounts, Report, Tool, API_VERSION};
 
 use super::spool::Clusters;
 
 /// `kind` of the fleet report.
-pub const FLEET_KIND: &str = "CiliumIdentityGCFleetReport";
+pub(crate) const FLEET_KIND: &str = "CiliumIdentityGCFleetReport";
 /// `$id` of the published schema, also written as `$schema` in every fleet report.
 pub const FLEET_SCHEMA_ID: &str =
     "https://raw.githubusercontent.com/kubectl-cilium-gc/kubectl-cilium-gc/main/schema/fleet-report-v1.json";
@@ -244,7 +244,7 @@ pub fn schema() -> serde_json::Value {
 /// whole run was stopped), a bug, items that failed while deleting, a
 /// blast-radius refusal, a preflight refusal, a usage or connection error.
 /// The fleet exits with the first of these any cluster ended with.
-pub const SEVERITY: [Exit; 7] = [
+pub(crate) const SEVERITY: [Exit; 7] = [
     Exit::Terminated,
     Exit::Interrupted,
     Exit::Unexpected,
@@ -256,7 +256,7 @@ pub const SEVERITY: [Exit; 7] = [
 
 /// The fleet's exit: success only when every cluster succeeded, else the
 /// most severe by [`SEVERITY`].
-pub fn fleet_exit(exits: impl IntoIterator<Item = Exit>) -> Exit {
+pub(crate) fn fleet_exit(exits: impl IntoIterator<Item = Exit>) -> Exit {
     let rank = |e: Exit| SEVERITY.iter().position(|s| *s == e).unwrap_or(usize::MAX);
     exits
         .into_iter()
@@ -492,7 +492,7 @@ impl FleetReport {
             schema: FLEET_SCHEMA_ID.into(),
             api_version: API_VERSION.into(),
             kind: FLEET_KIND.into(),
-            tool: crate::gc::tool(),
+            tool: crate::report::Tool::current(),
             started_at,
             finished_at: Timestamp::now(),
             duration_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,

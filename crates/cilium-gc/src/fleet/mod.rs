@@ -2,7 +2,7 @@
 //! kubeconfig context, at most `parallel` at a time on the one runtime,
 //! ending in one [`FleetReport`] that holds each cluster's ordinary report.
 //!
-//! Each cluster's run is exactly a single-context [`gc::run`](crate::gc::run)
+//! Each cluster's run is exactly a single-context [`run`](crate::run)
 //! with its own settings, limiter and safety rules (preflight, freshness,
 //! blast radius, preconditions, `--max-deletions`): one server is one
 //! bound, so `--qps` and `--concurrency` apply per cluster. What the fleet
@@ -34,9 +34,8 @@ pub use diagnosis::{
     FLEET_DIAGNOSIS_KIND, FLEET_DIAGNOSIS_SCHEMA_ID,
 };
 pub use document::{
-    fleet_exit, schema, ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FleetReason,
-    FleetReport, FleetSummary, Fullest, IdentitySpaceUse, WorstFinding, FLEET_KIND,
-    FLEET_SCHEMA_ID, SEVERITY,
+    schema, ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FleetReason, FleetReport,
+    FleetSummary, Fullest, IdentitySpaceUse, WorstFinding, FLEET_SCHEMA_ID,
 };
 use redact::redact_entry;
 pub use select::{ContextFilter, SelectError};

@@ -19,17 +19,6 @@ use crate::usage::UsageHandle;
 
 use super::MAX_REPORTED_ERRORS;
 
-/// The tool's version and commit.
-pub fn tool() -> Tool {
-    Tool {
-        name: "kubectl-cilium-gc".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        commit: option_env!("KUBECTL_CILIUM_GC_COMMIT")
-            .map(str::to_owned)
-            .filter(|c| !c.is_empty()),
-    }
-}
-
 /// What the run accumulated; becomes the report.
 pub(super) struct Draft {
     pub(super) started: Timestamp,
@@ -120,7 +109,7 @@ impl Draft {
             schema: report::SCHEMA_ID.into(),
             api_version: report::API_VERSION.into(),
             kind: report::KIND.into(),
-            tool: tool(),
+            tool: Tool::current(),
             cluster: self.cluster,
             started_at: self.started,
             finished_at: finished,

@@ -32,7 +32,6 @@ mod draft;
 mod observer;
 mod plan;
 
-pub use draft::tool;
 use draft::{options, round_millis, Draft};
 pub use observer::{Headless, Observer, PendingWrites, Ui};
 use plan::{apply, blast_radius, mark_not_attempted, Plan};
@@ -155,7 +154,8 @@ pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 /// `place` (`plan`: in the run's own task, after the scan; `background`: in
 /// another task, as a watcher bug would), so tests can prove that a bug
 /// still ends in a report. Honoured here and nowhere else.
-pub const TEST_PANIC_ENV: &str = "KUBECTL_CILIUM_GC_TEST_PANIC";
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) const TEST_PANIC_ENV: &str = "KUBECTL_CILIUM_GC_TEST_PANIC";
 
 fn test_panic_at(place: &str) -> bool {
     std::env::var(TEST_PANIC_ENV).is_ok_and(|p| p == place)

@@ -54,7 +54,8 @@ pub(crate) const PAGE_SIZE: u32 = 500;
 /// handshake cannot cover is an endpoint that appears *without* an identity
 /// write (an operator marking from a stale view); only live usage protects
 /// that one, and 10 s bounds how late we may learn of it.
-pub const FRESHNESS_LIMIT: Duration = Duration::from_secs(10);
+#[cfg_attr(feature = "internals", visibility::make(pub))]
+pub(crate) const FRESHNESS_LIMIT: Duration = Duration::from_secs(10);
 
 /// How long usage may stay unknown (not complete as of [`FRESHNESS_LIMIT`])
 /// before the run stops writing: past this, the watchers are not coming back

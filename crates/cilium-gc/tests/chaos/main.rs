@@ -10,9 +10,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use cilium_gc::report::{AbortReason, ErrorKind, Outcome};
+use cilium_gc::report::{AbortReason, ErrorKind, Outcome, Report};
 use cilium_gc::Exit;
-use cilium_gc::Report;
 use cilium_gc::Stop;
 use cilium_gc::{ConnectSettings, ScanSettings, WriteSettings};
 use cilium_gc_sim::{ActorRates, Faults, PageFault, Scenario, Simulator, ThrottleShape};

@@ -7,10 +7,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
-use cilium_gc::diagnose::types::{Finding, FindingCode, Level, Severity};
+use cilium_gc::diagnose::{DiagnoseSettings, Diagnosis};
+use cilium_gc::diagnose::{Finding, FindingCode, Level, Severity};
 use cilium_gc::model::NAMESPACE_LABEL;
 use cilium_gc::report::{ConfigSource, IdRange};
-use cilium_gc::{DiagnoseSettings, Diagnosis, Stop};
+use cilium_gc::Stop;
 use cilium_gc_sim::Kind;
 use cilium_gc_sim::{default_cilium_config, Scenario};
 use cilium_gc_testkit::schema;
@@ -68,7 +69,7 @@ async fn diagnose_world(w: &World) -> Diagnosis {
 async fn diagnose_world_with(w: &World, settings: DiagnoseSettings) -> Diagnosis {
     let d = tokio::time::timeout(
         TEST_TIMEOUT,
-        cilium_gc::diagnose(&w.kube(), &settings, &Stop::default()),
+        cilium_gc::diagnose::diagnose(&w.kube(), &settings, &Stop::default()),
     )
     .await
     .expect("diagnosis finished in time")

@@ -10,9 +10,8 @@
 
 use std::collections::BTreeSet;
 
-use cilium_gc::report::{ItemsMode, Outcome};
+use cilium_gc::report::{ItemsMode, Outcome, Report};
 use cilium_gc::Exit;
-use cilium_gc::Report;
 use cilium_gc::Stop;
 use cilium_gc::Ui;
 use cilium_gc::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};

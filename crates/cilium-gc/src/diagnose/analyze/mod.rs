@@ -111,7 +111,7 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
         schema: SCHEMA_ID.into(),
         api_version: crate::report::API_VERSION.into(),
         kind: KIND.into(),
-        tool: crate::gc::tool(),
+        tool: crate::report::Tool::current(),
         cluster: DiagnosedCluster {
             server: input.server.clone(),
             context: input.context.clone(),
