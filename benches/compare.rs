@@ -42,74 +42,56 @@ fn sim_bin() -> std::path::PathBuf {
 struct Server {
     child: Child,
     kubeconfig: PathBuf,
+    /// Its stderr.
+    log: PathBuf,
     startup: f64,
     _dir: tempfile::TempDir,
 }
 
 impl Server {
     fn start(identities: usize, endpoints: usize) -> Server {
-        let dir = tempfile::tempdir().unwrap();
-        let kubeconfig = dir.path().join("kubeconfig");
-        let started = Instant::now();
-        let child = Command::new(sim_bin())
-            .args(["--scenario", "seed", "--no-actors"])
-            .args([
-                "--identities",
-                &identities.to_string(),
-                "--endpoints",
-                &endpoints.to_string(),
-            ])
-            .arg("--kubeconfig-out")
-            .arg(&kubeconfig)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cilium-gc-sim starts");
-        let deadline = Instant::now() + Duration::from_secs(600);
-        while !kubeconfig.exists() {
-            assert!(Instant::now() < deadline, "simulator did not come up");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        std::thread::sleep(Duration::from_millis(200));
-        let startup = started.elapsed().as_secs_f64();
-        eprintln!("  simulator {identities} identities / {endpoints} CEPs up in {startup:.1}s");
-        Server {
-            child,
-            kubeconfig,
-            startup,
-            _dir: dir,
-        }
+        let (i, e) = (identities.to_string(), endpoints.to_string());
+        let args = [
+            "--scenario",
+            "seed",
+            "--no-actors",
+            "--identities",
+            &i,
+            "--endpoints",
+            &e,
+        ];
+        let server = Server::spawn(&args);
+        eprintln!(
+            "  simulator {identities} identities / {endpoints} CEPs up in {:.1}s",
+            server.startup
+        );
+        server
     }
 
     /// A named preset (actors on); `faults: false` serves its objects on a
     /// healthy server.
     fn start_preset(preset: &str, faults: bool) -> Server {
+        let mut args = vec!["--scenario", preset];
+        if !faults {
+            args.push("--no-faults");
+        }
+        Server::spawn(&args)
+    }
+
+    /// Start the simulator (built before the clock starts), its stderr in
+    /// `sim.log` beside the kubeconfig, and wait until it is up.
+    fn spawn(args: &[&str]) -> Server {
+        let sim = sim_bin();
         let dir = tempfile::tempdir().unwrap();
         let kubeconfig = dir.path().join("kubeconfig");
+        let log = dir.path().join("sim.log");
         let started = Instant::now();
-        let mut cmd = Command::new(sim_bin());
-        cmd.args(["--scenario", preset]);
-        if !faults {
-            cmd.arg("--no-faults");
-        }
-        let child = cmd
-            .arg("--kubeconfig-out")
-            .arg(&kubeconfig)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("cilium-gc-sim starts");
-        while !kubeconfig.exists() {
-            assert!(
-                started.elapsed() < Duration::from_secs(120),
-                "simulator did not come up"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        std::thread::sleep(Duration::from_millis(200));
+        let mut child = common::spawn_sim(&sim, args, &kubeconfig, &log);
+        common::wait_for_sim(&mut child, &kubeconfig, &log, Duration::from_secs(600));
         Server {
             child,
             kubeconfig,
+            log,
             startup: started.elapsed().as_secs_f64(),
             _dir: dir,
         }
@@ -458,6 +440,14 @@ fn main() {
                     "none",
                 ],
             );
+            if report["exitCode"] != json!(0) {
+                eprintln!(
+                    "  exit {} (the plugin's report: {}); the simulator's log ends:\n{}",
+                    report["exitCode"],
+                    if report.is_null() { "none" } else { "written" },
+                    common::tail(&server.log, 20)
+                );
+            }
             let s = &report["summary"];
             let rate = s["deleteRatePerSecond"].as_f64().unwrap_or(0.0);
             let handled = ["deleted", "alreadyGone", "reclaimed"]

@@ -15,7 +15,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -39,29 +39,20 @@ impl Drop for Server {
 
 fn start(sim: &Path, dir: &Path, name: &str, identities: usize, endpoints: usize) -> Server {
     let raw = dir.join(format!("{name}.raw"));
-    let child = Command::new(sim)
-        .args(["--scenario", "seed", "--no-actors", "--no-faults"])
-        .args([
-            "--identities",
-            &identities.to_string(),
-            "--endpoints",
-            &endpoints.to_string(),
-        ])
-        .arg("--kubeconfig-out")
-        .arg(&raw)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("cilium-gc-sim starts");
-    let started = Instant::now();
-    while !raw.exists() {
-        assert!(
-            started.elapsed() < Duration::from_secs(600),
-            "simulator did not come up"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(200));
+    let log = dir.join(format!("{name}.log"));
+    let (i, e) = (identities.to_string(), endpoints.to_string());
+    let args = [
+        "--scenario",
+        "seed",
+        "--no-actors",
+        "--no-faults",
+        "--identities",
+        &i,
+        "--endpoints",
+        &e,
+    ];
+    let mut child = common::spawn_sim(sim, &args, &raw, &log);
+    common::wait_for_sim(&mut child, &raw, &log, Duration::from_secs(600));
     let text = std::fs::read_to_string(&raw).unwrap();
     let renamed: String = text
         .lines()

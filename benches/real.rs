@@ -101,12 +101,8 @@ fn resource(g: &str, v: &str, k: &str, plural: &str) -> ApiResource {
 
 /// Create N in-use identities with a CiliumEndpoint each, and `stale`
 /// identities marked an hour ago, 64 requests at a time, as admin (the
-/// exempt priority level), ids from 1000. Returns the seconds it took.
-async fn seed(cluster: &Cluster, n: u64, stale: u64) -> f64 {
-    seed_from(cluster, 1000, n, stale, true).await
-}
-
-/// [`seed`] from id `first`; the namespace is created when `namespace`.
+/// exempt priority level), ids from `first`; the namespace is created when
+/// `namespace`. Returns the seconds it took.
 async fn seed_from(cluster: &Cluster, first: u64, n: u64, stale: u64, namespace: bool) -> f64 {
     let kc = kube::config::Kubeconfig::read_from(cluster.kubeconfig("admin")).unwrap();
     let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
@@ -124,9 +120,20 @@ async fn seed_from(cluster: &Cluster, first: u64, n: u64, stale: u64, namespace:
                 Some(ns) => Api::namespaced_with(client, ns, &ar),
                 None => Api::all_with(client, &ar),
             };
-            api.create(&PostParams::default(), &serde_json::from_value(v).unwrap())
-                .await
-                .map(|_| ())
+            let obj: DynamicObject = serde_json::from_value(v).unwrap();
+            // A loaded machine's etcd sometimes drops a connection (500);
+            // a create whose answer was lost may already exist (409).
+            let mut tries = 0;
+            loop {
+                match api.create(&PostParams::default(), &obj).await {
+                    Ok(_) => return Ok(()),
+                    Err(kube::Error::Api(e)) if e.code == 409 && tries > 0 => return Ok(()),
+                    Err(kube::Error::Api(e)) if e.code >= 500 && tries < 5 => {}
+                    Err(e) => return Err(e),
+                }
+                tries += 1;
+                tokio::time::sleep(std::time::Duration::from_millis(200 * tries)).await;
+            }
         }
     };
     if namespace {
@@ -279,11 +286,26 @@ fn plugin_report(cluster: &Cluster, args: &[&str]) -> (Value, Option<i32>) {
 
 /// The floor at `n` identities: our scan and deletes beside the minimal
 /// client's and curl's (see the module doc).
-fn floor(rt: &tokio::runtime::Runtime, refclient: &Path, n: u64) -> Value {
-    let stale = n / 4;
+fn floor(rt: &tokio::runtime::Runtime, refclient: &Path, size: u64) -> Value {
+    // Ids from 256, the first of cluster 0's local range (256..=65535):
+    // `size` in use plus a quarter as many stale while that fits; at the
+    // seed's scale (65,000) it does not, and ids above 65535 are not ours
+    // to delete (a 2026-12-05 run deleted none), so then `size` identities
+    // in all, a fifth of them stale.
+    const FIRST: u64 = 256;
+    const LOCAL: u64 = 65_536 - FIRST;
+    let (n, stale) = if size + size / 4 <= LOCAL {
+        (size, size / 4)
+    } else {
+        assert!(
+            size <= LOCAL,
+            "at most {LOCAL} identities fit the local range"
+        );
+        (size - size / 5, size / 5)
+    };
     eprintln!("floor: starting a cluster; seeding {n} identities + {n} endpoints + {stale} stale");
     let cluster = Cluster::up(&[]);
-    let seed_seconds = rt.block_on(seed(&cluster, n, stale));
+    let seed_seconds = rt.block_on(seed_from(&cluster, FIRST, n, stale, true));
     let home = tempfile::tempdir().unwrap();
     let scans: Vec<Cost> = (0..3)
         .map(|_| {
@@ -337,10 +359,10 @@ fn floor(rt: &tokio::runtime::Runtime, refclient: &Path, n: u64) -> Value {
         .as_f64()
         .unwrap_or(0.0);
     // ... curl as many in-use ones (only the rate is compared) ...
-    let (curl_rate, curl_ok) = curl_deletes(&cluster, 1000..1000 + stale);
+    let (curl_rate, curl_ok) = curl_deletes(&cluster, FIRST..FIRST + stale);
     // ... and kubectl up to 1,000 more, by name, without waiting.
     let count = stale.min(1000);
-    let names: Vec<String> = (1000 + stale..1000 + stale + count)
+    let names: Vec<String> = (FIRST + stale..FIRST + stale + count)
         .map(|i| i.to_string())
         .collect();
     let mut args = vec!["delete", "ciliumidentities", "--wait=false"];

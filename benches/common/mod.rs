@@ -5,8 +5,9 @@
 // Each bench uses part of this module.
 #![allow(dead_code)]
 
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
@@ -70,8 +71,15 @@ pub fn proc_cpu(pid: u32) -> f64 {
 }
 
 /// The simulator's own binary (`cilium-gc-sim`), built (release) next to
-/// the plugin binary `plugin_bin`.
+/// the plugin binary `plugin_bin`, once per bench process: the build can
+/// take minutes on a loaded machine, and must never count against a
+/// simulator's start-up wait (it did: "simulator did not come up").
 pub fn sim_bin(plugin_bin: &str) -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(|| build_sim(plugin_bin)).clone()
+}
+
+fn build_sim(plugin_bin: &str) -> std::path::PathBuf {
     let status = Command::new(env!("CARGO"))
         .args([
             "build",
@@ -154,4 +162,52 @@ pub fn wait4(child: Child) -> (i32, libc::rusage) {
     };
     std::mem::forget(child);
     (code, usage)
+}
+
+/// Start the simulator `sim` with `args`, writing its kubeconfig to
+/// `kubeconfig`; its stderr goes to `log` (next to the kubeconfig), so a
+/// simulator that fails or hangs can be explained.
+pub fn spawn_sim(sim: &Path, args: &[&str], kubeconfig: &Path, log: &Path) -> Child {
+    let err = std::fs::File::create(log).expect("simulator log file");
+    Command::new(sim)
+        .args(args)
+        .arg("--kubeconfig-out")
+        .arg(kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .expect("cilium-gc-sim starts")
+}
+
+/// Wait until the simulator has written its kubeconfig (it writes it once
+/// it listens). Panics with the tail of its log when it exits first or is
+/// not up within `limit`.
+pub fn wait_for_sim(child: &mut Child, kubeconfig: &Path, log: &Path, limit: Duration) {
+    let started = Instant::now();
+    while !kubeconfig.exists() {
+        let why = match child.try_wait() {
+            Ok(Some(status)) => Some(format!("simulator exited ({status}) before it was up")),
+            _ if started.elapsed() > limit => Some(format!(
+                "simulator not up after {:.0} s",
+                limit.as_secs_f64()
+            )),
+            _ => None,
+        };
+        if let Some(why) = why {
+            panic!(
+                "{why}; the end of its log ({}):\n{}",
+                log.display(),
+                tail(log, 40)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+}
+
+/// The last `n` lines of a text file (empty if unreadable).
+pub fn tail(path: &Path, n: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
 }

@@ -45,6 +45,13 @@ pub struct Faults {
     pub burst_len: Duration,
     /// Deletes per second the server accepts; more get 429.
     pub delete_rate_cap: Option<f64>,
+    /// Deletes the server works on at once, like an API Priority and
+    /// Fairness level with this many seats and `limitResponse: Reject`: a
+    /// delete arriving while every seat is taken gets 429 at once. Each
+    /// holds its seat for [`Self::delete_service`].
+    pub delete_seats: Option<usize>,
+    /// How long a delete holds its seat before it is served.
+    pub delete_service: Duration,
     /// Share answered 500 InternalError.
     pub error_500_fraction: f64,
     /// Share answered 503 ServiceUnavailable.
@@ -93,6 +100,8 @@ impl Default for Faults {
             burst_every: None,
             burst_len: Duration::from_secs(1),
             delete_rate_cap: None,
+            delete_seats: None,
+            delete_service: Duration::from_millis(20),
             error_500_fraction: 0.0,
             error_503_fraction: 0.0,
             error_504_fraction: 0.0,
@@ -143,6 +152,7 @@ impl Faults {
             watch_expire_share: 0.25,
             endpoint_reads_fail_after: None,
             omit_date_header: false,
+            ..Faults::default()
         }
     }
 
@@ -204,6 +214,16 @@ pub(crate) struct FaultEngine {
     rng: Mutex<ChaCha8Rng>,
     started: Instant,
     delete_bucket: Mutex<(f64, Instant)>,
+    seats_taken: std::sync::atomic::AtomicUsize,
+}
+
+/// A delete's seat (see [`Faults::delete_seats`]), given back on drop.
+pub(crate) struct Seat<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Seat<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 impl FaultEngine {
@@ -214,6 +234,7 @@ impl FaultEngine {
             rng: Mutex::new(ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_fa17)),
             started: Instant::now(),
             delete_bucket: Mutex::new((f64::MAX, Instant::now())),
+            seats_taken: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 
@@ -284,6 +305,26 @@ impl FaultEngine {
         v
     }
 
+    /// A seat for one delete when seats are limited: `Ok(None)` when they
+    /// are not, `Err(retry_after_secs)` when every seat is taken (the
+    /// delete is refused at once, as APF's `Reject` does).
+    pub(crate) fn take_seat(&self) -> Result<Option<(Seat<'_>, Duration)>, u64> {
+        use std::sync::atomic::Ordering;
+        let f = self.get();
+        let Some(seats) = f.delete_seats else {
+            return Ok(None);
+        };
+        let taken = self
+            .seats_taken
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < seats).then_some(n + 1)
+            });
+        match taken {
+            Ok(_) => Ok(Some((Seat(&self.seats_taken), f.delete_service))),
+            Err(_) => Err(f.retry_after_secs),
+        }
+    }
+
     fn random(&self) -> f64 {
         self.rng.lock().unwrap_or_else(|e| e.into_inner()).random()
     }
@@ -341,6 +382,23 @@ mod tests {
         for _ in 0..100 {
             assert_eq!(e.judge("delete", false, true), Verdict::default());
         }
+    }
+
+    #[test]
+    fn seats_refuse_deletes_beyond_them_until_one_is_given_back() {
+        let e = FaultEngine::new(Faults::default(), 1);
+        assert!(matches!(e.take_seat(), Ok(None)), "no seats: unlimited");
+        e.set(Faults {
+            delete_seats: Some(2),
+            retry_after_secs: 3,
+            ..Faults::default()
+        });
+        let a = e.take_seat().expect("a seat").expect("limited");
+        let b = e.take_seat().expect("a seat").expect("limited");
+        assert_eq!(e.take_seat().err(), Some(3), "refused with Retry-After");
+        drop(a);
+        assert!(e.take_seat().is_ok_and(|s| s.is_some()));
+        drop(b);
     }
 
     #[test]

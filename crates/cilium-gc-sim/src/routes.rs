@@ -304,6 +304,20 @@ async fn serve(
     if let Some(rej) = verdict.reject.filter(|_| !verdict.after_commit) {
         return rejection(rej);
     }
+    // A limited number of deletes at once (APF seats, `Reject`): held
+    // from here until the delete is answered.
+    let _seat = if verb == "delete" {
+        match app.faults.take_seat() {
+            Err(retry_after) => return rejection(Rejection::ThrottleApf(retry_after)),
+            Ok(Some((seat, service))) => {
+                tokio::time::sleep(service).await;
+                Some(seat)
+            }
+            Ok(None) => None,
+        }
+    } else {
+        None
+    };
     let res = resource::res(*kind);
     if !app.allowed(verb, kind.plural()) {
         return status::forbidden(

@@ -11,7 +11,8 @@
 //!   share that got through (`1 - throttled share`), at most halved (never
 //!   below the floor, [`Aimd::floor`]: 5% of `--qps`, at least one write
 //!   per second or `--qps` if that is lower), and the window starts afresh,
-//!   so one burst of 429s cuts it once per fresh window of evidence;
+//!   so one burst of 429s cuts it once per fresh window of evidence (after
+//!   a first cut, only a full window of [`WINDOW`] new outcomes is judged);
 //! - every successful write adds [`RECOVERY_STEP`] of `--qps` back, up to
 //!   `--qps`.
 //!
@@ -25,6 +26,26 @@
 //! spent the climb back below it (the hostile simulator at `--qps 200`
 //! lost a quarter of its cap that way). A burst where everything is
 //! throttled still halves, window after window, as before.
+//!
+//! *At `--qps 0` there is no rate to cut*: what adapts is how many writes
+//! are in flight, [`Window`] (issue 28). A server that limits concurrency
+//! (API Priority and Fairness: a priority level has a few *seats*; with
+//! `Reject`, a request that finds them all taken gets 429 at once) admits
+//! as much as it has seats, and every write beyond them only collects a 429
+//! in a millisecond, parks its item for `Retry-After`, and takes the next
+//! one. APF lengthens `Retry-After` as its drops go on (doubling, up to
+//! 32 s, once a level drops 3 per second of `Retry-After`), so those 429s
+//! end the run with items parked for half a minute while the seats sit
+//! idle, and push the level's other clients into 429s too. So the writes
+//! in flight start at one and grow by one per success (slow start) until
+//! the first 429, which sets them to what the server was holding then;
+//! after that, with the same evidence as above (≥ 30 % of the last 40 writes throttled), the
+//! writes allowed in flight are cut to those the server was holding when it
+//! refused (at most halved, at least one), and grow by one again after a
+//! second without sustained throttling. A write added that way is a probe:
+//! a 429 before its second is over takes it back at once, so probing costs
+//! the server about one 429 per second, which keeps APF's `Retry-After` at
+//! its minimum.
 //!
 //! *Why swap the limiter rather than weigh cells:* governor's rate is fixed
 //! at construction. Charging `n` cells per write (`until_n_ready`) can only
@@ -68,6 +89,9 @@ pub(crate) struct Aimd {
     rate: f64,
     lowest: f64,
     window: VecDeque<bool>,
+    /// Whether the rate was cut: from then on only a full window of fresh
+    /// outcomes is judged (see [`Aimd::record`]).
+    cut: bool,
 }
 
 impl Aimd {
@@ -78,6 +102,7 @@ impl Aimd {
             rate: qps,
             lowest: qps,
             window: VecDeque::with_capacity(WINDOW),
+            cut: false,
         }
     }
 
@@ -106,17 +131,132 @@ impl Aimd {
         self.window.push_back(throttled);
         let before = self.rate;
         let hits = self.window.iter().filter(|t| **t).count();
-        if hits as f64 >= DECREASE_SHARE * WINDOW as f64 {
+        // After a cut, the writes answered next were mostly sent at the old
+        // rate: judging them again would cut twice for one cause (a 3 s
+        // burst of 429s at 100/s took the rate to its floor in half a
+        // second, and the climb back from there cost more than the burst;
+        // issue 28). So a further cut waits for a full window of evidence.
+        let judged = !self.cut || self.window.len() == WINDOW;
+        if judged && hits as f64 >= DECREASE_SHARE * WINDOW as f64 {
             // What got through, of the writes remembered (fewer than
             // WINDOW right after a cut: a run of 429s, which halves).
             let admitted = 1.0 - hits as f64 / self.window.len() as f64;
             self.rate = (self.rate * admitted.max(MAX_CUT)).max(self.floor());
             self.window.clear();
+            self.cut = true;
         } else if !throttled {
             self.rate = (self.rate + self.qps * RECOVERY_STEP).min(self.qps);
         }
         self.lowest = self.lowest.min(self.rate);
         (self.rate != before).then_some(self.rate)
+    }
+}
+
+/// Below this share of throttled writes among the last [`WINDOW`], a
+/// second after the last change, the writes in flight grow by one.
+pub(crate) const QUIET_SHARE: f64 = 0.1;
+/// How long a change of the writes in flight stands before the next
+/// increase, and how long a probe is on trial.
+pub(crate) const PROBE: Duration = Duration::from_secs(1);
+
+/// How many writes may be in flight at `--qps 0` (see the module doc).
+/// Pure: fed outcomes, how many of our other writes were in flight, and
+/// the instant, it answers the limit; tested without a clock.
+#[derive(Debug, Clone)]
+pub(crate) struct Window {
+    max: usize,
+    limit: usize,
+    /// Slow start: from one write, one more per success, until the first
+    /// 429 or `max`.
+    starting: bool,
+    lowest: usize,
+    changed: Instant,
+    probing: bool,
+    recent: VecDeque<bool>,
+}
+
+impl Window {
+    /// Start with `max` (`--concurrency`) writes in flight.
+    pub(crate) fn new(max: usize, now: Instant) -> Self {
+        let max = max.max(1);
+        Window {
+            max,
+            limit: 1,
+            starting: max > 1,
+            lowest: max,
+            changed: now,
+            probing: false,
+            recent: VecDeque::with_capacity(WINDOW),
+        }
+    }
+
+    /// The writes allowed in flight now.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// The fewest allowed so far, slow start aside (`max` when never cut).
+    pub(crate) fn lowest(&self) -> usize {
+        self.lowest
+    }
+
+    /// Record one write's outcome; `others` is how many of our writes were
+    /// still in flight when it was answered. Returns the new limit when it
+    /// changed.
+    pub(crate) fn record(&mut self, throttled: bool, others: usize, now: Instant) -> Option<usize> {
+        if self.recent.len() == WINDOW {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(throttled);
+        let before = self.limit;
+        if self.starting {
+            self.start(throttled, others, now);
+            return (self.limit != before).then_some(self.limit);
+        }
+        let hits = self.recent.iter().filter(|t| **t).count();
+        let on_trial = self.probing && now - self.changed < PROBE;
+        if throttled && on_trial {
+            // The probe found no room: take it back.
+            self.limit -= 1;
+            self.probing = false;
+            self.changed = now;
+        } else if hits as f64 >= DECREASE_SHARE * WINDOW as f64 {
+            // What the server held when it refused, at most halving.
+            let held = others.min(self.limit - 1).max(self.limit.div_ceil(2));
+            self.limit = held.max(1);
+            self.probing = false;
+            self.changed = now;
+            self.recent.clear();
+        } else if !throttled
+            && self.limit < self.max
+            && now - self.changed >= PROBE
+            && (hits as f64) < QUIET_SHARE * WINDOW as f64
+        {
+            self.limit += 1;
+            self.probing = true;
+            self.changed = now;
+        }
+        self.lowest = self.lowest.min(self.limit);
+        (self.limit != before).then_some(self.limit)
+    }
+
+    /// Slow start (as TCP's): starting at `--concurrency` against a server
+    /// with fewer seats costs a burst of 429s before the evidence suffices
+    /// to cut, and APF answers a burst of drops with a `Retry-After` that
+    /// doubles for the next half minute. Growing from one write until the
+    /// first 429 costs one: the limit is then what the server held.
+    fn start(&mut self, throttled: bool, others: usize, now: Instant) {
+        if throttled {
+            self.limit = others.min(self.limit.saturating_sub(1)).max(1);
+            self.lowest = self.lowest.min(self.limit);
+            self.starting = false;
+            self.changed = now;
+            self.recent.clear();
+        } else {
+            self.limit += 1;
+            self.starting = self.limit < self.max;
+            self.changed = now;
+        }
     }
 }
 
@@ -129,6 +269,45 @@ pub(crate) struct PaceSummary {
     pub lowest_rate: f64,
 }
 
+/// The writes in flight at `--qps 0`, by departure order, so that a 429
+/// can tell how many of ours the server was already holding when it
+/// refused: those sent before it and not yet answered.
+#[derive(Default)]
+struct Flight {
+    next: u64,
+    open: std::collections::BTreeSet<u64>,
+}
+
+/// One write in flight (see [`Pace::depart`]); leaves the flight when
+/// dropped, answered or not.
+pub(crate) struct Ticket<'a> {
+    pace: &'a Pace,
+    seq: Option<u64>,
+}
+
+impl Ticket<'_> {
+    /// How many of our writes sent before this one are still unanswered.
+    pub(crate) fn ahead(&self) -> usize {
+        let (Some(seq), Some(w)) = (self.seq, &self.pace.window) else {
+            return 0;
+        };
+        let w = w.lock().unwrap_or_else(|e| e.into_inner());
+        w.1.open.range(..seq).count()
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if let (Some(seq), Some(w)) = (self.seq, &self.pace.window) {
+            w.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .1
+                .open
+                .remove(&seq);
+        }
+    }
+}
+
 struct State {
     limiter: Arc<DefaultDirectRateLimiter>,
     aimd: Aimd,
@@ -136,11 +315,13 @@ struct State {
     throttled: Duration,
 }
 
-/// The shared limiter of a sweep; `None` inside when `--qps 0` (unlimited:
-/// only per-request `Retry-After` paces us then).
+/// The shared limiter of a sweep: the rate when `--qps` is set; at
+/// `--qps 0` (unlimited) the writes in flight instead, per-request
+/// `Retry-After` pacing each throttled item either way.
 pub(crate) struct Pace {
     burst: u32,
     state: Option<Mutex<State>>,
+    window: Option<Mutex<(Window, Flight)>>,
 }
 
 /// A governor limiter at `rate`/s with `burst`, drained so it starts empty.
@@ -157,10 +338,13 @@ fn limiter(rate: f64, burst: u32) -> Arc<DefaultDirectRateLimiter> {
 
 impl Pace {
     /// A limiter at `qps` writes per second (0: unlimited) with `burst`.
-    pub(crate) fn new(qps: f64, burst: u32) -> Self {
+    /// At `--qps 0`, at most `concurrency` writes in flight, adapted.
+    pub(crate) fn new(qps: f64, burst: u32, concurrency: usize) -> Self {
         let burst = burst.max(1);
         Pace {
             burst,
+            window: (qps <= 0.0)
+                .then(|| Mutex::new((Window::new(concurrency, Instant::now()), Flight::default()))),
             state: (qps > 0.0).then(|| {
                 Mutex::new(State {
                     limiter: limiter(qps, burst),
@@ -187,8 +371,35 @@ impl Pace {
         }
     }
 
-    /// Record one write's outcome (429 or not) and adapt the rate.
-    pub(crate) fn record(&self, throttled: bool) {
+    /// How many items may be with a worker now, of `slots`.
+    pub(crate) fn slots(&self, slots: usize) -> usize {
+        match &self.window {
+            Some(w) => slots.min(w.lock().unwrap_or_else(|e| e.into_inner()).0.limit()),
+            None => slots,
+        }
+    }
+
+    /// A write leaves: its ticket tells, when it is answered, how many of
+    /// ours were ahead of it.
+    pub(crate) fn depart(&self) -> Ticket<'_> {
+        let seq = self.window.as_ref().map(|w| {
+            let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
+            let seq = w.1.next;
+            w.1.next += 1;
+            w.1.open.insert(seq);
+            seq
+        });
+        Ticket { pace: self, seq }
+    }
+
+    /// Record one write's outcome (429 or not; `ahead`: our writes still
+    /// in flight that left before it) and adapt the rate, or at `--qps 0`
+    /// the writes in flight.
+    pub(crate) fn record(&self, throttled: bool, ahead: usize) {
+        if let Some(w) = &self.window {
+            let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
+            w.0.record(throttled, ahead, Instant::now());
+        }
         let burst = self.burst;
         let Some(mut s) = self.lock() else { return };
         if let Some(rate) = s.aimd.record(throttled) {
@@ -206,6 +417,12 @@ impl Pace {
     #[cfg(test)]
     pub(crate) fn rate(&self) -> Option<f64> {
         self.lock().map(|s| s.aimd.rate())
+    }
+
+    /// The fewest writes allowed in flight so far (`None`: a rate was set).
+    pub(crate) fn lowest_in_flight(&self) -> Option<usize> {
+        let w = self.window.as_ref()?;
+        Some(w.lock().unwrap_or_else(|e| e.into_inner()).0.lowest())
     }
 
     /// Throttled time and lowest rate so far (`None`: unlimited).
@@ -286,6 +503,145 @@ mod tests {
             a.record(true);
         }
         assert_eq!(a.rate(), 50.0);
+        // ...and halves again only on a full window of fresh evidence: the
+        // writes answered right after a cut were sent at the old rate.
+        for _ in 0..WINDOW - 1 {
+            a.record(true);
+        }
+        assert_eq!(a.rate(), 50.0);
+        a.record(true);
+        assert_eq!(a.rate(), 25.0);
+    }
+
+    /// A window past its slow start: `max` writes in flight.
+    fn started(max: usize, t0: Instant) -> Window {
+        let mut w = Window::new(max, t0);
+        while w.limit() < max {
+            w.record(false, 0, t0);
+        }
+        w
+    }
+
+    /// Slow start: one more write per success until the first 429, which
+    /// sets the limit to what the server held then (one 429, not twelve).
+    #[test]
+    fn the_window_starts_slow_and_stops_at_the_first_429() {
+        let t0 = Instant::now();
+        let mut w = Window::new(8, t0);
+        assert_eq!(w.limit(), 1);
+        for n in 2..=5 {
+            assert_eq!(w.record(false, 0, t0), Some(n));
+        }
+        // Five in flight, the fifth refused with four of ours ahead.
+        assert_eq!(w.record(true, 4, t0), Some(4));
+        assert_eq!((w.limit(), w.lowest()), (4, 4));
+        // Slow start is over: successes no longer add within the second.
+        assert_eq!(w.record(false, 3, t0), None);
+        // Without a 429 it ends at --concurrency, and nothing was cut.
+        let w = started(8, t0);
+        assert_eq!((w.limit(), w.lowest()), (8, 8));
+    }
+
+    /// Issue 28: eight writes in flight against a server that holds four
+    /// at once (APF seats, `Reject`): once throttling is sustained, the
+    /// writes in flight are cut to what the server held, in one cut.
+    #[test]
+    fn the_window_is_cut_to_what_the_server_held() {
+        let t0 = Instant::now();
+        let mut w = started(8, t0);
+        let mut cuts = Vec::new();
+        // Four succeed for every four refused (the refused ones see the
+        // four seat holders ahead of them).
+        for i in 0..40 {
+            if let Some(n) = w.record(i % 2 == 0, 4, t0) {
+                cuts.push(n);
+            }
+        }
+        assert_eq!(cuts, vec![4]);
+        assert_eq!((w.limit(), w.lowest()), (4, 4));
+        // Never cut below half at once, nor below one.
+        let mut w = started(8, t0);
+        for _ in 0..12 {
+            w.record(true, 0, t0);
+        }
+        assert_eq!(w.limit(), 4);
+        let mut w = Window::new(1, t0);
+        for _ in 0..40 {
+            w.record(true, 0, t0);
+        }
+        assert_eq!(w.limit(), 1);
+    }
+
+    /// A sporadic 429 (5 %) never cuts; sustained throttling does.
+    #[test]
+    fn the_window_ignores_sporadic_throttling() {
+        let t0 = Instant::now();
+        let mut w = started(8, t0);
+        for i in 0..2000 {
+            w.record(i % 20 == 0, 7, t0 + Duration::from_millis(i));
+        }
+        assert_eq!((w.limit(), w.lowest()), (8, 8));
+    }
+
+    /// After a cut, one more write in flight per quiet second; a 429
+    /// within a second of such a probe takes it back at once (not after
+    /// twelve 429s): probing costs the server about one 429 per second.
+    #[test]
+    fn the_window_probes_one_write_per_quiet_second() {
+        let t0 = Instant::now();
+        let s = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut w = started(8, t0);
+        for _ in 0..12 {
+            w.record(true, 2, t0);
+        }
+        assert_eq!(w.limit(), 4);
+        // Within the second: no growth.
+        assert_eq!(w.record(false, 3, s(500)), None);
+        // A quiet second: one more.
+        assert_eq!(w.record(false, 3, s(1000)), Some(5));
+        assert_eq!(w.record(false, 4, s(1200)), None);
+        // The probe is refused: back to 4 by one 429.
+        assert_eq!(w.record(true, 4, s(1300)), Some(4));
+        // A 429 outside a probe's trial is just evidence.
+        assert_eq!(w.record(true, 4, s(1400)), None);
+        // Growth waits a second after the last change, and up to --concurrency.
+        assert_eq!(w.record(false, 3, s(2000)), None);
+        let mut t = 2300;
+        let mut grown = Vec::new();
+        for _ in 0..10 {
+            if let Some(n) = w.record(false, 3, s(t)) {
+                grown.push(n);
+            }
+            t += 1000;
+        }
+        assert_eq!(grown, vec![5, 6, 7, 8]);
+        assert_eq!(w.lowest(), 4);
+    }
+
+    #[tokio::test]
+    async fn only_qps_0_adapts_the_writes_in_flight() {
+        let p = Pace::new(0.0, 1, 8);
+        assert_eq!(p.slots(8), 1, "slow start");
+        for _ in 0..7 {
+            p.record(false, 0);
+        }
+        assert_eq!(p.slots(8), 8);
+        let (a, b) = (p.depart(), p.depart());
+        assert_eq!((a.ahead(), b.ahead()), (0, 1));
+        drop(a);
+        assert_eq!(b.ahead(), 0, "an answered write is no longer ahead");
+        for _ in 0..12 {
+            p.record(true, 2);
+        }
+        assert_eq!(p.slots(8), 4);
+        assert_eq!(p.lowest_in_flight(), Some(4));
+        let r = Pace::new(100.0, 10, 8);
+        for _ in 0..12 {
+            r.record(true, 2);
+        }
+        assert_eq!(r.slots(8), 8, "with a rate, the rate adapts instead");
+        assert_eq!(r.lowest_in_flight(), None);
+        assert_eq!(r.rate(), Some(50.0));
     }
 
     #[test]
@@ -297,18 +653,18 @@ mod tests {
 
     #[tokio::test]
     async fn pace_reports_throttled_time_and_lowest_rate() {
-        let p = Pace::new(1000.0, 10);
+        let p = Pace::new(1000.0, 10, 8);
         for _ in 0..12 {
-            p.record(true);
+            p.record(true, 0);
         }
         assert_eq!(p.rate(), Some(500.0));
         p.until_ready().await;
         for _ in 0..30 {
-            p.record(false);
+            p.record(false, 0);
         }
         assert_eq!(p.rate(), Some(1000.0));
         let s = p.summary().unwrap();
         assert_eq!(s.lowest_rate, 500.0);
-        assert!(Pace::new(0.0, 1).summary().is_none());
+        assert!(Pace::new(0.0, 1, 8).summary().is_none());
     }
 }

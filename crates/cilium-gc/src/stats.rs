@@ -29,6 +29,8 @@ pub(crate) struct Stats {
     pub retry_after_wait_ms: AtomicU64,
     /// What the shared write limiter did, over every sweep of the run.
     pub(crate) pace: Mutex<Option<PaceSummary>>,
+    /// The fewest writes allowed in flight at `--qps 0`, over every sweep.
+    pub(crate) in_flight: Mutex<Option<usize>>,
 }
 
 impl Stats {
@@ -51,6 +53,15 @@ impl Stats {
                 lowest_rate: q.lowest_rate.min(p.lowest_rate),
             },
         });
+    }
+    /// Merge one `--qps 0` sweep's fewest writes in flight.
+    pub(crate) fn add_in_flight(&self, n: usize) {
+        let mut g = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        *g = Some(g.map_or(n, |m| m.min(n)));
+    }
+    /// The fewest writes allowed in flight, if a sweep ran at `--qps 0`.
+    pub(crate) fn in_flight(&self) -> Option<usize> {
+        *self.in_flight.lock().unwrap_or_else(|e| e.into_inner())
     }
     /// The merged limiter summary, if any sweep was rate limited.
     pub(crate) fn pace(&self) -> Option<PaceSummary> {

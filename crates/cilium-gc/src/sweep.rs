@@ -137,13 +137,16 @@ pub(crate) async fn sweep(
         cfg,
         action,
         stop,
-        pace: Pace::new(cfg.qps, cfg.burst),
+        pace: Pace::new(cfg.qps, cfg.burst, cfg.concurrency.max(1) as usize),
     };
     let queue = Queue::new(targets, action);
     let slots = cfg.concurrency.max(1) as usize;
     let mut indexed = drive(&ctx, queue, slots, &on_done).await;
     if let Some(p) = ctx.pace.summary() {
         api.stats.add_pace(p);
+    }
+    if let Some(n) = ctx.pace.lowest_in_flight() {
+        api.stats.add_in_flight(n);
     }
     indexed.sort_by_key(|(i, _)| *i);
     indexed.into_iter().map(|(_, r)| r).collect()
@@ -260,7 +263,8 @@ impl Queue {
     }
 }
 
-/// Keep up to `slots` items being written; a throttled item gives its
+/// Keep up to `slots` items being written (at `--qps 0`, fewer while the
+/// server refuses more: `pace::Window`); a throttled item gives its
 /// worker back at once and is parked until its not-before instant, so the
 /// writes in flight follow what the server admits instead of sleeping.
 /// Ends when every item has its report state; a stop ends parked waits at
@@ -274,7 +278,7 @@ async fn drive(
     let mut done = Vec::with_capacity(queue.total);
     let mut running = FuturesUnordered::new();
     loop {
-        while running.len() < slots {
+        while running.len() < ctx.pace.slots(slots) {
             let Some((i, item)) = queue.next_ready(&ctx.api.stats) else {
                 break;
             };
@@ -284,7 +288,9 @@ async fn drive(
             return done;
         }
         // Only wake for a parked item when a worker is free to take it.
-        let wake = queue.next_wake().filter(|_| running.len() < slots);
+        let wake = queue
+            .next_wake()
+            .filter(|_| running.len() < ctx.pace.slots(slots));
         let sleep = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now));
         tokio::select! {
             Some((i, t)) = running.next(), if !running.is_empty() => match t {
@@ -371,13 +377,17 @@ async fn turn(ctx: &Sweeper<'_>, i: usize, mut item: Box<Item>) -> (usize, Turn)
         item.r.attempts += 1;
         // A stop gives a write already sent a short grace to be answered;
         // then it is given up as a lost answer (it may have been applied).
+        let ticket = ctx.pace.depart();
         let answer = tokio::select! {
             a = write(ctx, &item.ident) => a,
             _ = ctx.stop.grace_elapsed() => crate::cluster::Answer::lost(
                 "the run stopped before the server answered: it may have been applied",
             ),
         };
-        match on_answer(ctx, &mut item, answer).await {
+        // Ours the server was already holding when it answered this one.
+        let ahead = ticket.ahead();
+        drop(ticket);
+        match on_answer(ctx, &mut item, answer, ahead).await {
             Step::Retry => {}
             Step::Park(wait) => {
                 let not_before = tokio::time::Instant::now() + wait;
@@ -389,12 +399,18 @@ async fn turn(ctx: &Sweeper<'_>, i: usize, mut item: Box<Item>) -> (usize, Turn)
     }
 }
 
-/// What one write's answer means for its item.
-async fn on_answer(ctx: &Sweeper<'_>, item: &mut Item, answer: crate::cluster::Answer) -> Step {
+/// What one write's answer means for its item; `ahead`: our writes sent
+/// before it and still unanswered (see `pace::Window`).
+async fn on_answer(
+    ctx: &Sweeper<'_>,
+    item: &mut Item,
+    answer: crate::cluster::Answer,
+    ahead: usize,
+) -> Step {
     let Item { ident, r, tries } = item;
     match answer.class {
         Class::Success => {
-            ctx.pace.record(false);
+            ctx.pace.record(false, ahead);
             let done = match ctx.action {
                 Action::Delete => Outcome::Deleted,
                 Action::Mark => Outcome::Marked,
@@ -414,7 +430,7 @@ async fn on_answer(ctx: &Sweeper<'_>, item: &mut Item, answer: crate::cluster::A
         Class::Conflict => on_conflict(ctx, r, ident).await,
         Class::Throttled { retry_after } => {
             r.last_error = Some(answer.message);
-            on_throttled(ctx, tries, retry_after)
+            on_throttled(ctx, tries, retry_after, ahead)
         }
         Class::Transient { .. } if answer.unsent => {
             r.last_error = Some(answer.message);
@@ -519,20 +535,31 @@ async fn on_conflict(ctx: &Sweeper<'_>, r: &mut ItemResult, ident: &mut Identity
     Step::Retry
 }
 
-/// A 429: this request waits out its own Retry-After (else backoff with
-/// jitter), parked off the workers (the wait is counted when it ends); the
-/// shared limiter slows everyone only when throttling is sustained (`pace`).
-fn on_throttled(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
-    ctx.pace.record(true);
+/// A 429: this request waits out its own Retry-After, parked off the
+/// workers (the wait is counted when it ends); the shared limiter slows
+/// everyone only when throttling is sustained (`pace`). The server's
+/// `Retry-After` is the wait, exactly: no backoff grows on top of it for an
+/// item throttled again (issue 28: under a server-side cap most items are
+/// refused several times, and their growing waits, up to 10 s for a
+/// `Retry-After: 1`, left the run with nothing ready to send). Without one
+/// (or `0`), backoff with jitter.
+fn on_throttled(
+    ctx: &Sweeper<'_>,
+    tries: &mut Tries,
+    retry_after: Option<Duration>,
+    ahead: usize,
+) -> Step {
+    ctx.pace.record(true, ahead);
     tries.throttled += 1;
     if tries.throttled > MAX_THROTTLED_PER_ITEM {
         return Step::Finish(Outcome::Failed, None);
     }
     Stats::bump(&ctx.api.stats.retries);
-    let delay = ctx
-        .api
-        .backoff
-        .delay(tries.throttled.min(8) - 1, retry_after, &mut rand::rng());
+    let delay = retry_after.filter(|d| !d.is_zero()).unwrap_or_else(|| {
+        ctx.api
+            .backoff
+            .delay(tries.throttled.min(8) - 1, None, &mut rand::rng())
+    });
     Step::Park(delay)
 }
 

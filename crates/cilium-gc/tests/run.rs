@@ -146,6 +146,59 @@ async fn a_throttled_item_waits_its_retry_after_off_the_workers() {
         throttled.len(),
         "every 429 is in the report"
     );
+    // Each throttled write waited what the server asked (1 s), never a
+    // backoff grown on top of it for an item refused again (issue 28).
+    let waited = report.summary.retry_after_wait_seconds.expect("waits");
+    assert!(
+        waited <= throttled.len() as f64,
+        "{waited} s of waits for {} refusals of Retry-After: 1",
+        throttled.len()
+    );
+}
+
+/// Issue 28: at `--qps 0` against a server that works on two deletes at
+/// once and refuses the rest at once (an API Priority and Fairness level
+/// with two seats and `Reject`), eight workers would each collect a 429 in
+/// a millisecond and park item after item; instead the writes in flight
+/// are cut to what the server holds, so it refuses few of them. Every stale
+/// identity is still deleted, and the report says how far the writes in
+/// flight were cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn at_qps_0_the_writes_in_flight_follow_what_the_server_holds() {
+    let c = World::start(calm("small")).await;
+    let stale = c.stale_now(HEARTBEAT_TIMEOUT);
+    assert!(stale.len() >= 60, "the scenario has {} stale", stale.len());
+    c.sim.set_faults(Faults {
+        delete_seats: Some(2),
+        delete_service: Duration::from_millis(20),
+        retry_after_secs: 1,
+        ..Faults::default()
+    });
+    let writes = WriteSettings {
+        concurrency: 8,
+        ..unlimited()
+    };
+    let settings = GcSettings::for_delete(ScanSettings::default(), writes).expect("valid");
+    let (report, exit) = c.gc(&settings).await;
+    assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
+    assert_eq!(names_with(&report, Outcome::Deleted), stale);
+    let refused = c
+        .sim
+        .ledger()
+        .requests
+        .iter()
+        .filter(|r| r.method == "DELETE" && r.status == 429)
+        .count();
+    assert_eq!(report.summary.throttled as usize, refused);
+    // Eight at once would have every identity but the first few refused
+    // at least once.
+    assert!(
+        refused * 2 < stale.len(),
+        "{refused} deletes refused for {} stale identities",
+        stale.len()
+    );
+    let lowest = report.summary.lowest_in_flight.expect("--qps 0 reports it");
+    assert!((1..=4).contains(&lowest), "cut to {lowest} of 8");
 }
 
 /// `--request-timeout` limits single requests, never the watches: a watch

@@ -203,6 +203,7 @@ pub fn full_report() -> Report {
             delete_rate_per_second: 0.5,
             throttled_seconds: Some(2.5),
             lowest_rate_per_second: Some(25.0),
+            lowest_in_flight: None,
             retry_after_wait_seconds: Some(3.0),
         },
         items: vec![

@@ -94,6 +94,7 @@ impl Draft {
             s.throttled_seconds = Some(round_millis(p.throttled.as_secs_f64()));
             s.lowest_rate_per_second = Some(round_millis(p.lowest_rate));
         }
+        s.lowest_in_flight = stats.in_flight().map(|n| n as u64);
         let waited = Stats::get(&stats.retry_after_wait_ms);
         if waited > 0 {
             s.retry_after_wait_seconds = Some(round_millis(waited as f64 / 1000.0));
