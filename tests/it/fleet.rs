@@ -737,7 +737,7 @@ fn committed_fleet_diagnosis_schema_matches_the_types() {
     schema::assert_committed(
         schema::FLEET_DIAGNOSIS_SCHEMA_FILE,
         &schema::generated_fleet_diagnosis_text(),
-        "crates/cilium-gc/src/fleet/diagnosis.rs",
+        "crates/cilium-gc-documents/src/fleet.rs",
         "fleet::committed_fleet_diagnosis_schema_matches_the_types",
     );
     let s = schema::committed_fleet_diagnosis();

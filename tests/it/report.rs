@@ -13,7 +13,7 @@ fn committed_schema_matches_the_types() {
     schema::assert_committed(
         schema::SCHEMA_FILE,
         &schema::generated_text(),
-        "src/report.rs",
+        "crates/cilium-gc-documents/src/report.rs",
         "report::committed_schema_matches_the_types",
     );
 }

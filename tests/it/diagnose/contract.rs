@@ -11,7 +11,7 @@ fn committed_schema_matches_the_types() {
     schema::assert_committed(
         schema::DIAGNOSIS_SCHEMA_FILE,
         &schema::generated_diagnosis_text(),
-        "src/diagnose/types.rs",
+        "crates/cilium-gc-documents/src/diagnosis.rs",
         "diagnose::committed_schema_matches_the_types",
     );
 }
