@@ -732,14 +732,11 @@ async fn server_dry_run_over_a_fleet_deletes_nothing() {
     assert!(text.contains("VALIDATED/ELIGIBLE"), "{text}");
 }
 
+/// The committed fleet diagnosis schema is a valid draft 2020-12 schema
+/// under its published id (its drift from the types is the documents
+/// crate's test, `committed_fleet_diagnosis_schema_matches_the_types`).
 #[test]
-fn committed_fleet_diagnosis_schema_matches_the_types() {
-    schema::assert_committed(
-        schema::FLEET_DIAGNOSIS_SCHEMA_FILE,
-        &schema::generated_fleet_diagnosis_text(),
-        "crates/cilium-gc-documents/src/fleet.rs",
-        "fleet::committed_fleet_diagnosis_schema_matches_the_types",
-    );
+fn fleet_diagnosis_schema_is_valid_draft_2020_12() {
     let s = schema::committed_fleet_diagnosis();
     assert!(schema::meta_errors(&s).is_empty());
     assert_eq!(s["$id"], cilium_gc::fleet::FLEET_DIAGNOSIS_SCHEMA_ID);

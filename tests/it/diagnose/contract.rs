@@ -4,18 +4,6 @@ use super::*;
 
 const TIME_FIELDS: [&str; 4] = ["generatedAt", "exhaustedAt", "time", "latest"];
 
-/// Fails when the committed schema drifts from the types.
-/// `UPDATE_SCHEMA=1 cargo test --test it diagnose::` rewrites it.
-#[test]
-fn committed_schema_matches_the_types() {
-    schema::assert_committed(
-        schema::DIAGNOSIS_SCHEMA_FILE,
-        &schema::generated_diagnosis_text(),
-        "crates/cilium-gc-documents/src/diagnosis.rs",
-        "diagnose::committed_schema_matches_the_types",
-    );
-}
-
 #[test]
 fn schema_is_valid_draft_2020_12() {
     let s = schema::committed_diagnosis();

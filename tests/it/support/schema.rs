@@ -13,14 +13,6 @@ pub fn committed() -> Value {
     cilium_gc_testkit::schema::committed(SCHEMA_FILE)
 }
 
-/// The schema exactly as it must be committed: pretty JSON and a newline.
-pub fn generated_text() -> String {
-    let mut text =
-        serde_json::to_string_pretty(&cilium_gc::report::schema()).expect("schema serializes");
-    text.push('\n');
-    text
-}
-
 /// Why `schema` is not a valid draft 2020-12 schema; empty when it is.
 pub fn meta_errors(schema: &Value) -> Vec<String> {
     let meta = jsonschema::draft202012::meta::validator();
@@ -41,14 +33,6 @@ pub const DIAGNOSIS_SCHEMA_FILE: &str = "schema/diagnosis-v1.json";
 /// The committed diagnosis schema, parsed.
 pub fn committed_diagnosis() -> Value {
     cilium_gc_testkit::schema::committed(DIAGNOSIS_SCHEMA_FILE)
-}
-
-/// The diagnosis schema exactly as it must be committed.
-pub fn generated_diagnosis_text() -> String {
-    let mut text =
-        serde_json::to_string_pretty(&cilium_gc::diagnose::schema()).expect("schema serializes");
-    text.push('\n');
-    text
 }
 
 /// Why `schema` does not document itself: properties and definitions
@@ -155,12 +139,4 @@ pub const FLEET_DIAGNOSIS_SCHEMA_FILE: &str = "schema/fleet-diagnosis-v1.json";
 /// The committed fleet diagnosis schema, parsed.
 pub fn committed_fleet_diagnosis() -> Value {
     cilium_gc_testkit::schema::committed(FLEET_DIAGNOSIS_SCHEMA_FILE)
-}
-
-/// The fleet diagnosis schema exactly as it must be committed.
-pub fn generated_fleet_diagnosis_text() -> String {
-    let mut text = serde_json::to_string_pretty(&cilium_gc::fleet::diagnosis_schema())
-        .expect("schema serializes");
-    text.push('\n');
-    text
 }
