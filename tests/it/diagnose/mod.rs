@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::support::calm;
 use crate::support::schema;
-use crate::support::world::{assert_ok, binary, mark_of, Binary, World, TEST_TIMEOUT};
+use crate::support::world::{assert_ok, binary, Binary, World, TEST_TIMEOUT};
 
 mod contract;
 mod operator_metrics;

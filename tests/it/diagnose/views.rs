@@ -238,16 +238,9 @@ async fn redact_leaves_no_namespace_label_value_or_server() {
     let w = World::start(small()).await;
     // Exercise every place a name can appear: strip-loop examples carry a
     // namespace, duplicate groups carry label values.
-    let used = w.sim.referenced_ids();
-    for name in w
-        .sim
-        .identity_names()
+    // Three unused identities with a mark, of any age.
+    for name in cilium_gc_testkit::stale_names(&w.sim, Duration::ZERO)
         .into_iter()
-        .filter(|n| {
-            n.parse::<u64>()
-                .is_ok_and(|id| id < 65_536 && !used.contains(&id))
-        })
-        .filter(|n| w.sim.identity(n).and_then(|o| mark_of(&o)).is_some())
         .take(3)
     {
         w.sim.set_heartbeat(&name, None).unwrap();

@@ -8,7 +8,7 @@ use cilium_gc_sim::Simulator;
 use jiff::Timestamp;
 use serde_json::Value;
 
-pub use cilium_gc_testkit::{closed_url, mark_of, stale_names, Fleet, World, TEST_TIMEOUT};
+pub use cilium_gc_testkit::{closed_url, stale_names, Fleet, World, TEST_TIMEOUT};
 
 /// What the plugin's tests do with a [`World`].
 pub trait Binary {

@@ -333,24 +333,12 @@ async fn mark_strip_loop_is_seen_in_managed_fields() {
     assert_eq!(before.integrity.strip_loop, 0, "the seed has no strips");
     assert!(!codes(&before).contains(&FindingCode::MarkStripLoop));
 
-    let used = w.sim.referenced_ids();
-    let now = w.sim.now();
-    let stale_marked: Vec<String> = w
-        .sim
-        .identity_names()
-        .into_iter()
-        .filter(|n| {
-            n.parse::<u64>()
-                .is_ok_and(|id| id < 65_536 && !used.contains(&id))
-        })
-        .filter(|n| {
-            w.sim
-                .identity(n)
-                .and_then(|o| mark_of(&o))
-                .is_some_and(|m| now.duration_since(m).as_secs() > 2 * 3600)
-        })
-        .take(6)
-        .collect();
+    // Six unused identities the operator marked over 2 hours ago.
+    let stale_marked: Vec<String> =
+        cilium_gc_testkit::stale_names(&w.sim, Duration::from_secs(2 * 3600))
+            .into_iter()
+            .take(6)
+            .collect();
     assert_eq!(stale_marked.len(), 6, "the seed has stale identities");
     for name in &stale_marked {
         // The agent removes the operator's mark (an Update by cilium-agent).
