@@ -233,6 +233,31 @@ pub async fn churn_under_operator(
     }
 }
 
+/// The seed's bug, which every 1.15 test builds on: churn under
+/// cilium-operator 1.15 for at least `min`, then on until one of its passes
+/// has ended at a 409 (at most 180 s: on a loaded machine passes are slower,
+/// and none met a 409 in 90 s once), and assert that premise from its own log.
+pub async fn churn_until_a_1_15_pass_conflicts(
+    cluster: &Cluster,
+    operator: &Operator,
+    old: &BTreeSet<String>,
+    min: Duration,
+) -> ChurnRun {
+    let ended_at_409 = |log: &GcLog| log.mark_errors.conflict + log.delete_errors.conflict >= 1;
+    let window = (min, Duration::from_secs(180));
+    let run =
+        churn_under_operator(cluster, operator, Version::V115, old, window, ended_at_409).await;
+    eprintln!("{run}");
+    let log = operator.passes();
+    assert!(
+        ended_at_409(&log),
+        "1.15.6's passes end at 409s: {:?} {:?}",
+        log.mark_errors,
+        log.delete_errors
+    );
+    run
+}
+
 /// A `delete` by the plugin as `cilium-gc` while the agents churn.
 pub struct Verdict {
     pub report: Value,
