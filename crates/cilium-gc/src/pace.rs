@@ -37,15 +37,17 @@
 //! 32 s, once a level drops 3 per second of `Retry-After`), so those 429s
 //! end the run with items parked for half a minute while the seats sit
 //! idle, and push the level's other clients into 429s too. So the writes
-//! in flight start at one and grow by one per success (slow start) until
+//! in flight start at one and grow by one per round trip of successes (slow start) until
 //! the first 429, which sets them to what the server was holding then;
 //! after that, with the same evidence as above (≥ 30 % of the last 40 writes throttled), the
 //! writes allowed in flight are cut to those the server was holding when it
 //! refused (at most halved, at least one), and grow by one again after a
 //! second without sustained throttling. A write added that way is a probe:
-//! a 429 before its second is over takes it back at once, so probing costs
-//! the server about one 429 per second, which keeps APF's `Retry-After` at
-//! its minimum.
+//! a 429 before its second is over takes it back at once, and the next
+//! probe waits twice as long (up to [`MAX_PROBE`], 30 s; a probe that holds
+//! brings back one a second), so once the limit holds, probing costs the
+//! server one 429 in half a minute: APF's `Retry-After` (1 s while a level
+//! drops fewer than 3 a second) stays at its minimum.
 //!
 //! *Why swap the limiter rather than weigh cells:* governor's rate is fixed
 //! at construction. Charging `n` cells per write (`until_n_ready`) can only
@@ -158,6 +160,15 @@ pub(crate) const QUIET_SHARE: f64 = 0.1;
 /// How long a change of the writes in flight stands before the next
 /// increase, and how long a probe is on trial.
 pub(crate) const PROBE: Duration = Duration::from_secs(1);
+/// The longest a limit stands before the next probe, after refused ones.
+/// Each refused probe is a drop on a full priority level, and APF doubles
+/// the level's `Retry-After` (up to 32 s) once it drops 3 a second, for
+/// every client of the level; a probe a second when the limit holds kept
+/// the level near that threshold (issue 28: a 20 s run on 4 `Reject` seats
+/// ended with items parked for 8 s). Backing off to one probe in 30 s
+/// costs a second of headroom found late when seats free up; a probe that
+/// holds brings the pace back to one a second.
+pub(crate) const MAX_PROBE: Duration = Duration::from_secs(30);
 
 /// How many writes may be in flight at `--qps 0` (see the module doc).
 /// Pure: fed outcomes, how many of our other writes were in flight, and
@@ -166,13 +177,26 @@ pub(crate) const PROBE: Duration = Duration::from_secs(1);
 pub(crate) struct Window {
     max: usize,
     limit: usize,
-    /// Slow start: from one write, one more per success, until the first
-    /// 429 or `max`.
+    /// Slow start: from one write, one more per `limit` successes up to
+    /// `max`; it ends at the first 429, which sets the limit (at `max`
+    /// too: otherwise the first refusals would wait for sustained evidence,
+    /// a burst of a dozen drops).
     starting: bool,
+    /// Successes at the current limit during slow start.
+    successes: usize,
     lowest: usize,
     changed: Instant,
     probing: bool,
+    /// How long a limit stands before the next probe: [`PROBE`], doubled
+    /// by each refused probe up to [`MAX_PROBE`], back to [`PROBE`] when a
+    /// probe holds.
+    probe_every: Duration,
     recent: VecDeque<bool>,
+    /// The shortest `Retry-After` seen (the server's calm value).
+    shortest_retry_after: Option<Duration>,
+    /// When a lengthened `Retry-After` last cut the limit, and its value
+    /// (followed down as the server shortens it).
+    lengthened: Option<(Instant, Duration)>,
 }
 
 impl Window {
@@ -183,10 +207,14 @@ impl Window {
             max,
             limit: 1,
             starting: max > 1,
+            successes: 0,
             lowest: max,
             changed: now,
             probing: false,
+            probe_every: PROBE,
             recent: VecDeque::with_capacity(WINDOW),
+            shortest_retry_after: None,
+            lengthened: None,
         }
     }
 
@@ -214,22 +242,25 @@ impl Window {
             return (self.limit != before).then_some(self.limit);
         }
         let hits = self.recent.iter().filter(|t| **t).count();
-        let on_trial = self.probing && now - self.changed < PROBE;
+        if self.probing && now - self.changed >= PROBE {
+            // The probe outlived its trial: the server had room, so there
+            // may be more; probe again at the quick pace.
+            self.probing = false;
+            self.probe_every = PROBE;
+        }
+        let on_trial = self.probing;
         if throttled && on_trial {
-            // The probe found no room: take it back.
+            // The probe found no room: take it back, and wait twice as
+            // long before the next (see `MAX_PROBE`).
             self.limit -= 1;
             self.probing = false;
             self.changed = now;
+            self.probe_every = (self.probe_every * 2).min(MAX_PROBE);
         } else if hits as f64 >= DECREASE_SHARE * WINDOW as f64 {
-            // What the server held when it refused, at most halving.
-            let held = others.min(self.limit - 1).max(self.limit.div_ceil(2));
-            self.limit = held.max(1);
-            self.probing = false;
-            self.changed = now;
-            self.recent.clear();
+            self.cut_to_held(others, now);
         } else if !throttled
             && self.limit < self.max
-            && now - self.changed >= PROBE
+            && now - self.changed >= self.probe_every
             && (hits as f64) < QUIET_SHARE * WINDOW as f64
         {
             self.limit += 1;
@@ -240,23 +271,82 @@ impl Window {
         (self.limit != before).then_some(self.limit)
     }
 
-    /// Slow start (as TCP's): starting at `--concurrency` against a server
-    /// with fewer seats costs a burst of 429s before the evidence suffices
-    /// to cut, and APF answers a burst of drops with a `Retry-After` that
-    /// doubles for the next half minute. Growing from one write until the
-    /// first 429 costs one: the limit is then what the server held.
+    /// Slow start: starting at `--concurrency` against a server with fewer
+    /// seats costs a burst of 429s before the evidence suffices to cut, and
+    /// APF answers a burst of drops with a `Retry-After` that doubles for
+    /// the next half minute. Growing from one write until the first 429
+    /// costs one: the limit is then what the server held. One more per
+    /// `limit` successes (a round trip's worth), not per success: growing
+    /// per success doubles the limit each round trip, faster than a server
+    /// answers with its first refusal (a 2026-12-05 run on 4 seats went
+    /// from 1 to 8 in 30 ms and met 41 refusals at once, which raised the
+    /// level's `Retry-After` to 2 s).
     fn start(&mut self, throttled: bool, others: usize, now: Instant) {
         if throttled {
-            self.limit = others.min(self.limit.saturating_sub(1)).max(1);
+            self.cut_to_held(others, now);
             self.lowest = self.lowest.min(self.limit);
-            self.starting = false;
-            self.changed = now;
-            self.recent.clear();
-        } else {
+            return;
+        }
+        if self.limit == self.max {
+            return;
+        }
+        self.successes += 1;
+        if self.successes >= self.limit {
+            self.successes = 0;
             self.limit += 1;
-            self.starting = self.limit < self.max;
             self.changed = now;
         }
+    }
+
+    /// What the server held when it refused: our writes ahead of the
+    /// refused one, at most halving, at least one; the evidence so far is
+    /// spent.
+    fn cut_to_held(&mut self, others: usize, now: Instant) {
+        self.limit = others
+            .min(self.limit - 1)
+            .max(self.limit.div_ceil(2))
+            .max(1);
+        self.starting = false;
+        self.probing = false;
+        self.changed = now;
+        self.recent.clear();
+    }
+
+    /// A 429's `Retry-After`. APF lengthens it for every client of a level
+    /// (doubling, up to 32 s) once the level drops 3 × its value within
+    /// its value in seconds, and shortens it again as the drops stop. So a
+    /// longer one than the shortest seen says the level drops too many,
+    /// ours or a neighbour's, even when too few of *our* writes were
+    /// refused to count as sustained (a 2026-12-05 run beside a 20 GETs/s
+    /// neighbour on 4 seats: 2 % of ours refused, 20 drops a second,
+    /// `Retry-After` up to 8 s). One cut to what the server held; the next
+    /// lengthening is judged only once the server's evidence window (the
+    /// `Retry-After` that cut) has passed, as until then it still counts
+    /// drops from before the cut. Returns the new limit when it changed.
+    pub(crate) fn retry_after(
+        &mut self,
+        ra: Duration,
+        others: usize,
+        now: Instant,
+    ) -> Option<usize> {
+        let shortest = self.shortest_retry_after.map_or(ra, |s| s.min(ra));
+        self.shortest_retry_after = Some(shortest);
+        if let Some((_, level)) = &mut self.lengthened {
+            // Follow it down, so a new rise is seen.
+            *level = (*level).min(ra);
+        }
+        let judged = match self.lengthened {
+            Some((at, level)) => ra > level && now - at >= level,
+            None => true,
+        };
+        if ra <= shortest || !judged {
+            return None;
+        }
+        let before = self.limit;
+        self.cut_to_held(others, now);
+        self.lengthened = Some((now, ra));
+        self.lowest = self.lowest.min(self.limit);
+        (self.limit != before).then_some(self.limit)
     }
 }
 
@@ -392,17 +482,25 @@ impl Pace {
         Ticket { pace: self, seq }
     }
 
-    /// Record one write's outcome (429 or not; `ahead`: our writes still
-    /// in flight that left before it) and adapt the rate, or at `--qps 0`
-    /// the writes in flight.
-    pub(crate) fn record(&self, throttled: bool, ahead: usize) {
+    /// Record one write's outcome (429 or not, with the 429's
+    /// `Retry-After`; `ahead`: our writes still in flight that left before
+    /// it) and adapt the rate, or at `--qps 0` the writes in flight.
+    pub(crate) fn record(&self, throttled: bool, retry_after: Option<Duration>, ahead: usize) {
         if let Some(w) = &self.window {
             let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
-            w.0.record(throttled, ahead, Instant::now());
+            let now = Instant::now();
+            let mut changed = w.0.record(throttled, ahead, now);
+            if let Some(ra) = retry_after.filter(|_| throttled) {
+                changed = w.0.retry_after(ra, ahead, now).or(changed);
+            }
+            if let Some(limit) = changed {
+                tracing::debug!(limit, throttled, ahead, "writes allowed in flight changed");
+            }
         }
         let burst = self.burst;
         let Some(mut s) = self.lock() else { return };
         if let Some(rate) = s.aimd.record(throttled) {
+            tracing::debug!(rate, "write rate changed");
             s.limiter = limiter(rate, burst);
             let now = Instant::now();
             if rate < s.aimd.qps {
@@ -522,14 +620,18 @@ mod tests {
         w
     }
 
-    /// Slow start: one more write per success until the first 429, which
-    /// sets the limit to what the server held then (one 429, not twelve).
+    /// Slow start: one more write per `limit` successes until the first
+    /// 429, which sets the limit to what the server held then (one 429,
+    /// not twelve).
     #[test]
     fn the_window_starts_slow_and_stops_at_the_first_429() {
         let t0 = Instant::now();
         let mut w = Window::new(8, t0);
         assert_eq!(w.limit(), 1);
         for n in 2..=5 {
+            for _ in 1..n - 1 {
+                assert_eq!(w.record(false, 0, t0), None);
+            }
             assert_eq!(w.record(false, 0, t0), Some(n));
         }
         // Five in flight, the fifth refused with four of ours ahead.
@@ -543,22 +645,25 @@ mod tests {
     }
 
     /// Issue 28: eight writes in flight against a server that holds four
-    /// at once (APF seats, `Reject`): once throttling is sustained, the
-    /// writes in flight are cut to what the server held, in one cut.
+    /// at once (APF seats, `Reject`): the first 429 cuts the writes in
+    /// flight to what the server held, at once, even when slow start has
+    /// reached `--concurrency` without one (a 2026-12-05 run on 4 seats met
+    /// 25 refusals before sustained evidence cut); after that, sustained
+    /// throttling cuts the same way.
     #[test]
     fn the_window_is_cut_to_what_the_server_held() {
         let t0 = Instant::now();
         let mut w = started(8, t0);
+        assert_eq!(w.record(true, 4, t0), Some(4));
+        assert_eq!((w.limit(), w.lowest()), (4, 4));
+        // Then 12 of the last 40 refused with 2 of ours ahead: one cut.
         let mut cuts = Vec::new();
-        // Four succeed for every four refused (the refused ones see the
-        // four seat holders ahead of them).
         for i in 0..40 {
-            if let Some(n) = w.record(i % 2 == 0, 4, t0) {
+            if let Some(n) = w.record(i % 3 == 0, 2, t0) {
                 cuts.push(n);
             }
         }
-        assert_eq!(cuts, vec![4]);
-        assert_eq!((w.limit(), w.lowest()), (4, 4));
+        assert_eq!(cuts, vec![2]);
         // Never cut below half at once, nor below one.
         let mut w = started(8, t0);
         for _ in 0..12 {
@@ -572,7 +677,8 @@ mod tests {
         assert_eq!(w.limit(), 1);
     }
 
-    /// A sporadic 429 (5 %) never cuts; sustained throttling does.
+    /// A sporadic 429 (5 %) never cuts beyond what the server held at the
+    /// first one; probes refused by it back off.
     #[test]
     fn the_window_ignores_sporadic_throttling() {
         let t0 = Instant::now();
@@ -580,21 +686,43 @@ mod tests {
         for i in 0..2000 {
             w.record(i % 20 == 0, 7, t0 + Duration::from_millis(i));
         }
-        assert_eq!((w.limit(), w.lowest()), (8, 8));
+        assert_eq!((w.limit(), w.lowest()), (7, 7));
+    }
+
+    /// APF lengthens `Retry-After` when the level drops too many: that cuts
+    /// once, and the next lengthening only after the server's evidence
+    /// window (the `Retry-After` that cut) has passed; one back at the
+    /// shortest never cuts.
+    #[test]
+    fn a_lengthened_retry_after_cuts_once_per_evidence_window() {
+        let t0 = Instant::now();
+        let s = |ms: u64| t0 + Duration::from_millis(ms);
+        let secs = Duration::from_secs;
+        let mut w = started(8, t0);
+        assert_eq!(w.record(true, 7, t0), Some(7));
+        assert_eq!(w.retry_after(secs(1), 7, t0), None, "the calm value");
+        // 2 s: the level dropped 3 a second.
+        assert_eq!(w.retry_after(secs(2), 6, s(100)), Some(6));
+        // 4 s within the 2 s window: the same drops, counted later.
+        assert_eq!(w.retry_after(secs(4), 5, s(1500)), None);
+        // After the window, a further lengthening cuts again.
+        assert_eq!(w.retry_after(secs(4), 4, s(2200)), Some(4));
+        // Followed down: back at 2 s, then up to 4 s after the window.
+        assert_eq!(w.retry_after(secs(2), 3, s(3000)), None);
+        assert_eq!(w.retry_after(secs(1), 3, s(7000)), None);
+        assert_eq!(w.retry_after(secs(2), 3, s(7100)), Some(3));
+        assert_eq!(w.lowest(), 3);
     }
 
     /// After a cut, one more write in flight per quiet second; a 429
     /// within a second of such a probe takes it back at once (not after
-    /// twelve 429s): probing costs the server about one 429 per second.
+    /// twelve 429s), and the next probe waits twice as long.
     #[test]
     fn the_window_probes_one_write_per_quiet_second() {
         let t0 = Instant::now();
         let s = |ms: u64| t0 + Duration::from_millis(ms);
         let mut w = started(8, t0);
-        for _ in 0..12 {
-            w.record(true, 2, t0);
-        }
-        assert_eq!(w.limit(), 4);
+        assert_eq!(w.record(true, 2, t0), Some(4));
         // Within the second: no growth.
         assert_eq!(w.record(false, 3, s(500)), None);
         // A quiet second: one more.
@@ -618,12 +746,40 @@ mod tests {
         assert_eq!(w.lowest(), 4);
     }
 
+    /// A limit that holds is probed less and less often: each refused
+    /// probe doubles the wait before the next, up to `MAX_PROBE`, so a
+    /// full APF level sees our drops fall from one a second to one in 30 s;
+    /// a probe that holds brings the pace back to one a second.
+    #[test]
+    fn refused_probes_back_off_and_a_held_one_resets_the_pace() {
+        let t0 = Instant::now();
+        let mut w = started(8, t0);
+        assert_eq!(w.record(true, 2, t0), Some(4));
+        // Every probe refused at once: the waits between them double.
+        let mut t = t0;
+        let mut probes = Vec::new();
+        while t < t0 + Duration::from_secs(120) {
+            t += Duration::from_millis(100);
+            if w.record(false, 3, t) == Some(5) {
+                probes.push((t - t0).as_secs());
+                assert_eq!(w.record(true, 4, t), Some(4));
+            }
+        }
+        assert_eq!(probes, vec![1, 3, 7, 15, 31, 61, 91]);
+        // A probe that holds through its second: the next comes a second on.
+        t += Duration::from_secs(30);
+        assert_eq!(w.record(false, 3, t), Some(5));
+        assert_eq!(w.record(false, 4, t + Duration::from_millis(500)), None);
+        assert_eq!(w.record(false, 4, t + Duration::from_millis(1000)), Some(6));
+    }
+
     #[tokio::test]
     async fn only_qps_0_adapts_the_writes_in_flight() {
         let p = Pace::new(0.0, 1, 8);
         assert_eq!(p.slots(8), 1, "slow start");
-        for _ in 0..7 {
-            p.record(false, 0);
+        // One more per round trip: 1 + 2 + ... + 7 successes to reach 8.
+        for _ in 0..28 {
+            p.record(false, None, 0);
         }
         assert_eq!(p.slots(8), 8);
         let (a, b) = (p.depart(), p.depart());
@@ -631,13 +787,13 @@ mod tests {
         drop(a);
         assert_eq!(b.ahead(), 0, "an answered write is no longer ahead");
         for _ in 0..12 {
-            p.record(true, 2);
+            p.record(true, None, 2);
         }
         assert_eq!(p.slots(8), 4);
         assert_eq!(p.lowest_in_flight(), Some(4));
         let r = Pace::new(100.0, 10, 8);
         for _ in 0..12 {
-            r.record(true, 2);
+            r.record(true, None, 2);
         }
         assert_eq!(r.slots(8), 8, "with a rate, the rate adapts instead");
         assert_eq!(r.lowest_in_flight(), None);
@@ -655,12 +811,12 @@ mod tests {
     async fn pace_reports_throttled_time_and_lowest_rate() {
         let p = Pace::new(1000.0, 10, 8);
         for _ in 0..12 {
-            p.record(true, 0);
+            p.record(true, None, 0);
         }
         assert_eq!(p.rate(), Some(500.0));
         p.until_ready().await;
         for _ in 0..30 {
-            p.record(false, 0);
+            p.record(false, None, 0);
         }
         assert_eq!(p.rate(), Some(1000.0));
         let s = p.summary().unwrap();

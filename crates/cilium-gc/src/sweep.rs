@@ -410,7 +410,7 @@ async fn on_answer(
     let Item { ident, r, tries } = item;
     match answer.class {
         Class::Success => {
-            ctx.pace.record(false, ahead);
+            ctx.pace.record(false, None, ahead);
             let done = match ctx.action {
                 Action::Delete => Outcome::Deleted,
                 Action::Mark => Outcome::Marked,
@@ -549,7 +549,8 @@ fn on_throttled(
     retry_after: Option<Duration>,
     ahead: usize,
 ) -> Step {
-    ctx.pace.record(true, ahead);
+    ctx.pace.record(true, retry_after, ahead);
+    tracing::debug!(?retry_after, ahead, "write throttled (429)");
     tries.throttled += 1;
     if tries.throttled > MAX_THROTTLED_PER_ITEM {
         return Step::Finish(Outcome::Failed, None);
