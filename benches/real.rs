@@ -230,10 +230,30 @@ impl Cluster {
 
 /// Run `cmd`, its stdout parsed as JSON (stderr passed through).
 fn json_of(cmd: &mut Command) -> Value {
-    let out = cmd.stderr(Stdio::inherit()).output().unwrap();
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|_| {
-        json!({"error": String::from_utf8_lossy(&out.stdout).to_string(), "exit": out.status.code()})
-    })
+    let (stdout, exit, cpu) = counted(cmd.stderr(Stdio::inherit()));
+    let mut v = serde_json::from_slice(&stdout).unwrap_or_else(
+        |_| json!({"error": String::from_utf8_lossy(&stdout).to_string(), "exit": exit}),
+    );
+    v["cpuSeconds"] = json!(r3(cpu));
+    v
+}
+
+/// Run `cmd` to its end: its stdout, exit code and CPU seconds (user and
+/// system, from `wait4`): on a 2-core machine the client's CPU is taken
+/// from the server's.
+fn counted(cmd: &mut Command) -> (Vec<u8>, i32, f64) {
+    use std::io::Read;
+    let mut child = cmd.stdout(Stdio::piped()).spawn().unwrap();
+    let mut stdout = Vec::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_end(&mut stdout)
+        .unwrap();
+    let (exit, usage) = common::wait4(child);
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (stdout, exit, tv(usage.ru_utime) + tv(usage.ru_stime))
 }
 
 /// `curl --parallel` sending DELETEs of identities `ids` on up to 32 HTTP/2
@@ -274,14 +294,35 @@ fn curl_deletes(cluster: &Cluster, ids: std::ops::Range<u64>) -> (f64, bool) {
     ((ids.end - ids.start) as f64 / secs, status.success())
 }
 
-/// The plugin's report of `args` (stdout JSON), and its exit code.
-fn plugin_report(cluster: &Cluster, args: &[&str]) -> (Value, Option<i32>) {
-    let out = plugin(cluster, args)
-        .stderr(Stdio::null())
-        .output()
-        .unwrap();
-    let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    (report, out.status.code())
+/// Run the plugin with `args`: its report, exit code and CPU seconds.
+fn plugin_report(cluster: &Cluster, args: &[&str]) -> (Value, Option<i32>, f64) {
+    let mut cmd = plugin(cluster, args);
+    // KCG_BENCH_TRACE=<dir>: keep each run's debug log (pacing decisions,
+    // each 429) there, to see where the time went.
+    match std::env::var_os("KCG_BENCH_TRACE") {
+        Some(dir) => {
+            static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let path = Path::new(&dir).join(format!("plugin-{n}.log"));
+            std::fs::create_dir_all(&dir).unwrap();
+            cmd.env(
+                "KUBECTL_CILIUM_GC_LOG",
+                "cilium_gc=debug,kubectl_cilium_gc=info",
+            )
+            .stderr(std::fs::File::create(&path).unwrap());
+            eprintln!(
+                "plugin run {n} ({}): log in {}",
+                args.join(" "),
+                path.display()
+            );
+        }
+        None => {
+            cmd.stderr(Stdio::null());
+        }
+    }
+    let (stdout, exit, cpu) = counted(&mut cmd);
+    let report = serde_json::from_slice(&stdout).unwrap_or(Value::Null);
+    (report, Some(exit), cpu)
 }
 
 /// The floor at `n` identities: our scan and deletes beside the minimal
@@ -341,7 +382,7 @@ fn floor(rt: &tokio::runtime::Runtime, refclient: &Path, size: u64) -> Value {
     let (scan, minimal) = (median(scans), median(minimal));
 
     // The delete phase: the plugin deletes the stale identities ...
-    let (report, exit) = plugin_report(
+    let (report, exit, _) = plugin_report(
         &cluster,
         &[
             "delete",
