@@ -496,6 +496,18 @@ impl World {
             .collect()
     }
 
+    /// Identities of label sets `<prefix>-N`, used or not. A name alone does
+    /// not say which object: a deleted identity's id may be given to a new
+    /// identity of another label set.
+    pub fn of_label(&self, prefix: &str) -> BTreeSet<String> {
+        let p = format!("{prefix}-");
+        self.identities
+            .iter()
+            .filter(|(_, i)| i.app.starts_with(&p))
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     /// Identities endpoints use that do not exist: deleted while in use.
     pub fn dangling(&self) -> BTreeSet<String> {
         self.used

@@ -117,12 +117,10 @@ pub fn spawn_churn(
     })
 }
 
-/// Identities no endpoint uses, of the seeded old ones and the jobs'.
-pub fn stale_now(world: &World, old: &BTreeSet<String>) -> usize {
-    old.iter()
-        .filter(|n| world.identities.contains_key(*n))
-        .count()
-        + world.unused("job").len()
+/// Identities no endpoint uses, of the seeded old ones and the jobs'
+/// (counted by label set: a freed old id may carry a job's identity since).
+pub fn stale_now(world: &World) -> usize {
+    world.unused("old").len() + world.unused("job").len()
 }
 
 /// One look at the cluster during the churn.
@@ -210,11 +208,8 @@ pub async fn churn_under_operator(
         let world = World::read(&client).await;
         samples.push(Sample {
             at: start.elapsed(),
-            old_left: old
-                .iter()
-                .filter(|n| world.identities.contains_key(*n))
-                .count(),
-            stale: stale_now(&world, old),
+            old_left: world.of_label("old").len(),
+            stale: stale_now(&world),
             passes_ended: operator.passes().passes_ended(),
             successful_runs: operator.metrics().successful_runs(),
         });
@@ -431,16 +426,9 @@ impl Verdict {
 
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let old_before = self
-            .old
-            .iter()
-            .filter(|n| self.before.identities.contains_key(*n))
-            .count();
-        let old_after = self
-            .old
-            .iter()
-            .filter(|n| self.after.identities.contains_key(*n))
-            .count();
+        // By label set: a freed old id may carry a new identity since.
+        let old_before = self.before.of_label("old").len();
+        let old_after = self.after.of_label("old").len();
         write!(
             f,
             "kubectl cilium-gc delete: {} deleted ({} re-created since by an agent's allocator, {} ids taken by new identities), {} already gone, {} reclaimed, {} conflicts re-decided, {} failed; old stale identities {} -> {}; {} unmarked at the plan; {} endpoints left on a deleted identity",
