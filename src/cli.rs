@@ -15,7 +15,7 @@ use cilium_gc::fleet::ContextFilter;
 pub use cilium_gc::parse_duration;
 use cilium_gc::report::ItemsMode;
 use cilium_gc::Exit;
-use cilium_gc::{ConnectSettings, ScanSettings, WriteSettings};
+use cilium_gc::{ConnectSettings, Pacing, ScanSettings, WriteSettings};
 
 pub use crate::render::{ColorChoice, OutputFormat};
 
@@ -358,11 +358,13 @@ impl DeleteArgs {
     /// The engine's write settings.
     pub fn writes(&self) -> WriteSettings {
         WriteSettings {
-            concurrency: self.concurrency,
-            qps: self.qps,
-            burst: self.burst,
-            max_conflict_retries: self.max_conflict_retries,
-            max_retries: self.max_retries,
+            pacing: Pacing {
+                concurrency: self.concurrency,
+                qps: self.qps,
+                burst: self.burst,
+                max_conflict_retries: self.max_conflict_retries,
+                max_retries: self.max_retries,
+            },
             dry_run: self.dry_run == DryRun::Server,
             max_deletions: self.max_deletions,
             max_percent: self.max_percent,

@@ -12,6 +12,7 @@
 //! caller of the engine never needs this crate by name.
 //!
 //! - [`report`]: the report, the decision's [`Reason`](report::Reason),
+//!   [`Pacing`](report::Pacing) (the write settings a run records),
 //!   the shared [`API_VERSION`](report::API_VERSION) and
 //!   [`Tool`](report::Tool), and [`publishable_schema`](report::publishable_schema),
 //!   the one way every document's schema is published;

@@ -193,16 +193,10 @@ pub struct Options {
     pub local_range: IdRange,
     /// Identities per list page.
     pub page_size: u32,
-    /// Delete workers.
-    pub concurrency: u32,
-    /// Client-side delete rate limit, per second (0: unlimited).
-    pub qps: f64,
-    /// Burst of the rate limiter.
-    pub burst: u32,
-    /// Retries after a 409 Conflict, per identity.
-    pub max_conflict_retries: u32,
-    /// Retries after 5xx, timeouts and resets, per request.
-    pub max_retries: u32,
+    /// How the run paced its writes: `concurrency`, `qps`, `burst`,
+    /// `maxConflictRetries` and `maxRetries`, inline in this object.
+    #[serde(flatten)]
+    pub pacing: Pacing,
     /// Most deletions allowed before the run refuses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_deletions: Option<u64>,
@@ -227,6 +221,46 @@ pub struct Options {
     /// `--allow-unreadable-endpoints` was given.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_unreadable_endpoints: bool,
+}
+
+/// How a run paces its writes and how much retrying it tolerates: the one
+/// write-settings value, embedded wherever the run's settings travel (the
+/// engine's write and run settings, its sweep, and this report's
+/// [`Options`], where its fields sit inline).
+///
+/// `Burst` is the burst's type, the one field whose value depends on the
+/// stage. As typed (the engine's `WriteSettings`) it is `Option<u32>`,
+/// unset meaning one per `qps`; once the engine has validated and resolved
+/// it, it is `u32` (the default parameter): what a run uses and what
+/// [`Options`] reports. One struct with the burst as a parameter, rather
+/// than an input twin, so the other four fields are declared once.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Pacing<Burst = u32> {
+    /// Delete workers.
+    pub concurrency: u32,
+    /// Client-side delete rate limit, per second (0: unlimited).
+    pub qps: f64,
+    /// Burst of the rate limiter.
+    pub burst: Burst,
+    /// Retries after a 409 Conflict, per identity.
+    pub max_conflict_retries: u32,
+    /// Retries after 5xx, timeouts and resets, per request.
+    pub max_retries: u32,
+}
+
+impl<Burst> Pacing<Burst> {
+    /// The same pacing with the burst given: how the engine resolves the
+    /// burst as typed into the one a run uses.
+    pub fn with_burst<B>(self, burst: B) -> Pacing<B> {
+        Pacing {
+            concurrency: self.concurrency,
+            qps: self.qps,
+            burst,
+            max_conflict_retries: self.max_conflict_retries,
+            max_retries: self.max_retries,
+        }
+    }
 }
 
 /// An inclusive range of identity ids.
@@ -644,5 +678,52 @@ fn list_enum_values(def: &mut serde_json::Value) {
     if let Some(values) = values {
         obj.insert("type".into(), "string".into());
         obj.insert("enum".into(), values.into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pacing sits inline in `options`, in the place and order its five
+    /// fields had before they became one struct (issue 27), and reads back.
+    #[test]
+    fn options_carry_the_pacing_inline() {
+        let options = Options {
+            cilium_namespace: "kube-system".into(),
+            selector: None,
+            namespaces: vec![],
+            min_age_seconds: None,
+            heartbeat_timeout_seconds: 1800.0,
+            local_range: IdRange {
+                min: 256,
+                max: 65535,
+            },
+            page_size: 500,
+            pacing: Pacing {
+                concurrency: 8,
+                qps: 40.0,
+                burst: 40,
+                max_conflict_retries: 3,
+                max_retries: 5,
+            },
+            max_deletions: Some(100),
+            max_percent: None,
+            mark: false,
+            force: false,
+            items: ItemsMode::Unused,
+            request_timeout_seconds: None,
+            identity_allocation_mode: None,
+            allow_short_heartbeat_timeout: false,
+            allow_unreadable_endpoints: false,
+        };
+        let json = serde_json::to_string(&options).unwrap();
+        assert_eq!(
+            json,
+            r#"{"ciliumNamespace":"kube-system","namespaces":[],"heartbeatTimeoutSeconds":1800.0,"localRange":{"min":256,"max":65535},"pageSize":500,"concurrency":8,"qps":40.0,"burst":40,"maxConflictRetries":3,"maxRetries":5,"maxDeletions":100,"mark":false,"force":false,"items":"unused"}"#
+        );
+        let back: Options = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.pacing, options.pacing);
+        assert_eq!(back.max_deletions, Some(100));
     }
 }

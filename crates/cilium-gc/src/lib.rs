@@ -10,7 +10,8 @@
 //! report.
 //!
 //! This crate has no command line and no terminal: settings arrive as plain
-//! values ([`ScanSettings`], [`WriteSettings`], [`ConnectSettings`]), and
+//! values ([`ScanSettings`], [`WriteSettings`] with its [`Pacing`],
+//! [`ConnectSettings`]), and
 //! progress and confirmation go through the [`Ui`] hooks the caller
 //! provides.
 //!
@@ -82,6 +83,7 @@ pub use exit::Exit;
 pub use gc::{panic_text, run, Headless, Observer, PendingWrites, Ui};
 pub use humanize::{human_duration, thousands};
 pub use preflight::DiscoveryError;
+pub use report::Pacing;
 pub use scan::ScanError;
 pub use selector::{Selector, SelectorError};
 pub use settings::{

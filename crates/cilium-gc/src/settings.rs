@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::report::{ItemsMode, Mode};
+use crate::report::{ItemsMode, Mode, Pacing};
 use crate::selector::Selector;
 
 /// Parse a human duration: `30m`, `2h`, `90s`, `1h30m`, or plain seconds (`45`).
@@ -118,19 +118,12 @@ impl Default for ScanSettings {
     }
 }
 
-/// How to write: the delete-only settings.
+/// How to write: the delete-only settings, as typed.
 #[derive(Debug, Clone)]
 pub struct WriteSettings {
-    /// Parallel workers.
-    pub concurrency: u32,
-    /// Writes per second (0 = unlimited).
-    pub qps: f64,
-    /// Limiter burst (default: qps).
-    pub burst: Option<u32>,
-    /// Conflicts tolerated per item.
-    pub max_conflict_retries: u32,
-    /// Transient retries per request.
-    pub max_retries: u32,
+    /// Workers, rate, burst and retries. The burst as typed: `None` means
+    /// one per `qps` ([`GcSettings::for_delete`] resolves it).
+    pub pacing: Pacing<Option<u32>>,
     /// Send every write with `dryRun=All`.
     pub dry_run: bool,
     /// Blast radius: count.
@@ -150,11 +143,13 @@ pub struct WriteSettings {
 impl Default for WriteSettings {
     fn default() -> Self {
         WriteSettings {
-            concurrency: 8,
-            qps: 40.0,
-            burst: None,
-            max_conflict_retries: 3,
-            max_retries: 5,
+            pacing: Pacing {
+                concurrency: 8,
+                qps: 40.0,
+                burst: None,
+                max_conflict_retries: 3,
+                max_retries: 5,
+            },
             dry_run: false,
             max_deletions: None,
             max_percent: None,
@@ -176,16 +171,9 @@ pub struct GcSettings {
     pub scan: ScanSettings,
     /// Parsed `-l`.
     pub selector: Option<Selector>,
-    /// Delete workers.
-    pub concurrency: u32,
-    /// Writes per second (0 = unlimited).
-    pub qps: f64,
-    /// Limiter burst.
-    pub burst: u32,
-    /// Conflicts per item.
-    pub max_conflict_retries: u32,
-    /// Transient retries per request.
-    pub max_retries: u32,
+    /// Workers, rate, burst (resolved) and retries; a scan reads with its
+    /// `max_retries` and never writes.
+    pub pacing: Pacing,
     /// Blast radius: count.
     pub max_deletions: Option<u64>,
     /// Blast radius: percent of scanned.
@@ -224,11 +212,13 @@ impl GcSettings {
             mode: Mode::Scan,
             scan,
             selector,
-            concurrency: 1,
-            qps: 0.0,
-            burst: 1,
-            max_conflict_retries: 0,
-            max_retries: 5,
+            pacing: Pacing {
+                concurrency: 1,
+                qps: 0.0,
+                burst: 1,
+                max_conflict_retries: 0,
+                max_retries: 5,
+            },
             max_deletions: None,
             max_percent: None,
             yes: false,
@@ -240,15 +230,12 @@ impl GcSettings {
 
     /// Settings of `delete`.
     pub fn for_delete(scan: ScanSettings, w: WriteSettings) -> Result<Self, SettingsError> {
-        if !w.qps.is_finite()
-            || w.qps < 0.0
-            || (w.qps > 0.0 && !(MIN_QPS..=MAX_QPS).contains(&w.qps))
-        {
+        let qps = w.pacing.qps;
+        if !qps.is_finite() || qps < 0.0 || (qps > 0.0 && !(MIN_QPS..=MAX_QPS).contains(&qps)) {
             return Err(SettingsError::OutOfRange {
                 flag: "--qps",
                 problem: format!(
-                    "must be 0 (unlimited) or between {MIN_QPS} and {MAX_QPS}, not {:?}",
-                    w.qps
+                    "must be 0 (unlimited) or between {MIN_QPS} and {MAX_QPS}, not {qps:?}"
                 ),
             });
         }
@@ -271,14 +258,14 @@ impl GcSettings {
                 });
             }
         }
-        if w.burst == Some(0) {
+        if w.pacing.burst == Some(0) {
             return Err(SettingsError::OutOfRange {
                 flag: "--burst",
                 problem: "must be at least 1".into(),
             });
         }
         let selector = parse_selector(&scan)?;
-        let burst = w.burst.unwrap_or_else(|| (w.qps.ceil() as u32).max(1));
+        let burst = w.pacing.burst.unwrap_or_else(|| (qps.ceil() as u32).max(1));
         Ok(GcSettings {
             mode: if w.dry_run {
                 Mode::DryRunServer
@@ -287,11 +274,7 @@ impl GcSettings {
             },
             scan,
             selector,
-            concurrency: w.concurrency,
-            qps: w.qps,
-            burst,
-            max_conflict_retries: w.max_conflict_retries,
-            max_retries: w.max_retries,
+            pacing: w.pacing.with_burst(burst),
             max_deletions: w.max_deletions,
             max_percent: w.max_percent,
             yes: w.yes,
@@ -330,12 +313,13 @@ mod tests {
 
     #[test]
     fn delete_settings_validate() {
-        let w = |qps| WriteSettings {
-            qps,
-            ..WriteSettings::default()
+        let w = |qps| {
+            let mut w = WriteSettings::default();
+            w.pacing.qps = qps;
+            w
         };
-        assert_eq!(delete(w(100.0)).unwrap().burst, 100);
-        assert_eq!(delete(w(0.0)).unwrap().burst, 1);
+        assert_eq!(delete(w(100.0)).unwrap().pacing.burst, 100);
+        assert_eq!(delete(w(0.0)).unwrap().pacing.burst, 1);
         let dry = WriteSettings {
             dry_run: true,
             ..WriteSettings::default()
@@ -363,10 +347,26 @@ mod tests {
             };
             assert!(delete(bad).is_err(), "{p}");
         }
-        let bad = WriteSettings {
-            burst: Some(0),
+        let typed = WriteSettings {
+            pacing: Pacing {
+                concurrency: 3,
+                qps: 10.0,
+                burst: Some(7),
+                max_conflict_retries: 2,
+                max_retries: 9,
+            },
             ..WriteSettings::default()
         };
+        let resolved = Pacing {
+            concurrency: 3,
+            qps: 10.0,
+            burst: 7,
+            max_conflict_retries: 2,
+            max_retries: 9,
+        };
+        assert_eq!(delete(typed).unwrap().pacing, resolved, "as typed");
+        let mut bad = WriteSettings::default();
+        bad.pacing.burst = Some(0);
         assert!(delete(bad).is_err());
         let scan = ScanSettings {
             selector: Some("a in x".into()),

@@ -31,7 +31,7 @@ use crate::cluster::{ApiClient, FIELD_MANAGER, JSON, MERGE_PATCH};
 use crate::model::{decode_identity, Identity, Kind, HEARTBEAT_ANNOTATION};
 use crate::pace::Pace;
 use crate::policy::{decide, Reason, Rules};
-use crate::report::{Conflict, Outcome};
+use crate::report::{Conflict, Outcome, Pacing};
 use crate::retry::Class;
 use crate::stats::Stats;
 use crate::stop::{Stop, StopReason};
@@ -73,16 +73,9 @@ impl Action {
 /// Settings of a sweep.
 #[derive(Debug, Clone)]
 pub(crate) struct SweepSettings {
-    /// Parallel workers.
-    pub concurrency: u32,
-    /// Writes per second (0: unlimited).
-    pub qps: f64,
-    /// Limiter burst.
-    pub burst: u32,
-    /// Conflicts tolerated per item.
-    pub max_conflict_retries: u32,
-    /// Transient failures tolerated per request.
-    pub max_retries: u32,
+    /// Workers, rate, burst and the retries tolerated per item and per
+    /// request: the run's, as validated.
+    pub pacing: Pacing,
     /// Send `dryRun: [All]`.
     pub dry_run: bool,
     /// `--allow-unreadable-endpoints`: an endpoint whose identity reference
@@ -137,10 +130,14 @@ pub(crate) async fn sweep(
         cfg,
         action,
         stop,
-        pace: Pace::new(cfg.qps, cfg.burst, cfg.concurrency.max(1) as usize),
+        pace: Pace::new(
+            cfg.pacing.qps,
+            cfg.pacing.burst,
+            cfg.pacing.concurrency.max(1) as usize,
+        ),
     };
     let queue = Queue::new(targets, action);
-    let slots = cfg.concurrency.max(1) as usize;
+    let slots = cfg.pacing.concurrency.max(1) as usize;
     let mut indexed = drive(&ctx, queue, slots, &on_done).await;
     if let Some(p) = ctx.pace.summary() {
         api.stats.add_pace(p);
@@ -516,7 +513,7 @@ async fn on_conflict(ctx: &Sweeper<'_>, r: &mut ItemResult, ident: &mut Identity
             *ident = *fresh;
         }
     }
-    if r.conflicts.len() as u32 > ctx.cfg.max_conflict_retries {
+    if r.conflicts.len() as u32 > ctx.cfg.pacing.max_conflict_retries {
         // Decide once more: a final conflict that removed the mark is a reclaim.
         let refs = ident.numeric_id().map_or(0, |id| ctx.usage.refs(id));
         let d = decide(ident, refs, &ctx.cfg.rules, ctx.api.clock.now());
@@ -568,7 +565,7 @@ fn on_throttled(
 /// times. The write may have been applied, which a later 404 must allow for.
 async fn on_transient(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
     tries.lost_answers += 1;
-    if tries.transient >= ctx.cfg.max_retries {
+    if tries.transient >= ctx.cfg.pacing.max_retries {
         return Step::Finish(Outcome::Failed, None);
     }
     let delay = ctx
@@ -734,7 +731,10 @@ enum Reread {
 async fn reread(ctx: &Sweeper<'_>, name: &str) -> Reread {
     let a = ctx
         .api
-        .get(&Kind::Identity.object_path(name), ctx.cfg.max_retries)
+        .get(
+            &Kind::Identity.object_path(name),
+            ctx.cfg.pacing.max_retries,
+        )
         .await;
     match a.class {
         Class::Success => {}

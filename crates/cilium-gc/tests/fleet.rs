@@ -11,7 +11,7 @@ use cilium_gc::report::{AbortReason, Mode, Outcome};
 use cilium_gc::Exit;
 use cilium_gc::PendingWrites;
 use cilium_gc::Stop;
-use cilium_gc::{GcSettings, ScanSettings, WriteSettings};
+use cilium_gc::{GcSettings, Pacing, ScanSettings, WriteSettings};
 use cilium_gc_sim::Scenario;
 
 mod support;
@@ -46,7 +46,10 @@ impl FleetObserver for Asked {
 /// `delete` (asking first), one cluster at a time.
 fn delete_asking() -> GcSettings {
     let w = WriteSettings {
-        qps: 0.0,
+        pacing: Pacing {
+            qps: 0.0,
+            ..WriteSettings::default().pacing
+        },
         yes: false,
         ..WriteSettings::default()
     };
@@ -184,7 +187,10 @@ async fn max_deletions_applies_to_each_cluster_on_its_own() {
     }
     let before = all_names(&f);
     let w = WriteSettings {
-        qps: 0.0,
+        pacing: Pacing {
+            qps: 0.0,
+            ..WriteSettings::default().pacing
+        },
         yes: true,
         max_deletions: Some(small_stale),
         ..WriteSettings::default()

@@ -14,7 +14,7 @@ use cilium_gc::model::NAMESPACE_LABEL;
 use cilium_gc::report::Outcome;
 use cilium_gc::Exit;
 use cilium_gc::Stop;
-use cilium_gc::{GcSettings, ScanSettings, WriteSettings};
+use cilium_gc::{GcSettings, Pacing, ScanSettings, WriteSettings};
 use cilium_gc_sim::Faults;
 
 mod support;
@@ -98,7 +98,10 @@ async fn a_throttled_item_waits_its_retry_after_off_the_workers() {
         ..Faults::default()
     });
     let writes = WriteSettings {
-        concurrency: 1,
+        pacing: Pacing {
+            concurrency: 1,
+            ..unlimited().pacing
+        },
         ..unlimited()
     };
     let settings = GcSettings::for_delete(ScanSettings::default(), writes).expect("valid");
@@ -175,7 +178,10 @@ async fn at_qps_0_the_writes_in_flight_follow_what_the_server_holds() {
         ..Faults::default()
     });
     let writes = WriteSettings {
-        concurrency: 8,
+        pacing: Pacing {
+            concurrency: 8,
+            ..unlimited().pacing
+        },
         ..unlimited()
     };
     let settings = GcSettings::for_delete(ScanSettings::default(), writes).expect("valid");
@@ -215,8 +221,11 @@ async fn request_timeout_does_not_cut_quiet_watches() {
         ..ScanSettings::default()
     };
     let writes = WriteSettings {
-        qps: 2.0,
-        burst: Some(1),
+        pacing: Pacing {
+            qps: 2.0,
+            burst: Some(1),
+            ..yes().pacing
+        },
         ..yes()
     };
     let settings = delete_with(scan, writes);
@@ -232,7 +241,10 @@ async fn request_timeout_does_not_cut_quiet_watches() {
 #[test]
 fn settings_reject_what_the_flags_would_reject() {
     let bad_qps = WriteSettings {
-        qps: -1.0,
+        pacing: Pacing {
+            qps: -1.0,
+            ..WriteSettings::default().pacing
+        },
         ..WriteSettings::default()
     };
     assert!(GcSettings::for_delete(ScanSettings::default(), bad_qps).is_err());

@@ -9,7 +9,7 @@ use std::time::Duration;
 use cilium_gc::policy::Reason;
 use cilium_gc::report::{AbortReason, Mode, Outcome};
 use cilium_gc::Exit;
-use cilium_gc::{GcSettings, ScanSettings, WriteSettings};
+use cilium_gc::{GcSettings, Pacing, ScanSettings, WriteSettings};
 use cilium_gc_sim::Kind;
 use cilium_gc_sim::Scenario;
 use serde_json::json;
@@ -94,7 +94,10 @@ async fn seed_scenario_with_reclaiming_agents_is_safe_and_complete() {
         .gc(&delete_with(
             ScanSettings::default(),
             WriteSettings {
-                concurrency: 32,
+                pacing: Pacing {
+                    concurrency: 32,
+                    ..unlimited().pacing
+                },
                 ..unlimited()
             },
         ))
@@ -161,7 +164,10 @@ async fn hostile_server_ends_like_a_calm_one() {
         .gc(&delete_with(
             pages_of(50),
             WriteSettings {
-                max_retries: 10,
+                pacing: Pacing {
+                    max_retries: 10,
+                    ..unlimited().pacing
+                },
                 ..unlimited()
             },
         ))
@@ -217,9 +223,12 @@ async fn delete_rate_stays_within_qps_and_burst() {
         .gc(&delete_with(
             ScanSettings::default(),
             WriteSettings {
-                qps: qps as f64,
-                burst: Some(burst as u32),
-                concurrency: 16,
+                pacing: Pacing {
+                    qps: qps as f64,
+                    burst: Some(burst as u32),
+                    concurrency: 16,
+                    ..yes().pacing
+                },
                 ..yes()
             },
         ))
@@ -434,9 +443,12 @@ async fn lost_permission_mid_run_stops_writes_and_exits_3() {
     let stale = w.stale_now(TIMEOUT_30M).len();
     let sim = &w.sim;
     let one_at_10_per_second = WriteSettings {
-        qps: 10.0,
-        burst: Some(1),
-        concurrency: 1,
+        pacing: Pacing {
+            qps: 10.0,
+            burst: Some(1),
+            concurrency: 1,
+            ..yes().pacing
+        },
         ..yes()
     };
     let settings = delete_with(ScanSettings::default(), one_at_10_per_second);

@@ -241,7 +241,7 @@ impl Run<'_> {
     ) -> ControlFlow<Exit, (preflight::Crds, CiliumSettings)> {
         let (s, kube) = (self.settings, self.kube);
         let run = &mut self.report;
-        let crds = match preflight::fetch_crds(api, s.max_retries).await {
+        let crds = match preflight::fetch_crds(api, s.pacing.max_retries).await {
             Ok(c) => c,
             Err(e) => {
                 return ControlFlow::Break(run.abort(
@@ -259,7 +259,7 @@ impl Run<'_> {
             crds,
             &wanted,
             &s.scan.cilium_namespace,
-            s.max_retries,
+            s.pacing.max_retries,
         )
         .await;
         for w in perm_warnings {
@@ -301,7 +301,8 @@ impl Run<'_> {
         run: &mut Draft,
     ) -> CiliumSettings {
         let (data, config_problem) =
-            preflight::fetch_cilium_config(api, &s.scan.cilium_namespace, s.max_retries).await;
+            preflight::fetch_cilium_config(api, &s.scan.cilium_namespace, s.pacing.max_retries)
+                .await;
         if let Some(p) = config_problem {
             run.error(ErrorKind::ConfigUnavailable, p);
         }
@@ -391,7 +392,7 @@ impl Run<'_> {
         let scanned = scan::scan_identities(
             api,
             s.scan.page_size,
-            s.max_retries,
+            s.pacing.max_retries,
             s.selector.is_some(),
             stop,
             |item| {
@@ -502,11 +503,7 @@ impl Run<'_> {
             rules,
         } = *p;
         let cfg = SweepSettings {
-            concurrency: s.concurrency,
-            qps: s.qps,
-            burst: s.burst,
-            max_conflict_retries: s.max_conflict_retries,
-            max_retries: s.max_retries,
+            pacing: s.pacing,
             dry_run: s.mode == Mode::DryRunServer,
             allow_unreadable_endpoints: s.allow_unreadable_endpoints,
             rules,
@@ -618,7 +615,7 @@ async fn reach(
     struct Version {
         git_version: Option<String>,
     }
-    let a = api.get("/version", s.max_retries.min(2)).await;
+    let a = api.get("/version", s.pacing.max_retries.min(2)).await;
     match a.class {
         Class::Success => {
             run.cluster.kubernetes_version = a.json::<Version>().ok().and_then(|v| v.git_version);

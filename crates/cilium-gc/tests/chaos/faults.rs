@@ -58,10 +58,13 @@ async fn chaos_server_restarted_mid_run_on_the_same_port_with_the_same_state() {
         sim
     });
     let writes = WriteSettings {
-        qps: 20.0,
-        burst: Some(1),
-        concurrency: 2,
-        max_retries: 10,
+        pacing: Pacing {
+            qps: 20.0,
+            burst: Some(1),
+            concurrency: 2,
+            max_retries: 10,
+            ..yes().pacing
+        },
         ..yes()
     };
     let settings = delete_with(all_items(), writes);

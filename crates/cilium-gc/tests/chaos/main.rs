@@ -13,7 +13,7 @@ use std::time::Duration;
 use cilium_gc::report::{AbortReason, ErrorKind, Outcome, Report};
 use cilium_gc::Exit;
 use cilium_gc::Stop;
-use cilium_gc::{ConnectSettings, ScanSettings, WriteSettings};
+use cilium_gc::{ConnectSettings, Pacing, ScanSettings, WriteSettings};
 use cilium_gc_sim::{ActorRates, Faults, PageFault, Scenario, Simulator, ThrottleShape};
 use cilium_gc_sim::{Kind, HEARTBEAT_ANNOTATION};
 use jiff::{SignedDuration, Timestamp};

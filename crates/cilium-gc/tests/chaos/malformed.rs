@@ -275,8 +275,11 @@ async fn chaos_malformed_endpoints_arriving_by_watch_do_not_stall_or_confuse_the
     assert!(stale.len() > 20);
     let sim = &w.sim;
     let writes = WriteSettings {
-        qps: 25.0,
-        burst: Some(1),
+        pacing: Pacing {
+            qps: 25.0,
+            burst: Some(1),
+            ..yes().pacing
+        },
         allow_unreadable_endpoints: true,
         ..yes()
     };

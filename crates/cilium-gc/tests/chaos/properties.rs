@@ -120,9 +120,12 @@ async fn run_schedule(s: Schedule) {
         ..all_items()
     };
     let writes = WriteSettings {
-        qps: f64::from(s.qps),
-        concurrency: s.concurrency,
-        max_retries: 12,
+        pacing: Pacing {
+            qps: f64::from(s.qps),
+            concurrency: s.concurrency,
+            max_retries: 12,
+            ..yes().pacing
+        },
         ..yes()
     };
     let (report, exit) = w.gc(&delete_with(scan, writes)).await;

@@ -40,8 +40,11 @@ async fn regression_endpoint_watchers_unable_to_relist_hung_the_run() {
     // Slow enough that candidates remain once the usage last known
     // complete is older than `FRESHNESS_LIMIT`.
     let writes = WriteSettings {
-        qps: 2.0,
-        burst: Some(1),
+        pacing: Pacing {
+            qps: 2.0,
+            burst: Some(1),
+            ..yes().pacing
+        },
         ..yes()
     };
     let settings = delete_with(ScanSettings::default(), writes);

@@ -14,7 +14,7 @@ use cilium_gc::report::{ItemsMode, Outcome, Report};
 use cilium_gc::Exit;
 use cilium_gc::Stop;
 use cilium_gc::Ui;
-use cilium_gc::{ConnectSettings, GcSettings, ScanSettings, WriteSettings};
+use cilium_gc::{ConnectSettings, GcSettings, Pacing, ScanSettings, WriteSettings};
 use serde_json::Value;
 
 pub use cilium_gc_testkit::{calm, mark_of, stale_names, Fleet, World, TEST_TIMEOUT};
@@ -79,14 +79,23 @@ pub fn yes() -> WriteSettings {
 
 /// `delete --yes --qps 0`.
 pub fn unlimited() -> WriteSettings {
-    WriteSettings { qps: 0.0, ..yes() }
+    WriteSettings {
+        pacing: Pacing {
+            qps: 0.0,
+            ..yes().pacing
+        },
+        ..yes()
+    }
 }
 
 /// `delete --dry-run=server --qps 0` (no `--yes`: nothing is deleted).
 pub fn server_dry_run() -> GcSettings {
     let writes = WriteSettings {
+        pacing: Pacing {
+            qps: 0.0,
+            ..WriteSettings::default().pacing
+        },
         dry_run: true,
-        qps: 0.0,
         ..WriteSettings::default()
     };
     delete_with(ScanSettings::default(), writes)
@@ -111,8 +120,11 @@ pub fn delete(qps: f64, concurrency: u32, all: bool) -> GcSettings {
     delete_with(
         scan,
         WriteSettings {
-            qps,
-            concurrency,
+            pacing: Pacing {
+                qps,
+                concurrency,
+                ..yes().pacing
+            },
             ..yes()
         },
     )
