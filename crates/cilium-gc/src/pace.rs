@@ -54,8 +54,14 @@
 //! express rates of `qps / n`, a coarse ladder, and a weight above the burst
 //! is refused outright. A new limiter at the new rate expresses any rate. It
 //! starts *empty* (its burst drained), so a swap never releases a burst, and
-//! waiters already sleeping on the old one finish there: at most one cell
-//! each at the old rate.
+//! waiters sleeping on the old one move to the new one: when each finished
+//! on the limiter it started on, every limiter still in use handed out its
+//! own cells, and with swaps coming as fast as the writes they together
+//! far exceeded the rate (issue 28, 2026-12-05: at `--qps 200 -c 16`
+//! against a 50/s cap, about 180 writes a second went out while the rate
+//! said 36–76, three of four refused). A recovering rate swaps only once it
+//! has grown by [`SWAP_STEP`], so the waiters are not restarted on every
+//! success.
 //!
 //! *Why the limiter starts empty:* the delete phase then never runs above
 //! `--qps` on average, even with the default burst (`ceil(qps)`). The burst
@@ -400,6 +406,8 @@ impl Drop for Ticket<'_> {
 
 struct State {
     limiter: Arc<DefaultDirectRateLimiter>,
+    /// The rate `limiter` was built for.
+    limiter_rate: f64,
     aimd: Aimd,
     below_since: Option<Instant>,
     throttled: Duration,
@@ -411,8 +419,25 @@ struct State {
 pub(crate) struct Pace {
     burst: u32,
     state: Option<Mutex<State>>,
+    /// Woken when the limiter is swapped.
+    swapped: tokio::sync::Notify,
     window: Option<Mutex<(Window, Flight)>>,
 }
+
+/// Whether the limiter at `current`/s is replaced for AIMD's new `rate`: on
+/// every cut, and on a recovery once it has added [`SWAP_STEP`] (or reached
+/// `--qps`), not on every recovering success (664 swaps in a 17 s run at
+/// `--qps 100`).
+fn swaps(current: f64, rate: f64, qps: f64) -> bool {
+    rate < current || rate >= current * (1.0 + SWAP_STEP) || (rate >= qps && current < qps)
+}
+
+/// How much a recovering rate must have grown before its limiter is
+/// replaced (a share of the current rate): each swap restarts every wait
+/// on a drained limiter, so swapping on every success at a low rate (at
+/// `--qps 200` one success adds 4/s, a tenth of 40/s) would hold the
+/// writes below the rate.
+const SWAP_STEP: f64 = 0.25;
 
 /// A governor limiter at `rate`/s with `burst`, drained so it starts empty.
 fn limiter(rate: f64, burst: u32) -> Arc<DefaultDirectRateLimiter> {
@@ -433,11 +458,13 @@ impl Pace {
         let burst = burst.max(1);
         Pace {
             burst,
+            swapped: tokio::sync::Notify::new(),
             window: (qps <= 0.0)
                 .then(|| Mutex::new((Window::new(concurrency, Instant::now()), Flight::default()))),
             state: (qps > 0.0).then(|| {
                 Mutex::new(State {
                     limiter: limiter(qps, burst),
+                    limiter_rate: qps,
                     aimd: Aimd::new(qps),
                     below_since: None,
                     throttled: Duration::ZERO,
@@ -452,12 +479,23 @@ impl Pace {
             .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
-    /// Wait for one write's cell. Cancelling the wait (a stop) never makes
-    /// us faster than the rate.
+    /// Wait for one write's cell, on the limiter current when it comes: a
+    /// swap moves every waiter to the new limiter (see the module doc).
+    /// Cancelling the wait (a stop) never makes us faster than the rate:
+    /// governor takes a cell only when it grants it.
     pub(crate) async fn until_ready(&self) {
-        let l = self.lock().map(|s| s.limiter.clone());
-        if let Some(l) = l {
-            l.until_ready().await;
+        loop {
+            let swapped = self.swapped.notified();
+            tokio::pin!(swapped);
+            // Registered before the limiter is read, so no swap is missed.
+            swapped.as_mut().enable();
+            let Some(l) = self.lock().map(|s| s.limiter.clone()) else {
+                return;
+            };
+            tokio::select! {
+                _ = l.until_ready() => return,
+                _ = &mut swapped => {}
+            }
         }
     }
 
@@ -500,8 +538,12 @@ impl Pace {
         let burst = self.burst;
         let Some(mut s) = self.lock() else { return };
         if let Some(rate) = s.aimd.record(throttled) {
-            tracing::debug!(rate, "write rate changed");
-            s.limiter = limiter(rate, burst);
+            if swaps(s.limiter_rate, rate, s.aimd.qps) {
+                tracing::debug!(rate, "write rate changed");
+                s.limiter = limiter(rate, burst);
+                s.limiter_rate = rate;
+                self.swapped.notify_waiters();
+            }
             let now = Instant::now();
             if rate < s.aimd.qps {
                 s.below_since.get_or_insert(now);
@@ -798,6 +840,19 @@ mod tests {
         assert_eq!(r.slots(8), 8, "with a rate, the rate adapts instead");
         assert_eq!(r.lowest_in_flight(), None);
         assert_eq!(r.rate(), Some(50.0));
+    }
+
+    /// The limiter is swapped on every cut, but a recovering rate only
+    /// once it has grown by a quarter or reached `--qps`: each swap
+    /// restarts every waiter on a drained limiter.
+    #[test]
+    fn the_limiter_is_swapped_on_cuts_and_on_real_growth() {
+        assert!(swaps(50.0, 49.0, 100.0), "any cut");
+        assert!(!swaps(40.0, 44.0, 200.0), "one success at --qps 200");
+        assert!(!swaps(40.0, 49.9, 200.0));
+        assert!(swaps(40.0, 50.0, 200.0), "a quarter more");
+        assert!(swaps(90.0, 100.0, 100.0), "back at --qps");
+        assert!(!swaps(100.0, 100.0, 100.0));
     }
 
     #[test]
