@@ -292,6 +292,7 @@ async fn drive(
         tokio::select! {
             Some((i, t)) = running.next(), if !running.is_empty() => match t {
                 Turn::Done(r) => {
+                    tracing::trace!(outcome = ?r.outcome, attempts = r.attempts, "item done");
                     on_done(&r);
                     done.push((i, r));
                 }
