@@ -122,6 +122,57 @@ impl Drop for Server {
 
 /// Run the plugin; the report is written to a file and read back (it is
 /// small with `--items none`), never held while a child runs.
+/// One `delete` on a fresh `hostile` server (faults on or off) at `--qps
+/// qps --concurrency conc`: its row of the struggling table.
+fn hostile_run(faults: bool, qps: u32, conc: u32, admitted: f64) -> Value {
+    eprintln!("delete on hostile (faults {faults}) --qps {qps} --concurrency {conc}");
+    let server = Server::start_preset("hostile", faults);
+    let load_before = load();
+    let (cost, report) = gc(
+        &server,
+        &[
+            "delete",
+            "--yes",
+            "--qps",
+            &qps.to_string(),
+            "--concurrency",
+            &conc.to_string(),
+            "--items",
+            "none",
+        ],
+    );
+    if report["exitCode"] != json!(0) {
+        eprintln!(
+            "  exit {} (the plugin's report: {}); the simulator's log ends:\n{}",
+            report["exitCode"],
+            if report.is_null() { "none" } else { "written" },
+            common::tail(&server.log, 20)
+        );
+    }
+    let s = &report["summary"];
+    let rate = s["deleteRatePerSecond"].as_f64().unwrap_or(0.0);
+    let handled = ["deleted", "alreadyGone", "reclaimed"]
+        .iter()
+        .map(|k| s[k].as_u64().unwrap_or(0))
+        .sum::<u64>();
+    eprintln!(
+        "  {} deleted, {handled}/{} handled, {rate:.1}/s = {:.0}% of the 50/s cap, wall {:.1}s, exit {}",
+        s["deleted"], s["candidates"], rate * 2.0, cost.wall, report["exitCode"]
+    );
+    json!({
+        "faults": faults, "qps": qps, "concurrency": conc,
+        "candidates": s["candidates"], "deleted": s["deleted"], "handled": handled,
+        "deleteRatePerSecond": rate, "fractionOfCap": r3(rate / 50.0),
+        "fractionOfAdmitted": faults.then(|| r3(rate / admitted)),
+        "wallSeconds": r3(cost.wall), "exitCode": report["exitCode"],
+        "throttled": s["throttled"], "throttledSeconds": s["throttledSeconds"],
+        "lowestRatePerSecond": s["lowestRatePerSecond"],
+        "retryAfterWaitSeconds": s["retryAfterWaitSeconds"],
+        "serverErrors": s["serverErrors"], "watcherRestarts": s["watcherRestarts"],
+        "loadAverage": [load_before, load()],
+    })
+}
+
 fn gc(server: &Server, args: &[&str]) -> (Cost, Value) {
     let out_path = std::env::temp_dir().join(format!("bench-report-{}", std::process::id()));
     let out = std::fs::File::create(&out_path).unwrap();
@@ -424,52 +475,24 @@ fn main() {
             (false, 100, 8),
             (false, 200, 16),
         ] {
-            eprintln!("delete on hostile (faults {faults}) --qps {qps} --concurrency {conc}");
-            let server = Server::start_preset("hostile", faults);
-            let load_before = load();
-            let (cost, report) = gc(
-                &server,
-                &[
-                    "delete",
-                    "--yes",
-                    "--qps",
-                    &qps.to_string(),
-                    "--concurrency",
-                    &conc.to_string(),
-                    "--items",
-                    "none",
-                ],
-            );
-            if report["exitCode"] != json!(0) {
-                eprintln!(
-                    "  exit {} (the plugin's report: {}); the simulator's log ends:\n{}",
-                    report["exitCode"],
-                    if report.is_null() { "none" } else { "written" },
-                    common::tail(&server.log, 20)
-                );
-            }
-            let s = &report["summary"];
-            let rate = s["deleteRatePerSecond"].as_f64().unwrap_or(0.0);
-            let handled = ["deleted", "alreadyGone", "reclaimed"]
-                .iter()
-                .map(|k| s[k].as_u64().unwrap_or(0))
-                .sum::<u64>();
-            eprintln!(
-                "  {} deleted, {handled}/{} handled, {rate:.1}/s = {:.0}% of the 50/s cap, wall {:.1}s, exit {}",
-                s["deleted"], s["candidates"], rate * 2.0, cost.wall, report["exitCode"]
-            );
-            rows.push(json!({
-                "faults": faults, "qps": qps, "concurrency": conc,
-                "candidates": s["candidates"], "deleted": s["deleted"], "handled": handled,
-                "deleteRatePerSecond": rate, "fractionOfCap": r3(rate / 50.0),
-                "fractionOfAdmitted": faults.then(|| r3(rate / admitted)),
-                "wallSeconds": r3(cost.wall), "exitCode": report["exitCode"],
-                "throttled": s["throttled"], "throttledSeconds": s["throttledSeconds"],
-                "lowestRatePerSecond": s["lowestRatePerSecond"],
-                "retryAfterWaitSeconds": s["retryAfterWaitSeconds"],
-                "serverErrors": s["serverErrors"], "watcherRestarts": s["watcherRestarts"],
-                "loadAverage": [load_before, load()],
-            }));
+            // Twice with faults, like the reference client: where a run's
+            // last items meet the server's 3 s burst of 429s moves its
+            // rate by several points (2026-12-05 traces: 49/s steady
+            // against the 50/s cap either way).
+            let runs: Vec<Value> = (0..if faults { 2 } else { 1 })
+                .map(|_| hostile_run(faults, qps, conc, admitted))
+                .collect();
+            let mean = |k: &str| {
+                runs.iter().filter_map(|r| r[k].as_f64()).sum::<f64>() / runs.len() as f64
+            };
+            let rate = mean("deleteRatePerSecond");
+            let mut row = runs[0].clone();
+            row["deleteRatePerSecond"] = json!(r3(rate));
+            row["fractionOfCap"] = json!(r3(rate / 50.0));
+            row["fractionOfAdmitted"] = json!(faults.then(|| r3(rate / admitted)));
+            row["wallSeconds"] = json!(r3(mean("wallSeconds")));
+            row["runs"] = json!(runs);
+            rows.push(row);
         }
         results["struggling"] = json!(rows);
     }
