@@ -48,7 +48,9 @@ pub struct Faults {
     /// Deletes the server works on at once, like an API Priority and
     /// Fairness level with this many seats and `limitResponse: Reject`: a
     /// delete arriving while every seat is taken gets 429 at once. Each
-    /// holds its seat for [`Self::delete_service`].
+    /// holds its seat for [`Self::delete_service`]. Its `Retry-After`
+    /// follows the level's drops as APF's does ([`ApfRetryAfter`]), from
+    /// [`Self::retry_after_secs`] up to 32 s.
     pub delete_seats: Option<usize>,
     /// How long a delete holds its seat before it is served.
     pub delete_service: Duration,
@@ -215,6 +217,79 @@ pub(crate) struct FaultEngine {
     started: Instant,
     delete_bucket: Mutex<(f64, Instant)>,
     seats_taken: std::sync::atomic::AtomicUsize,
+    seat_drops: Mutex<Option<ApfRetryAfter>>,
+}
+
+/// The `Retry-After` an API Priority and Fairness level answers its drops
+/// with, as kube-apiserver computes it (`k8s.io/apiserver`'s dropped
+/// requests tracker, 1.29+): it starts at its floor (1 s in APF); when a
+/// second starts after drops, the drops of the last `Retry-After` seconds
+/// are counted: at least 3 × `Retry-After` doubles it (up to 32 s, at most
+/// once per `Retry-After` seconds), fewer than `Retry-After` takes a second
+/// off. So a level dropping 3 requests a second or more makes every client
+/// of it wait longer. (The simulator's seats answered a constant
+/// `Retry-After` before 2026-12-05; real APF does not.)
+#[derive(Debug, Clone)]
+pub struct ApfRetryAfter {
+    floor: u64,
+    retry_after: u64,
+    increased_at: Option<u64>,
+    /// Drops per whole second, the current one last.
+    history: std::collections::VecDeque<(u64, u64)>,
+}
+
+/// APF's longest `Retry-After`, in seconds.
+const APF_MAX_RETRY_AFTER: u64 = 32;
+
+impl ApfRetryAfter {
+    /// A level that has dropped nothing: `Retry-After` is `floor`.
+    pub fn new(floor: u64) -> Self {
+        let floor = floor.max(1);
+        ApfRetryAfter {
+            floor,
+            retry_after: floor,
+            increased_at: None,
+            history: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// The `Retry-After` a drop is answered with now.
+    pub fn retry_after(&self) -> u64 {
+        self.retry_after
+    }
+
+    /// One more drop at whole second `now`.
+    pub fn drop_at(&mut self, now: u64) {
+        match self.history.back_mut() {
+            Some((second, count)) if *second == now => *count += 1,
+            _ => {
+                // A new second: judge the drops before it first.
+                self.update(now);
+                self.history.push_back((now, 1));
+            }
+        }
+        let keep = (2 * self.retry_after).max(APF_MAX_RETRY_AFTER);
+        while self.history.front().is_some_and(|(s, _)| now - s > keep) {
+            self.history.pop_front();
+        }
+    }
+
+    fn update(&mut self, now: u64) {
+        let ra = self.retry_after;
+        let dropped: u64 = self
+            .history
+            .iter()
+            .filter(|(s, _)| now - s <= ra)
+            .map(|(_, c)| c)
+            .sum();
+        let waited = self.increased_at.is_none_or(|t| now - t >= ra);
+        if waited && dropped >= 3 * ra {
+            self.retry_after = (2 * ra).min(APF_MAX_RETRY_AFTER);
+            self.increased_at = Some(now);
+        } else if dropped < ra && ra > self.floor {
+            self.retry_after = ra - 1;
+        }
+    }
 }
 
 /// A delete's seat (see [`Faults::delete_seats`]), given back on drop.
@@ -235,6 +310,7 @@ impl FaultEngine {
             started: Instant::now(),
             delete_bucket: Mutex::new((f64::MAX, Instant::now())),
             seats_taken: std::sync::atomic::AtomicUsize::new(0),
+            seat_drops: Mutex::new(None),
         }
     }
 
@@ -306,8 +382,9 @@ impl FaultEngine {
     }
 
     /// A seat for one delete when seats are limited: `Ok(None)` when they
-    /// are not, `Err(retry_after_secs)` when every seat is taken (the
-    /// delete is refused at once, as APF's `Reject` does).
+    /// are not, `Err(retry_after)` when every seat is taken (the delete is
+    /// refused at once, as APF's `Reject` does, with the level's current
+    /// `Retry-After`, see [`ApfRetryAfter`]).
     pub(crate) fn take_seat(&self) -> Result<Option<(Seat<'_>, Duration)>, u64> {
         use std::sync::atomic::Ordering;
         let f = self.get();
@@ -321,7 +398,12 @@ impl FaultEngine {
             });
         match taken {
             Ok(_) => Ok(Some((Seat(&self.seats_taken), f.delete_service))),
-            Err(_) => Err(f.retry_after_secs),
+            Err(_) => {
+                let mut drops = self.seat_drops.lock().unwrap_or_else(|e| e.into_inner());
+                let level = drops.get_or_insert_with(|| ApfRetryAfter::new(f.retry_after_secs));
+                level.drop_at(self.started.elapsed().as_secs());
+                Err(level.retry_after())
+            }
         }
     }
 
@@ -399,6 +481,63 @@ mod tests {
         drop(a);
         assert!(e.take_seat().is_ok_and(|s| s.is_some()));
         drop(b);
+    }
+
+    /// APF's rule: 3 drops a second double `Retry-After` (at most once per
+    /// `Retry-After` seconds, up to 32), fewer than one a second of it
+    /// take a second off, down to the floor.
+    #[test]
+    fn apf_retry_after_follows_the_levels_drops() {
+        let mut l = ApfRetryAfter::new(1);
+        // Two drops a second: calm.
+        for s in 0..10 {
+            l.drop_at(s);
+            l.drop_at(s);
+        }
+        assert_eq!(l.retry_after(), 1);
+        // Three a second: doubles when the next second starts.
+        for _ in 0..3 {
+            l.drop_at(10);
+        }
+        l.drop_at(11);
+        assert_eq!(l.retry_after(), 2);
+        // Six in the last two seconds, but within 2 s of the increase: held.
+        for _ in 0..5 {
+            l.drop_at(11);
+        }
+        l.drop_at(12);
+        assert_eq!(l.retry_after(), 2);
+        // Sustained: 4, 8, 16, 32 and no further.
+        for s in 13..200 {
+            for _ in 0..100 {
+                l.drop_at(s);
+            }
+        }
+        assert_eq!(l.retry_after(), 32);
+        // Quiet again: a drop now and then brings it down a second at a time.
+        l.drop_at(300);
+        assert_eq!(l.retry_after(), 31);
+        for s in (302..500).step_by(2) {
+            l.drop_at(s);
+        }
+        assert_eq!(l.retry_after(), 1);
+        // One drop a second is as many as `Retry-After` counts: it stops
+        // coming down (about halfway from 32, as in APF).
+        let mut l = ApfRetryAfter::new(1);
+        for s in 0..100 {
+            for _ in 0..100 {
+                l.drop_at(s);
+            }
+        }
+        for s in 200..300 {
+            l.drop_at(s);
+        }
+        assert!((10..32).contains(&l.retry_after()), "{}", l.retry_after());
+        // A floor above 1 (`retry_after_secs`) holds.
+        let mut l = ApfRetryAfter::new(3);
+        l.drop_at(0);
+        l.drop_at(100);
+        assert_eq!(l.retry_after(), 3);
     }
 
     #[test]

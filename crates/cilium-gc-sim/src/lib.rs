@@ -63,7 +63,7 @@ use tokio_rustls::TlsAcceptor;
 
 pub use actors::ActorRates;
 pub use chaos::PageFault;
-pub use faults::{Faults, ResetMode, ThrottleShape};
+pub use faults::{ApfRetryAfter, Faults, ResetMode, ThrottleShape};
 pub use install::{CiliumInstall, OperatorMetrics, OperatorPod, OPERATOR_METRICS_PORT};
 pub use kinds::{
     parse_id, referenced_ids, Kind, CILIUM_GROUP, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL,
