@@ -205,6 +205,13 @@ async fn at_qps_0_the_writes_in_flight_follow_what_the_server_holds() {
     );
     let lowest = report.summary.lowest_in_flight.expect("--qps 0 reports it");
     assert!((1..=4).contains(&lowest), "cut to {lowest} of 8");
+    // The level stayed calm: the simulator's seats lengthen `Retry-After`
+    // as APF does once a level drops 3 a second, and none did.
+    let waited = report.summary.retry_after_wait_seconds.unwrap_or(0.0);
+    assert!(
+        waited <= refused as f64 + 0.5,
+        "{waited} s of Retry-After for {refused} refusals of 1 s"
+    );
 }
 
 /// Issue 28: under a server-side cap the rate is cut and recovers; while it
