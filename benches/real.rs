@@ -252,8 +252,7 @@ fn counted(cmd: &mut Command) -> (Vec<u8>, i32, f64) {
         .read_to_end(&mut stdout)
         .unwrap();
     let (exit, usage) = common::wait4(child);
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (stdout, exit, tv(usage.ru_utime) + tv(usage.ru_stime))
+    (stdout, exit, common::cpu_seconds(&usage))
 }
 
 /// `curl --parallel` sending DELETEs of identities `ids` on up to 32 HTTP/2

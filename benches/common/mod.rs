@@ -138,14 +138,19 @@ pub fn measure(cmd: &mut Command, out: Stdio, sim: Option<u32>) -> Cost {
         .expect("spawn");
     let (status, usage) = wait4(child);
     let wall = start.elapsed().as_secs_f64();
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     Cost {
         wall,
-        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+        cpu: cpu_seconds(&usage),
         max_rss_kib: usage.ru_maxrss,
         sim_cpu: sim.map_or(0.0, |p| proc_cpu(p) - sim_before),
         ok: status == 0,
     }
+}
+
+/// User and system CPU seconds of a `wait4` rusage.
+pub fn cpu_seconds(usage: &libc::rusage) -> f64 {
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
 pub fn wait4(child: Child) -> (i32, libc::rusage) {
