@@ -273,7 +273,6 @@ impl Window {
             self.probing = true;
             self.changed = now;
         }
-        self.lowest = self.lowest.min(self.limit);
         (self.limit != before).then_some(self.limit)
     }
 
@@ -290,7 +289,6 @@ impl Window {
     fn start(&mut self, throttled: bool, others: usize, now: Instant) {
         if throttled {
             self.cut_to_held(others, now);
-            self.lowest = self.lowest.min(self.limit);
             return;
         }
         if self.limit == self.max {
@@ -306,12 +304,14 @@ impl Window {
 
     /// What the server held when it refused: our writes ahead of the
     /// refused one, at most halving, at least one; the evidence so far is
-    /// spent.
+    /// spent. The only way the limit falls (a refused probe only takes its
+    /// own step back), so the only place `lowest` moves.
     fn cut_to_held(&mut self, others: usize, now: Instant) {
         self.limit = others
             .min(self.limit - 1)
             .max(self.limit.div_ceil(2))
             .max(1);
+        self.lowest = self.lowest.min(self.limit);
         self.starting = false;
         self.probing = false;
         self.changed = now;
@@ -351,7 +351,6 @@ impl Window {
         let before = self.limit;
         self.cut_to_held(others, now);
         self.lengthened = Some((now, ra));
-        self.lowest = self.lowest.min(self.limit);
         (self.limit != before).then_some(self.limit)
     }
 }
