@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
 # Builds the real kube-apiserver, kubectl (same release) and etcd (the version
-# that release requires) from Go modules, into a cache directory outside the
-# source tree keyed by the versions and go.sum. Reuses a complete cache.
-# Prints the cache directory (the one line on stdout); logs go to stderr.
+# that release requires) of one Kubernetes release from its Go module
+# (v1.<minor>/), into a cache directory outside the source tree keyed by the
+# versions and that module's go.mod, go.sum and tools.go. Reuses a complete
+# cache. Prints the cache directory (the one line on stdout); logs go to stderr.
 #
+#   build.sh [VERSION]   VERSION: one of versions.env's K8S_VERSIONS
+#                        (default: $KCG_K8S_VERSION, else versions.env's
+#                        K8S_VERSION)
 #   KCG_APISERVER_CACHE  where caches live (default: $XDG_CACHE_HOME or
 #                        ~/.cache, then kubectl-cilium-gc/apiserver)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
 . ./versions.env
+K8S_VERSION="${1:-${KCG_K8S_VERSION:-$K8S_VERSION}}"
+die() { echo "apiserver build: $*" >&2; exit 2; }
+[[ "$K8S_VERSION" =~ ^v1\.([0-9]+)\.[0-9]+$ ]] || die "not a release: $K8S_VERSION (one of: $K8S_VERSIONS)"
+module="v1.${BASH_REMATCH[1]}"
+[ -f "$module/go.mod" ] && [ "$(awk '$1 == "k8s.io/kubernetes" { print $2; exit }' "$module/go.mod")" = "$K8S_VERSION" ] \
+  || die "no Go module for $K8S_VERSION in tests/apiserver/$module (releases: $K8S_VERSIONS; add one with update-go-mod.sh)"
+cd "$module"
 
 etcd_version=$(awk '$1 == "go.etcd.io/etcd/server/v3" { print $2; exit }' go.mod)
-key=$( (cat go.mod go.sum tools.go build.sh) | sha256sum | cut -c1-12)
+key=$( (cat go.mod go.sum tools.go "$here/build.sh") | sha256sum | cut -c1-12)
 root="${KCG_APISERVER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-cilium-gc/apiserver}"
 out="$root/k8s-${K8S_VERSION}-etcd-${etcd_version}-${key}"
 mkdir -p "$root"

@@ -17,6 +17,11 @@
 #   cluster.sh run -- CMD...           up in a temporary DIR, run CMD with
 #                                      KCG_E2E_DIR set, down on every exit
 #
+# The release: KCG_K8S_VERSION (one of versions.env's K8S_VERSIONS, e.g.
+# v1.28.15; default versions.env's K8S_VERSION), built by build.sh; or
+# KCG_APISERVER_BIN, a directory with kube-apiserver, etcd and kubectl
+# already built. DIR/env's K8S_VERSION is what the running server reports.
+#
 # Users: `admin` (system:masters, DIR/admin.kubeconfig) and `cilium-gc`
 # (only the ClusterRole and Role examples/cronjob.yaml publishes,
 # DIR/cilium-gc.kubeconfig). Logs: DIR/etcd.log, DIR/apiserver.log.
@@ -159,11 +164,14 @@ up() {
     esac
   done
   mkdir -p "$DIR"; DIR="$(cd "$DIR" && pwd)"
-  BIN="${KCG_APISERVER_BIN:-$("$here/build.sh")/bin}"
+  BIN="${KCG_APISERVER_BIN:-$("$here/build.sh" "${KCG_K8S_VERSION:-}")/bin}"
+  # "Kubernetes v1.28.15": the release of the binaries, whoever built them.
+  K8S_VERSION=$("$BIN/kube-apiserver" --version | awk '{ print $2 }')
   printf '%s\n' "$@" | sed '/^$/d' > "$DIR/apiserver.extra"
   ETCD_PORT=$(free_port); ETCD_PEER_PORT=$(free_port); APISERVER_PORT=$(free_port)
   cat > "$DIR/env" <<ENV
 BIN=$BIN
+K8S_VERSION=$K8S_VERSION
 ETCD_PORT=$ETCD_PORT
 ETCD_PEER_PORT=$ETCD_PEER_PORT
 APISERVER_PORT=$APISERVER_PORT
@@ -178,7 +186,7 @@ ENV
   start_apiserver
   cluster_objects
   trap - ERR
-  log "up: https://127.0.0.1:$APISERVER_PORT (etcd http://127.0.0.1:$ETCD_PORT) in $DIR"
+  log "up: kube-apiserver $K8S_VERSION on https://127.0.0.1:$APISERVER_PORT (etcd http://127.0.0.1:$ETCD_PORT) in $DIR"
 }
 
 down() {

@@ -9,15 +9,16 @@ use futures::future::join_all;
 use http_body_util::BodyExt;
 
 use crate::scale::seed;
-use crate::support::cluster::{client_for, Cluster};
+use crate::support::cluster::{client_for, k8s_minor, Cluster};
 use crate::support::objects::identity_names;
 use crate::support::{assert_exit, report, run, summary};
 
 /// One seat for everything the user `cilium-gc` sends (no borrowing from
 /// other levels, which is unlimited when `borrowingLimitPercent` is
-/// absent); the rest rejected.
-pub const LIMITED: &str = r#"
-apiVersion: flowcontrol.apiserver.k8s.io/v1
+/// absent); the rest rejected. `{VERSION}` is the API's version on the
+/// release under test ([`limited`]).
+const LIMITED: &str = r#"
+apiVersion: flowcontrol.apiserver.k8s.io/{VERSION}
 kind: PriorityLevelConfiguration
 metadata: {name: cilium-gc-limited}
 spec:
@@ -28,7 +29,7 @@ spec:
     borrowingLimitPercent: 0
     limitResponse: {type: Reject}
 ---
-apiVersion: flowcontrol.apiserver.k8s.io/v1
+apiVersion: flowcontrol.apiserver.k8s.io/{VERSION}
 kind: FlowSchema
 metadata: {name: cilium-gc-limited}
 spec:
@@ -43,6 +44,13 @@ spec:
         - {verbs: ["*"], nonResourceURLs: ["*"]}
 "#;
 
+/// [`LIMITED`] in the flowcontrol API the release serves: `v1` from 1.29,
+/// `v1beta3` on 1.28 (the same fields; docs/real-apiserver.md).
+fn limited() -> String {
+    let version = if k8s_minor() >= 29 { "v1" } else { "v1beta3" };
+    LIMITED.replace("{VERSION}", version)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn priority_and_fairness_429s_are_honoured_and_counted() {
     let Some(cluster) = Cluster::up(&[
@@ -52,7 +60,7 @@ async fn priority_and_fairness_429s_are_honoured_and_counted() {
         return;
     };
     let seeded = seed(&cluster, 1000).await;
-    cluster.apply(LIMITED);
+    cluster.apply(&limited());
     assert_rejections_look_like_the_simulators(&cluster).await;
     let started = std::time::Instant::now();
     let out = run(

@@ -38,14 +38,9 @@ async fn diagnose_reads_the_real_version_and_the_operator_defect() {
     assert_exit(&out, 0);
     let d = report(&out);
     let version = d["cluster"].to_string();
-    let release =
-        std::fs::read_to_string(crate::support::repo_path("tests/apiserver/versions.env"))
-            .unwrap()
-            .lines()
-            .find_map(|l| l.strip_prefix("K8S_VERSION=").map(str::to_string))
-            .unwrap();
+    let release = crate::support::cluster::k8s_version();
     assert!(
-        version.contains(&release),
+        version.contains(release),
         "the real server's version {release}: {version}"
     );
     assert_eq!(

@@ -131,7 +131,7 @@ async fn a_fleet_of_real_clusters() {
     assert!(e["report"]["cluster"]["kubernetesVersion"]
         .as_str()
         .unwrap()
-        .starts_with("v1.35"));
+        .starts_with(crate::support::cluster::k8s_version()));
     assert!(
         e["diagnosis"]["findings"].is_array(),
         "diagnosed: {}",

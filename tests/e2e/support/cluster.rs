@@ -19,9 +19,41 @@ pub struct Cluster {
 /// The tools the build and the script need, beyond the Rust toolchain.
 const TOOLS: [&str; 4] = ["go", "openssl", "curl", "flock"];
 
-/// The directory of the built binaries (kube-apiserver, etcd, kubectl),
-/// building them once per test binary (cached across runs by build.sh).
-/// `None` when a tool is missing outside CI; in CI that fails the test.
+/// The Kubernetes release the suite runs against: `KCG_K8S_VERSION` when set
+/// (`.ci/run`'s second pass sets the seed's v1.28.15), else the default
+/// `K8S_VERSION` of `tests/apiserver/versions.env`. build.sh refuses a
+/// release it has no Go module for.
+pub fn k8s_version() -> &'static str {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION.get_or_init(|| {
+        if let Some(v) = std::env::var("KCG_K8S_VERSION")
+            .ok()
+            .filter(|v| !v.is_empty())
+        {
+            return v;
+        }
+        std::fs::read_to_string(repo_path("tests/apiserver/versions.env"))
+            .expect("tests/apiserver/versions.env")
+            .lines()
+            .find_map(|l| l.strip_prefix("K8S_VERSION=").map(str::to_string))
+            .expect("versions.env names K8S_VERSION")
+    })
+}
+
+/// The minor number of [`k8s_version`] (28, 35): what a test branches on
+/// where the two releases differ (docs/real-apiserver.md lists each).
+pub fn k8s_minor() -> u32 {
+    k8s_version()
+        .strip_prefix("v1.")
+        .and_then(|rest| rest.split('.').next())
+        .and_then(|m| m.parse().ok())
+        .unwrap_or_else(|| panic!("not a Kubernetes release: {}", k8s_version()))
+}
+
+/// The directory of the built binaries (kube-apiserver, etcd, kubectl) of
+/// [`k8s_version`], building them once per test binary (cached across runs
+/// by build.sh). `None` when a tool is missing outside CI; in CI that fails
+/// the test.
 pub fn binaries() -> Option<&'static Path> {
     static BIN: OnceLock<Option<PathBuf>> = OnceLock::new();
     BIN.get_or_init(|| {
@@ -32,6 +64,7 @@ pub fn binaries() -> Option<&'static Path> {
             return None;
         }
         let out = Command::new(repo_path("tests/apiserver/build.sh"))
+            .arg(k8s_version())
             .output()
             .expect("build.sh runs");
         assert!(
@@ -67,6 +100,7 @@ impl Cluster {
                 .args(["--owner", &std::process::id().to_string(), "--"])
                 .args(extra_apiserver_flags)
                 .env("KCG_APISERVER_BIN", bin)
+                .env("KCG_K8S_VERSION", k8s_version())
                 .output()
                 .expect("cluster.sh runs");
             let port_taken =
@@ -85,7 +119,14 @@ impl Cluster {
             .lines()
             .filter_map(|l| l.split_once('='))
             .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+            .collect::<BTreeMap<_, _>>();
+        // The premise of a pass on another release: that release answers.
+        assert_eq!(
+            env.get("K8S_VERSION").map(String::as_str),
+            Some(k8s_version()),
+            "the release cluster.sh started ({})",
+            dir.display()
+        );
         Some(Cluster { dir, env })
     }
 
