@@ -6,6 +6,8 @@
 //! the engine's settings ([`cli`]), runs a subcommand ([`app`]), and writes
 //! what it returns ([`render`], [`progress`]).
 
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
+
 pub mod app;
 pub mod cli;
 pub mod crash;

@@ -1,5 +1,7 @@
 //! `kubectl-cilium_gc`: parse, run, map to an exit code. Nothing else.
 
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
+
 use std::io::IsTerminal;
 use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;

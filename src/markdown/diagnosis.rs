@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::diagnose::phrases;
+use cilium_gc::diagnose::{CiliumWorkloads, GcHealth};
 
 /// The diagnosis as Markdown.
 pub fn diagnosis(d: &Diagnosis) -> String {
@@ -100,6 +101,20 @@ fn gc_health_section(o: &mut String, d: &Diagnosis) {
         return;
     };
     let _ = writeln!(o, "## cilium-operator GC\n");
+    table(o, &["GC evidence", "Value"], &gc_evidence_rows(h));
+    let buckets: Vec<Vec<String>> = h
+        .overdue_distribution
+        .iter()
+        .map(|b| vec![cell(&b.label), thousands(b.count)])
+        .collect();
+    table(o, &["Stale mark age (x expected)", "Identities"], &buckets);
+    if let Some(c) = &h.cilium {
+        operator_pods_table(o, c);
+    }
+}
+
+/// The GC section's evidence: one row per thing the verdict rests on.
+fn gc_evidence_rows(h: &GcHealth) -> Vec<Vec<String>> {
     let mut rows = vec![vec![
         "Expected collection time (heartbeat timeout + GC interval)".into(),
         human_duration(h.expected_collection_seconds),
@@ -153,33 +168,29 @@ fn gc_health_section(o: &mut String, d: &Diagnosis) {
         (None, Some(p)) => rows.push(vec!["Cilium workloads".into(), cell(p)]),
         (None, None) => {}
     }
-    table(o, &["GC evidence", "Value"], &rows);
-    let buckets: Vec<Vec<String>> = h
-        .overdue_distribution
-        .iter()
-        .map(|b| vec![cell(&b.label), thousands(b.count)])
-        .collect();
-    table(o, &["Stale mark age (x expected)", "Identities"], &buckets);
-    if let Some(c) = &h.cilium {
-        if !c.operator_pods.is_empty() {
-            let rows: Vec<Vec<String>> = c
-                .operator_pods
-                .iter()
-                .map(|p| {
-                    vec![
-                        cell(&p.name),
-                        p.restarts.to_string(),
-                        p.running_since.map(|t| t.to_string()).unwrap_or_default(),
-                        p.started_at.map(|t| t.to_string()).unwrap_or_default(),
-                    ]
-                })
-                .collect();
-            table(
-                o,
-                &["Operator pod", "Restarts", "Running since", "Started"],
-                &rows,
-            );
-        }
+    rows
+}
+
+/// The operator's pods: restarts and since when they run.
+fn operator_pods_table(o: &mut String, c: &CiliumWorkloads) {
+    if !c.operator_pods.is_empty() {
+        let rows: Vec<Vec<String>> = c
+            .operator_pods
+            .iter()
+            .map(|p| {
+                vec![
+                    cell(&p.name),
+                    p.restarts.to_string(),
+                    p.running_since.map(|t| t.to_string()).unwrap_or_default(),
+                    p.started_at.map(|t| t.to_string()).unwrap_or_default(),
+                ]
+            })
+            .collect();
+        table(
+            o,
+            &["Operator pod", "Restarts", "Running since", "Started"],
+            &rows,
+        );
     }
 }
 

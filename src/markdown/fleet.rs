@@ -4,7 +4,9 @@
 //! `--redact` the document is redacted before it gets here.
 
 use super::*;
-use cilium_gc::fleet::{ClusterEntry, ClusterStatus, FleetDiagnosis, FleetReport};
+use cilium_gc::fleet::{
+    ClusterEntry, ClusterStatus, FleetDiagnosis, FleetDiagnosisSummary, FleetReport,
+};
 
 /// The fleet report as Markdown.
 pub fn fleet(f: &FleetReport) -> String {
@@ -111,29 +113,7 @@ pub fn fleet_diagnosis(f: &FleetDiagnosis) -> String {
     let mut o = String::new();
     let s = &f.summary;
     let _ = writeln!(o, "# Cilium identity diagnosis: {} clusters\n", s.clusters);
-    let mark = if s.failed > 0 || s.findings.critical > 0 {
-        "🔴"
-    } else if s.findings.warning > 0 {
-        "🟡"
-    } else {
-        "🟢"
-    };
-    let fullest = s
-        .fullest
-        .as_ref()
-        .map(|x| {
-            format!(
-                "; fullest identity space {} at {:.1}%",
-                cell(&x.context),
-                x.identity_space.utilisation_percent
-            )
-        })
-        .unwrap_or_default();
-    let _ = writeln!(
-        o,
-        "**Verdict: {mark} {} of {} clusters diagnosed; {} critical, {} warning findings{fullest}**\n",
-        s.diagnosed, s.clusters, s.findings.critical, s.findings.warning,
-    );
+    let _ = writeln!(o, "**Verdict: {}**\n", fleet_diagnosis_verdict(s));
     about(
         &mut o,
         About {
@@ -162,34 +142,67 @@ pub fn fleet_diagnosis(f: &FleetDiagnosis) -> String {
     table(&mut o, &header, &rows);
     let _ = writeln!(o, "## Per cluster\n");
     for e in &f.clusters {
-        let outcome = match e.status {
-            ClusterStatus::Succeeded => {
-                format!("🟢 {}", e.gc_verdict.as_deref().unwrap_or("diagnosed"))
-            }
-            _ => format!("🔴 exit {}", e.exit_code),
-        };
-        let _ = writeln!(
-            o,
-            "<details><summary>{}: {}</summary>\n",
-            cell(&e.context),
-            cell(&outcome)
-        );
-        if let Some(err) = &e.error {
-            let _ = writeln!(o, "**Error:** {}\n", cell(&err.message));
-        }
-        if let Some(d) = &e.diagnosis {
-            // The cluster's own diagnosis, its headings one level down.
-            for line in diagnosis(d).lines() {
-                if line.starts_with('#') {
-                    let _ = writeln!(o, "##{line}");
-                } else {
-                    let _ = writeln!(o, "{line}");
-                }
-            }
-        }
-        let _ = writeln!(o, "</details>\n");
+        cluster_diagnosis(&mut o, e);
     }
     o
+}
+
+/// The fleet diagnosis's verdict line: a mark, how many clusters were
+/// diagnosed, the findings, the fullest identity space.
+fn fleet_diagnosis_verdict(s: &FleetDiagnosisSummary) -> String {
+    let mark = if s.failed > 0 || s.findings.critical > 0 {
+        "🔴"
+    } else if s.findings.warning > 0 {
+        "🟡"
+    } else {
+        "🟢"
+    };
+    let fullest = s
+        .fullest
+        .as_ref()
+        .map(|x| {
+            format!(
+                "; fullest identity space {} at {:.1}%",
+                cell(&x.context),
+                x.identity_space.utilisation_percent
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "{mark} {} of {} clusters diagnosed; {} critical, {} warning findings{fullest}",
+        s.diagnosed, s.clusters, s.findings.critical, s.findings.warning,
+    )
+}
+
+/// One cluster of the fleet diagnosis, folded: its outcome, its error, its
+/// own diagnosis.
+fn cluster_diagnosis(o: &mut String, e: &ClusterEntry) {
+    let outcome = match e.status {
+        ClusterStatus::Succeeded => {
+            format!("🟢 {}", e.gc_verdict.as_deref().unwrap_or("diagnosed"))
+        }
+        _ => format!("🔴 exit {}", e.exit_code),
+    };
+    let _ = writeln!(
+        o,
+        "<details><summary>{}: {}</summary>\n",
+        cell(&e.context),
+        cell(&outcome)
+    );
+    if let Some(err) = &e.error {
+        let _ = writeln!(o, "**Error:** {}\n", cell(&err.message));
+    }
+    if let Some(d) = &e.diagnosis {
+        // The cluster's own diagnosis, its headings one level down.
+        for line in diagnosis(d).lines() {
+            if line.starts_with('#') {
+                let _ = writeln!(o, "##{line}");
+            } else {
+                let _ = writeln!(o, "{line}");
+            }
+        }
+    }
+    let _ = writeln!(o, "</details>\n");
 }
 
 /// What a fleet document says about its own run; the report and the

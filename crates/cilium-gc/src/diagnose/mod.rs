@@ -219,30 +219,7 @@ pub(crate) async fn collect(
         }
     }
 
-    let mut identities = Vec::new();
-    let mut malformed = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    scan::list_raw(
-        api,
-        &Kind::Identity.collection_path(),
-        args.page_size,
-        MAX_RETRIES,
-        stop,
-        |raw| match decode_record(raw) {
-            Ok(r) => {
-                if seen.insert(r.identity.name.clone()) {
-                    identities.push(r);
-                }
-            }
-            Err(bad) => {
-                let name = bad.name.unwrap_or_else(|| "<no name>".into());
-                if seen.insert(name.clone()) {
-                    malformed.push(format!("ciliumidentity {name}: {}", bad.problem));
-                }
-            }
-        },
-    )
-    .await?;
+    let (identities, malformed) = list_identities(api, args.page_size, stop).await?;
     let refs = usage
         .referenced_ids()
         .into_iter()
@@ -262,6 +239,40 @@ pub(crate) async fn collect(
         redacted: false,
         workloads: Some(workloads),
     })
+}
+
+/// Every CiliumIdentity, decoded, each name once; the malformed ones as
+/// one line each.
+async fn list_identities(
+    api: &ApiClient,
+    page_size: u32,
+    stop: &Stop,
+) -> Result<(Vec<IdentityRecord>, Vec<String>), ScanError> {
+    let mut identities = Vec::new();
+    let mut malformed = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    scan::list_raw(
+        api,
+        &Kind::Identity.collection_path(),
+        page_size,
+        MAX_RETRIES,
+        stop,
+        |raw| match decode_record(raw) {
+            Ok(r) => {
+                if seen.insert(r.identity.name.clone()) {
+                    identities.push(r);
+                }
+            }
+            Err(bad) => {
+                let name = bad.name.unwrap_or_else(|| "<no name>".into());
+                if seen.insert(name.clone()) {
+                    malformed.push(format!("ciliumidentity {name}: {}", bad.problem));
+                }
+            }
+        },
+    )
+    .await?;
+    Ok((identities, malformed))
 }
 
 /// The images of the cilium-operator Deployment and the cilium DaemonSet,
