@@ -27,7 +27,14 @@ use serde_json::value::RawValue;
 pub use crate::model::Change;
 pub use crate::preflight::Crds;
 pub use analyze::analyze;
-pub use cilium_gc_documents::diagnosis::*;
+pub use cilium_gc_documents::diagnosis::{
+    schema, AgeAndRate, AgeBucket, Churn, CiliumWorkloads, Configuration, DefectStatus,
+    DiagnosedCluster, Diagnosis, DuplicateGroup, Duplicates, Finding, FindingCode, GcCounters,
+    GcHealth, IdentitySpace, Integrity, KnownDefect, LabelKeyStat, Level, ManagerActivity,
+    Modifiers, NamespaceCount, NamespaceStat, OperatorGcMetrics, OperatorMetricsRead,
+    OperatorPodStatus, PassEvidence, PassVerdict, Severity, StateCounts, StripExample, KIND,
+    SCHEMA_ID,
+};
 pub use input::{IdentityRecord, Input, Workloads};
 // The documents crate's module, by the name this module's parts use.
 use cilium_gc_documents::diagnosis as types;

@@ -29,7 +29,11 @@ use std::time::Instant;
 use jiff::Timestamp;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-pub use cilium_gc_documents::fleet::*;
+pub use cilium_gc_documents::fleet::{
+    diagnosis_schema, ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FindingCounts,
+    FleetDiagnosis, FleetDiagnosisSummary, FleetReason, FleetSummary, Fullest, IdentitySpaceUse,
+    WorstFinding, FLEET_DIAGNOSIS_KIND, FLEET_DIAGNOSIS_SCHEMA_ID, FLEET_KIND, FLEET_SCHEMA_ID,
+};
 pub use diagnosis::diagnose_fleet;
 use document::BuildEntry as _;
 pub use document::{schema, FleetReport};
@@ -45,7 +49,7 @@ use crate::exit::Exit;
 use crate::gc::{Headless, Observer, PendingWrites, Ui};
 use crate::report::{ErrorKind, Report};
 use crate::settings::{ConnectSettings, GcSettings};
-use crate::stop::{Stop, StopReason};
+use crate::stop::Stop;
 use gate::{Gate, GatedObserver};
 
 /// Who watches a fleet run: a display per cluster, and the one question

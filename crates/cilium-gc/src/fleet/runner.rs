@@ -9,6 +9,7 @@ use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument as _;
 
+use super::document::BuildEntry as _;
 use super::{ClusterEntry, ClusterError, ClusterStatus};
 use crate::exit::Exit;
 use crate::report::AbortReason;
