@@ -5,67 +5,14 @@
 use std::path::Path;
 
 use cilium_gc::Exit;
+use cilium_gc::GcSettings;
 use cilium_gc::Stop;
-use cilium_gc::{ConnectSettings, GcSettings};
 use cilium_gc_sim::{Scenario, Simulator};
 
+use super::gc_run::{fleet_and_emit, gc_and_emit, gc_report_and_emit};
+use super::sim::{scenario, start};
 use crate::cli::DemoArgs;
-use crate::render::ColorChoice;
-
-/// Why the simulated cluster of `demo` or `diagnose --demo-scenario` is
-/// not there. Each message carries its cause (printed as one line).
-#[derive(Debug, thiserror::Error)]
-pub enum DemoError {
-    /// No preset has that name (a usage error).
-    #[error("unknown scenario {0:?}; choose one of: {list}", list = Scenario::preset_names().join(", "))]
-    UnknownScenario(String),
-    /// The temporary directory of the kubeconfig could not be created.
-    #[error("cannot create a temporary directory: {0}")]
-    TempDir(std::io::Error),
-    /// The simulator did not start.
-    #[error("cannot start the simulated cluster: {0}")]
-    Start(cilium_gc_sim::SimError),
-    /// The kubeconfig could not be written.
-    #[error("cannot write the kubeconfig: {0}")]
-    Kubeconfig(std::io::Error),
-}
-
-/// The preset called `name`, or a usage error naming the presets.
-pub fn scenario(name: &str) -> Result<Scenario, DemoError> {
-    Scenario::preset(name).ok_or_else(|| DemoError::UnknownScenario(name.to_owned()))
-}
-
-/// A running simulated cluster and the kubeconfig that reaches it.
-pub struct Started {
-    /// The cluster.
-    pub sim: Simulator,
-    /// Connection options naming its kubeconfig.
-    pub kube: ConnectSettings,
-    _dir: tempfile::TempDir,
-}
-
-/// Start `scenario` and write its kubeconfig to a temporary directory.
-pub async fn start(scenario: Scenario) -> Result<Started, DemoError> {
-    let dir = tempfile::tempdir().map_err(DemoError::TempDir)?;
-    let sim = Simulator::start(scenario).await.map_err(DemoError::Start)?;
-    let kubeconfig = dir.path().join("kubeconfig");
-    if let Err(e) = sim.write_kubeconfig(&kubeconfig) {
-        sim.shutdown().await;
-        return Err(DemoError::Kubeconfig(e));
-    }
-    Ok(Started {
-        sim,
-        kube: kube_options(&kubeconfig),
-        _dir: dir,
-    })
-}
-
-fn kube_options(kubeconfig: &Path) -> ConnectSettings {
-    ConnectSettings {
-        kubeconfig: Some(kubeconfig.to_owned()),
-        ..ConnectSettings::default()
-    }
-}
+use crate::views::format::ColorChoice;
 
 /// The demo's delete flags (it implies `--yes`) and the engine's settings.
 fn demo_settings(
@@ -85,14 +32,14 @@ fn demo_settings(
 }
 
 /// The clusters of `demo --fleet`: context name and preset.
-pub const FLEET: [(&str, &str); 4] = [
+pub(crate) const FLEET: [(&str, &str); 4] = [
     ("prod-eu", "demo"),
     ("prod-us", "small"),
     ("staging-forbidden", "forbidden"),
     ("legacy-kvstore", "kvstore"),
 ];
 /// The context of `demo --fleet` that nobody answers.
-pub const FLEET_UNREACHABLE: &str = "dr-unreachable";
+pub(crate) const FLEET_UNREACHABLE: &str = "dr-unreachable";
 
 /// `demo --fleet`: the [`FLEET`] simulators and an unreachable context in
 /// one kubeconfig, and the fleet run over all of them.
@@ -145,7 +92,7 @@ async fn run_fleet(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
                 all_contexts: true,
                 ..crate::cli::KubeArgs::default()
             };
-            crate::fleet_command::fleet_and_emit(&kube, settings, &delete.scan, stop, color).await
+            fleet_and_emit(&kube, settings, &delete.scan, stop, color).await
         }
         Err(e) => {
             eprintln!("error: cannot write the kubeconfig: {e}");
@@ -165,7 +112,7 @@ async fn run_fleet(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
 }
 
 /// Run `demo`.
-pub async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
+pub(super) async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
     if args.fleet {
         return run_fleet(args, stop, color).await;
     }
@@ -196,9 +143,7 @@ pub async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
             .display()
     );
     if args.scan_only {
-        let exit =
-            crate::gc_command::gc_and_emit(&started.kube, settings, &delete.scan, stop, color)
-                .await;
+        let exit = gc_and_emit(&started.kube, settings, &delete.scan, stop, color).await;
         started.sim.shutdown().await;
         return exit;
     }
@@ -217,7 +162,7 @@ pub async fn run(args: DemoArgs, stop: &Stop, color: ColorChoice) -> Exit {
     // time between its liveness check and its write is what lets an
     // agent's write turn the write into a 409 (docs/real-cilium.md).
     let (run, pass) = tokio::join!(
-        crate::gc_command::gc_report_and_emit(&started.kube, settings, &delete.scan, stop, color),
+        gc_report_and_emit(&started.kube, settings, &delete.scan, stop, color),
         copy.run_operator_1_15_pass(heartbeat_timeout(&scenario), OPERATOR_CLIENT_QPS),
     );
     let in_use_touched = started.sim.ledger().unsafe_deletes().count() as u64;
@@ -244,7 +189,7 @@ fn heartbeat_timeout(s: &Scenario) -> std::time::Duration {
 }
 
 /// The two runs side by side, numbers from the runs themselves.
-pub fn comparison(
+pub(crate) fn comparison(
     pass: &cilium_gc_sim::OperatorPass,
     ours: &cilium_gc::report::Summary,
     in_use_touched: u64,

@@ -8,51 +8,16 @@
 //! CiliumIdentity CRD is not installed; 130/143 on SIGINT/SIGTERM.
 //!
 //! Over several contexts (`--context` repeated or a glob, `--all-contexts`,
-//! `--context-regex`) it writes one fleet diagnosis ([`run_fleet`]): each
-//! cluster's diagnosis as above, and the exit a fleet scan would give (0
-//! only when every cluster was diagnosed, else the most severe cluster's).
+//! `--context-regex`) it is `fleet`'s.
 
-pub mod phrases;
-pub mod text;
-
-use std::io::{self, Write};
-
-use cilium_gc::diagnose::{diagnose, DiagnoseError, DiagnoseSettings, Diagnosis};
+use cilium_gc::diagnose::{diagnose, DiagnoseError, Diagnosis};
 use cilium_gc::ConnectSettings;
 use cilium_gc::Exit;
 use cilium_gc::{Stop, StopReason};
 
 use crate::cli::DiagnoseArgs;
-use crate::render::{ColorChoice, OutputFormat, Style};
-
-/// Writes `d` in `format`: one pretty JSON document and a newline, one YAML
-/// document, or the text view. Errs only when `out` does.
-pub fn render(
-    d: &Diagnosis,
-    format: OutputFormat,
-    style: Style,
-    out: &mut impl Write,
-) -> io::Result<()> {
-    crate::render::write_document(
-        d,
-        format,
-        || text::text(d, style),
-        || crate::markdown::diagnosis(d),
-        out,
-    )
-}
-
-impl DiagnoseArgs {
-    /// The engine's diagnose settings.
-    pub fn settings(&self) -> DiagnoseSettings {
-        DiagnoseSettings {
-            cilium_namespace: self.cilium_namespace.clone(),
-            page_size: self.page_size,
-            redact: self.redact,
-            operator_metrics_wait: self.operator_metrics_wait,
-        }
-    }
-}
+use crate::views::diagnosis::render as render_diagnosis;
+use crate::views::format::{stdout_style, ColorChoice};
 
 /// Why `diagnose` wrote nothing.
 enum Failed {
@@ -60,11 +25,11 @@ enum Failed {
     Diagnose(DiagnoseError),
     /// `--demo-scenario` could not start its cluster (exit 2).
     #[cfg(feature = "sim")]
-    Demo(crate::demo::DemoError),
+    Demo(super::sim::DemoError),
 }
 
 /// `diagnose` as the CLI runs it.
-pub async fn run(
+pub(super) async fn run(
     kube: &ConnectSettings,
     args: DiagnoseArgs,
     stop: &Stop,
@@ -89,9 +54,9 @@ pub async fn run(
     for w in &d.warnings {
         tracing::warn!("{w}");
     }
-    let style = crate::render::stdout_style(color);
+    let style = stdout_style(color);
     let mut buf = Vec::new();
-    if let Err(e) = render(&d, args.output, style, &mut buf) {
+    if let Err(e) = render_diagnosis(&d, args.output, style, &mut buf) {
         eprintln!("error: cannot render the diagnosis: {e}");
         return Exit::Unexpected;
     }
@@ -99,50 +64,6 @@ pub async fn run(
 }
 
 /// `diagnose` over the contexts the flags select: one fleet diagnosis.
-pub async fn run_fleet(
-    kube: &crate::cli::KubeArgs,
-    args: DiagnoseArgs,
-    stop: &Stop,
-    color: ColorChoice,
-) -> Exit {
-    #[cfg(feature = "sim")]
-    if args.demo_scenario.is_some() {
-        return crate::output::usage_error(
-            "--demo-scenario runs one simulated cluster: give one --context",
-        );
-    }
-    let contexts = match crate::fleet_command::select_contexts(kube) {
-        Ok(c) => c,
-        Err(e) => return crate::output::usage_error(&e.to_string()),
-    };
-    crate::signals::listen(stop);
-    let (doc, exit) = cilium_gc::fleet::diagnose_fleet(
-        &kube.settings(),
-        &args.settings(),
-        &contexts,
-        args.parallel,
-        stop,
-    )
-    .await;
-    let style = crate::render::stdout_style(color);
-    let mut buf = Vec::new();
-    let rendered = crate::render::write_document(
-        &doc,
-        args.output,
-        || crate::render::fleet_diagnosis_text(&doc, style),
-        || crate::markdown::fleet_diagnosis(&doc),
-        &mut buf,
-    );
-    if let Err(e) = rendered {
-        eprintln!("error: cannot render the diagnosis: {e}");
-        return Exit::Unexpected;
-    }
-    match crate::output::write_stdout(&buf) {
-        Exit::Success => exit,
-        other => other,
-    }
-}
-
 async fn diagnosis(
     kube: &ConnectSettings,
     args: &DiagnoseArgs,
@@ -150,8 +71,8 @@ async fn diagnosis(
 ) -> Result<Diagnosis, Failed> {
     #[cfg(feature = "sim")]
     if let Some(name) = &args.demo_scenario {
-        let scenario = crate::demo::scenario(name).map_err(Failed::Demo)?;
-        let started = crate::demo::start(scenario).await.map_err(Failed::Demo)?;
+        let scenario = super::sim::scenario(name).map_err(Failed::Demo)?;
+        let started = super::sim::start(scenario).await.map_err(Failed::Demo)?;
         let result = diagnose(&started.kube, &args.settings(), stop).await;
         started.sim.shutdown().await;
         return result.map_err(Failed::Diagnose);

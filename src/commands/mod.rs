@@ -1,5 +1,14 @@
-//! Dispatch a parsed command line to the subcommand that serves it, and
-//! write its output: the report on stdout, nothing else there.
+//! The commands: a parsed command line dispatched to the subcommand family
+//! that serves it, which validates its flags once, runs the engine and
+//! hands what it returns to the views and `output` (the document on stdout,
+//! nothing else there).
+//!
+//! One module per family: `scan` (scan and delete), `diagnose`, `fleet`
+//! (what several contexts change, and `diagnose` over them), `demo`. They
+//! never call each other: what two of them share has a module of its own
+//! (`gc_run`: the engine's scan or delete and its outputs, on one cluster
+//! or a fleet; `contexts`: which contexts a fleet covers; `sim`: a
+//! simulated cluster).
 
 use cilium_gc::report::Tool;
 use cilium_gc::Exit;
@@ -7,9 +16,18 @@ use cilium_gc::GcSettings;
 use cilium_gc::Stop;
 
 use crate::cli::{Cli, Command, SchemaKind};
-use crate::fleet_command::fleet_and_emit;
-use crate::gc_command::gc_and_emit;
 use crate::output::{print_json, println_or_pipe, usage_error, write_stdout};
+
+mod contexts;
+#[cfg(feature = "sim")]
+mod demo;
+mod diagnose;
+mod fleet;
+mod gc_run;
+mod progress;
+mod scan;
+#[cfg(feature = "sim")]
+mod sim;
 
 /// Run the command; returns the exit status. Errors are printed once, on
 /// stderr, as one line.
@@ -26,30 +44,24 @@ pub async fn run(cli: Cli) -> Exit {
     crate::crash::stop_on_panic(&stop);
     let kube = cli.kube.settings();
     let fleet = cli.kube.context_filter().is_fleet();
-    if let Err(e) = fleet_flags_fit(&cli, fleet) {
+    if let Err(e) = fleet::fleet_flags_fit(&cli, fleet) {
         return usage_error(&e.to_string());
     }
     match cli.command {
         Command::Scan(args) => {
             let settings = GcSettings::for_scan(args.settings());
-            if fleet {
-                return fleet_and_emit(&cli.kube, settings, &args, &stop, cli.color).await;
-            }
-            gc_and_emit(&kube, settings, &args, &stop, cli.color).await
+            scan::run(&cli.kube, fleet, settings, &args, (&stop, cli.color)).await
         }
         Command::Delete(args) => {
             let settings = GcSettings::for_delete(args.scan.settings(), args.writes());
-            if fleet {
-                return fleet_and_emit(&cli.kube, settings, &args.scan, &stop, cli.color).await;
-            }
-            gc_and_emit(&kube, settings, &args.scan, &stop, cli.color).await
+            scan::run(&cli.kube, fleet, settings, &args.scan, (&stop, cli.color)).await
         }
         #[cfg(feature = "sim")]
-        Command::Demo(args) => crate::demo::run(args, &stop, cli.color).await,
+        Command::Demo(args) => demo::run(args, &stop, cli.color).await,
         Command::Diagnose(args) if fleet => {
-            crate::diagnose::run_fleet(&cli.kube, args, &stop, cli.color).await
+            fleet::diagnose(&cli.kube, args, &stop, cli.color).await
         }
-        Command::Diagnose(args) => crate::diagnose::run(&kube, args, &stop, cli.color).await,
+        Command::Diagnose(args) => diagnose::run(&kube, args, &stop, cli.color).await,
         Command::Schema(args) => print_json(&match args.kind {
             SchemaKind::Report => cilium_gc::report::schema(),
             SchemaKind::FleetReport => cilium_gc::fleet::schema(),
@@ -76,36 +88,5 @@ pub async fn run(cli: Cli) -> Exit {
                 Err(e) => usage_error(&e.to_string()),
             }
         }
-    }
-}
-
-/// Flags that do not fit the selection of clusters (a usage error).
-#[derive(Debug, thiserror::Error)]
-enum FleetFlagsError {
-    /// A fleet flag with one cluster.
-    #[error("--redact, --cluster-label and --no-diagnosis apply to a fleet run: give several --context, a glob, --all-contexts or --context-regex")]
-    FleetFlagsWithOneCluster,
-    /// Several clusters with a command that works on one.
-    #[error("several contexts (--context repeated or a glob, --all-contexts, --context-regex) work with scan, delete and diagnose only; give one --context")]
-    FleetWithOneClusterCommand,
-}
-
-/// Fleet flags only with a fleet selection, and a fleet selection only
-/// where several clusters make sense (`scan`, `delete`).
-fn fleet_flags_fit(cli: &Cli, fleet: bool) -> Result<(), FleetFlagsError> {
-    let scan = match &cli.command {
-        Command::Scan(a) => Some(a),
-        Command::Delete(d) => Some(&d.scan),
-        _ => None,
-    };
-    match scan {
-        Some(_) if fleet => Ok(()),
-        Some(a) if a.redact || a.no_diagnosis || !a.cluster_label.is_empty() => {
-            Err(FleetFlagsError::FleetFlagsWithOneCluster)
-        }
-        Some(_) => Ok(()),
-        None if fleet && matches!(cli.command, Command::Diagnose(_)) => Ok(()),
-        None if fleet => Err(FleetFlagsError::FleetWithOneClusterCommand),
-        None => Ok(()),
     }
 }

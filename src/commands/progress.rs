@@ -209,7 +209,7 @@ impl cilium_gc::fleet::FleetObserver for FleetTerminal {
         if !self.interactive {
             return None;
         }
-        let question = crate::render::fleet_confirmation(pending);
+        let question = crate::views::fleet::fleet_confirmation(pending);
         let ask = || Some(ask_yes_no(&question));
         match &self.multi {
             Some(m) => m.suspend(ask),

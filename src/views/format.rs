@@ -1,40 +1,19 @@
-//! Rendering the [`Report`]: text for humans, JSON or YAML for machines.
+//! What every view shares: the output formats (`-o`), colour (`--color`,
+//! [`Style`], [`Paint`]), [`write_document`] (JSON, YAML, text or Markdown
+//! of any document) and the atomic `--report-file` and metrics textfile.
 //!
-//! Pure: [`render`] writes to any `Write` and reads no environment, clock or
-//! terminal; the caller decides colour once with [`color_allowed`] and passes
-//! it in a [`Style`]. That is what makes every format testable byte for byte.
-//! JSON and YAML are the [`Report`] itself, one document, nothing else, so
-//! `-o json | jq` works with stderr discarded. The text form is a summary; it
-//! ends with the [`next_steps`] a human should take.
-//!
-//! [`write_report_file`] is the one function here that touches the
-//! filesystem: `--report-file` must never leave half a report behind.
+//! Pure but for [`write_report_file`]/[`write_atomically`] (the one place
+//! that touches the filesystem: `--report-file` must never leave half a
+//! report behind) and [`stdout_style`]/[`no_color_env`], which read the
+//! terminal and the environment so that nothing else does.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io::{self, Write};
 use std::path::Path;
 
 use owo_colors::OwoColorize;
 use serde::Serialize;
 
-use cilium_gc::policy::Reason;
-use cilium_gc::report::{AbortReason, Mode, Outcome, Report};
-use cilium_gc::{human_duration, thousands};
-
-use crate::next_steps::{next_steps, plural};
-
-mod fleet;
-#[cfg(test)]
-pub(crate) mod tests;
-mod text;
-
-pub use fleet::{
-    fleet_confirmation, fleet_diagnosis_header, fleet_diagnosis_row, fleet_diagnosis_text,
-    fleet_header, fleet_row, fleet_text,
-};
-pub use text::Paint;
-use text::*;
+use cilium_gc::human_duration;
 
 /// `-o`: how the report is written to stdout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -96,27 +75,6 @@ pub fn stdout_style(color: ColorChoice) -> Style {
 /// value counts as unset). The only function here that reads the environment.
 pub fn no_color_env() -> bool {
     std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
-}
-
-/// Writes `report` to `out` in `format`.
-///
-/// JSON is exactly one pretty document followed by a newline; YAML is one
-/// document; text is the human summary, coloured only when `style.color`.
-/// Errs only when `out` does (a closed pipe is the caller's to treat as
-/// success).
-pub fn render(
-    report: &Report,
-    format: OutputFormat,
-    style: Style,
-    out: &mut impl Write,
-) -> io::Result<()> {
-    write_document(
-        report,
-        format,
-        || text(report, style),
-        || crate::markdown::report(report),
-        out,
-    )
 }
 
 /// Writes any of our documents: JSON (one pretty document and a newline),
@@ -201,90 +159,76 @@ fn write_atomically_with(
     Ok(())
 }
 
-/// Whether the run stopped before it read a single identity (no
-/// kubeconfig, server unreachable, credentials rejected, preflight refused,
-/// interrupted while connecting). Its text output is then the error and
-/// what to try next, on stderr, and nothing else: a table of zeros says
-/// nothing. JSON and YAML still carry the whole report.
-pub fn is_early_abort(report: &Report) -> bool {
-    let s = &report.summary;
-    report.aborted.is_some()
-        && s.scanned == 0
-        && s.malformed == 0
-        && s.list_pages == 0
-        && report.items.is_empty()
+/// The colour of a value in the counts table.
+#[derive(Clone, Copy)]
+pub(crate) enum Tone {
+    Plain,
+    Bold,
+    Good,
+    Warn,
+    Bad,
 }
 
-/// The stderr lines of an early abort in text mode: the error, then what to
-/// try next (a preflight refusal's next steps, else a hint). `None` when the run got further (see [`is_early_abort`]).
-pub fn early_abort_text(report: &Report) -> Option<String> {
-    if !is_early_abort(report) {
-        return None;
-    }
-    let a = report.aborted.as_ref()?;
-    let mut o = String::new();
-    // An internal error printed its own line in the panic hook.
-    if a.reason != AbortReason::InternalError {
-        let _ = writeln!(o, "error: {}", a.message);
-    }
-    // A refusal by a preflight check: its own remedy (the next steps the
-    // JSON and Markdown reports carry), not a generic hint.
-    let steps = next_steps(report);
-    let refused = a.reason == AbortReason::PreflightRefused
-        && !a.message.contains("401")
-        && report.preflight.checks.iter().any(|c| !c.passed);
-    if refused && !steps.is_empty() {
-        for step in steps {
-            let _ = writeln!(o, "Next: {step}");
-        }
+/// Yellow when something happened that deserves a look.
+pub(crate) fn warn_if(n: u64) -> Tone {
+    if n > 0 {
+        Tone::Warn
     } else {
-        let _ = writeln!(o, "{}", early_abort_hint(report));
+        Tone::Plain
     }
-    Some(o)
 }
 
-/// What to try after an early abort, chosen from why it stopped.
-fn early_abort_hint(report: &Report) -> String {
-    let Some(a) = &report.aborted else {
-        return String::new();
-    };
-    let message = a.message.to_ascii_lowercase();
-    let server = report.cluster.server.as_deref();
-    let hint = match a.reason {
-        AbortReason::Interrupted => {
-            "interrupted before anything was read: nothing was changed".to_string()
+/// Colours that vanish when colour is off.
+/// Colour for text views, or none: every method returns the text unchanged
+/// when colour is off. Shared by the report and the diagnosis views.
+#[derive(Debug, Clone, Copy)]
+pub struct Paint {
+    on: bool,
+}
+
+impl Paint {
+    /// Paint as `style` says.
+    pub fn new(style: Style) -> Self {
+        Paint { on: style.color }
+    }
+    fn apply(&self, s: &str, f: impl Fn(&str) -> String) -> String {
+        if self.on {
+            f(s)
+        } else {
+            s.to_string()
         }
-        AbortReason::InternalError => {
-            "this is a bug: please report it, with the output of the same run with RUST_BACKTRACE=1 and -o json"
-                .to_string()
+    }
+    pub(crate) fn tone(&self, s: &str, tone: Tone) -> String {
+        match tone {
+            Tone::Plain => s.to_string(),
+            Tone::Bold => self.bold(s),
+            Tone::Good => self.green(s),
+            Tone::Warn => self.yellow(s),
+            Tone::Bad => self.red(s),
         }
-        AbortReason::PreflightRefused if message.contains("401") => {
-            "refresh the credentials (log in again, or pass --token) and check them with `kubectl auth whoami`".to_string()
-        }
-        AbortReason::PreflightRefused | AbortReason::PermissionLost => {
-            "fix what the error says and rerun; `-o json` lists every preflight check, examples/cronjob.yaml the permissions needed"
-                .to_string()
-        }
-        _ if message.contains("no kubeconfig") || message.starts_with("kubeconfig") => {
-            "point at a cluster: --kubeconfig PATH (or $KUBECONFIG), --context NAME, or --server URL --token TOKEN; `kubectl config get-contexts` lists the contexts"
-                .to_string()
-        }
-        _ if server.is_some() => format!(
-            "check that the cluster is up and that this is its address: `kubectl cluster-info{}`; --context or --server pick another, --request-timeout waits longer",
-            report
-                .cluster
-                .context
-                .as_deref()
-                .map(|c| format!(" --context {c}"))
-                .unwrap_or_default()
-        ),
-        _ => "fix what the error says and rerun (-v shows more)".to_string(),
-    };
-    format!("hint: {hint}")
+    }
+    pub fn bold(&self, s: &str) -> String {
+        self.apply(s, |s| s.bold().to_string())
+    }
+    pub fn dim(&self, s: &str) -> String {
+        self.apply(s, |s| s.dimmed().to_string())
+    }
+    pub fn red(&self, s: &str) -> String {
+        self.apply(s, |s| s.red().bold().to_string())
+    }
+    pub fn yellow(&self, s: &str) -> String {
+        self.apply(s, |s| s.yellow().to_string())
+    }
+    pub fn green(&self, s: &str) -> String {
+        self.apply(s, |s| s.green().to_string())
+    }
+    pub fn cyan(&self, s: &str) -> String {
+        self.apply(s, |s| s.cyan().to_string())
+    }
 }
 
 /// A run's wall time: `850ms`, `12.4s`, then [`human_duration`].
-fn run_duration(seconds: f64) -> String {
+pub(crate) fn run_duration(seconds: f64) -> String {
     if !seconds.is_finite() || seconds < 0.0 {
         "?".to_string()
     } else if seconds < 1.0 {
@@ -297,7 +241,7 @@ fn run_duration(seconds: f64) -> String {
 }
 
 /// The lower-kebab name serde gives a unit enum variant.
-fn kebab<T: Serialize>(v: &T) -> String {
+pub(crate) fn kebab<T: Serialize>(v: &T) -> String {
     match serde_json::to_value(v) {
         Ok(serde_json::Value::String(s)) => s,
         _ => "?".to_string(),

@@ -1,12 +1,14 @@
-//! `-o markdown`: the report or the diagnosis as GitHub-flavoured Markdown,
-//! to paste into a GitHub issue or a Jira/Linear ticket.
+//! `-o markdown`, what every document's Markdown view shares: the report,
+//! the diagnosis and the fleet documents as GitHub-flavoured Markdown, to
+//! paste into a GitHub issue or a Jira/Linear ticket. Each document's own
+//! Markdown is in its view (`report`, `diagnosis`, `fleet`).
 //!
 //! Layout, for both documents: a headline verdict, a small table saying
 //! which tool, cluster, Kubernetes version and time, then one section per
 //! part of the document, each a table; lists longer than a few rows go in
 //! collapsible `<details>` blocks so the ticket stays readable.
 //!
-//! Pure like [`crate::render`]: a document in, a `String` out. Every value
+//! Pure like [`crate::views`]: a document in, a `String` out. Every value
 //! that came from the cluster goes through [`cell`] (pipes, angle brackets
 //! and newlines escaped), so a label value cannot break a table or inject
 //! HTML. `--redact` needs nothing here: the diagnosis is redacted before it
@@ -14,18 +16,9 @@
 
 use std::fmt::Write as _;
 
-use crate::next_steps::next_steps;
-use cilium_gc::diagnose::{AgeBucket, Diagnosis, Level, Severity};
-use cilium_gc::report::{Mode, Outcome, Report, Tool};
-use cilium_gc::{human_duration, thousands};
-
-mod diagnosis;
-mod fleet;
-mod report;
-
-pub use diagnosis::diagnosis;
-pub use fleet::{fleet, fleet_diagnosis};
-pub use report::report;
+use cilium_gc::diagnose::Severity;
+use cilium_gc::report::Tool;
+use cilium_gc::thousands;
 
 /// Rows shown before the rest of a list is folded into `<details>`.
 pub(super) const VISIBLE_ROWS: usize = 10;
@@ -139,8 +132,8 @@ mod tests {
 
     #[test]
     fn report_has_verdict_tables_and_items() {
-        let r = crate::render::tests::sample();
-        let md = report(&r);
+        let r = crate::views::tests::sample();
+        let md = crate::views::report::markdown(&r);
         assert!(md.starts_with("# kubectl cilium-gc delete\n"), "{md}");
         assert!(md.contains("**Verdict: 🟠 1 deleted, 1 failed"), "{md}");
         assert!(md.contains("| Kubernetes | v1.33.1 |"), "{md}");

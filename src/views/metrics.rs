@@ -312,7 +312,7 @@ pub fn write_textfile(path: &Path, report: &Report) -> std::io::Result<()> {
             .ok()
             .and_then(|t| last_success_in(&t))
     };
-    crate::render::write_atomically(path, encode(report, previous).as_bytes())
+    crate::views::format::write_atomically(path, encode(report, previous).as_bytes())
 }
 
 /// The metrics of a fleet run from one registry: every cluster's series
@@ -365,7 +365,7 @@ pub fn write_fleet_textfile(path: &Path, clusters: &[(&str, &Report)]) -> std::i
             (*label, *report, prev)
         })
         .collect();
-    crate::render::write_atomically(path, encode_fleet(&with_previous).as_bytes())
+    crate::views::format::write_atomically(path, encode_fleet(&with_previous).as_bytes())
 }
 
 /// Why a push to the Pushgateway failed.
@@ -537,7 +537,7 @@ fn mode_name(m: Mode) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::tests::sample;
+    use crate::views::tests::sample;
     use cilium_gc::report::{Abort, AbortReason};
 
     fn parsed(text: &str) -> prometheus_parse::Scrape {

@@ -1,8 +1,13 @@
 //! The report rendered byte for byte; `sample` is shared with the Markdown
 //! and metrics tests.
 
-use super::*;
+use cilium_gc::policy::Reason;
 use cilium_gc::report::*;
+use cilium_gc::{human_duration, thousands};
+
+use super::format::*;
+use super::next_steps::next_steps;
+use super::report::render;
 
 fn ts(s: &str) -> jiff::Timestamp {
     s.parse().unwrap()

@@ -1,7 +1,12 @@
 //! `diagnose -o markdown`: the diagnosis, one section per part.
 
-use super::*;
-use crate::diagnose::phrases;
+use std::fmt::Write as _;
+
+use cilium_gc::diagnose::{AgeBucket, Diagnosis, Level, Severity};
+use cilium_gc::{human_duration, thousands};
+
+use crate::views::markdown::*;
+use crate::views::phrases;
 use cilium_gc::diagnose::{CiliumWorkloads, GcHealth};
 
 /// The diagnosis as Markdown.
@@ -82,15 +87,11 @@ fn identity_space_section(o: &mut String, d: &Diagnosis) {
         Level::Critical => "**critical** (95% or more)",
     };
     let _ = writeln!(o, "## Identity space\n");
-    let sentence = crate::diagnose::phrases::identity_space(sp, "–", |s| format!("**{s}**"));
-    let _ = writeln!(
-        o,
-        "{} — {level}.\n",
-        crate::diagnose::phrases::capitalised(&sentence)
-    );
-    let mut rows: Vec<Vec<String>> = crate::diagnose::phrases::states(st)
+    let sentence = phrases::identity_space(sp, "–", |s| format!("**{s}**"));
+    let _ = writeln!(o, "{} — {level}.\n", phrases::capitalised(&sentence));
+    let mut rows: Vec<Vec<String>> = phrases::states(st)
         .iter()
-        .map(|(k, v)| vec![crate::diagnose::phrases::capitalised(k), thousands(*v)])
+        .map(|(k, v)| vec![phrases::capitalised(k), thousands(*v)])
         .collect();
     rows.push(vec!["**Total**".into(), thousands(sp.total)]);
     table(o, &["State", "Identities"], &rows);
@@ -132,11 +133,11 @@ fn gc_evidence_rows(h: &GcHealth) -> Vec<Vec<String>> {
     rows.push(vec![
         format!(
             "GC passes (evidence: {})",
-            crate::diagnose::phrases::pass_evidence(h.pass_evidence)
+            phrases::pass_evidence(h.pass_evidence)
         ),
         h.operator_metrics
             .as_ref()
-            .map(|m| crate::diagnose::phrases::pass_verdict(m.verdict))
+            .map(|m| phrases::pass_verdict(m.verdict))
             .unwrap_or("no operator pod found")
             .into(),
     ]);
@@ -431,7 +432,7 @@ fn config_section(o: &mut String, d: &Diagnosis) {
 
 /// The findings as a table (severity, code, finding, evidence, next step),
 /// or that there are none. Shared with the fleet view's per-cluster details.
-pub(super) fn findings_table(o: &mut String, findings: &[cilium_gc::diagnose::Finding]) {
+pub(crate) fn findings_table(o: &mut String, findings: &[cilium_gc::diagnose::Finding]) {
     if findings.is_empty() {
         let _ = writeln!(o, "None: {}.\n", phrases::HEALTHY);
         return;

@@ -1,11 +1,11 @@
 //! The diagnosis as text for humans: findings first, most severe first,
-//! then each section. Pure like [`crate::render`]: a `&Diagnosis` in, a
+//! then each section. Pure like [`crate::views`]: a `&Diagnosis` in, a
 //! `String` out, colour only when the [`Style`] says so.
 
 use std::fmt::Write as _;
 
-use super::phrases;
-use crate::render::{Paint, Style};
+use crate::views::format::{Paint, Style};
+use crate::views::phrases;
 use cilium_gc::diagnose::{AgeBucket, Diagnosis, Level, Severity};
 use cilium_gc::{human_duration, thousands};
 
@@ -102,7 +102,7 @@ fn identity_space(o: &mut String, d: &Diagnosis, p: &Paint) {
         phrases::identity_space(sp, "-", |s| s),
         level(p, sp.level)
     );
-    for (label, v) in super::phrases::states(st) {
+    for (label, v) in phrases::states(st) {
         let _ = writeln!(o, "  {label:<32} {:>9}", thousands(v));
     }
     let _ = writeln!(o, "  {:<32} {:>9}", "total", thousands(sp.total));
@@ -288,7 +288,7 @@ fn configuration(o: &mut String, d: &Diagnosis, p: &Paint) {
         let verdict = h
             .operator_metrics
             .as_ref()
-            .map(|m| super::phrases::pass_verdict(m.verdict))
+            .map(|m| phrases::pass_verdict(m.verdict))
             .unwrap_or("no operator pod found");
         let _ = writeln!(
             o,
@@ -296,7 +296,7 @@ fn configuration(o: &mut String, d: &Diagnosis, p: &Paint) {
             "cilium-operator GC passes",
             p.dim(&format!(
                 "(evidence: {})",
-                super::phrases::pass_evidence(h.pass_evidence)
+                phrases::pass_evidence(h.pass_evidence)
             ))
         );
     }

@@ -3,7 +3,12 @@
 //! fleet diagnosis, each cluster's whole diagnosis folded the same way. With
 //! `--redact` the document is redacted before it gets here.
 
-use super::*;
+use std::fmt::Write as _;
+
+use cilium_gc::report::{Mode, Tool};
+use cilium_gc::thousands;
+
+use crate::views::markdown::*;
 use cilium_gc::fleet::{
     ClusterEntry, ClusterStatus, FleetDiagnosis, FleetDiagnosisSummary, FleetReport,
 };
@@ -50,14 +55,14 @@ pub fn fleet(f: &FleetReport) -> String {
         },
     );
     let _ = writeln!(o, "## Clusters\n");
-    let header = crate::render::fleet_header(f.mode)
-        .map(|h| crate::diagnose::phrases::capitalised(&h.to_lowercase()));
+    let header = super::text::fleet_header(f.mode)
+        .map(|h| crate::views::phrases::capitalised(&h.to_lowercase()));
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let rows: Vec<Vec<String>> = f
         .clusters
         .iter()
         .map(|e| {
-            crate::render::fleet_row(e, f.mode)
+            super::text::fleet_row(e, f.mode)
                 .iter()
                 .map(|c| cell(c))
                 .collect()
@@ -89,14 +94,14 @@ fn cluster_details(o: &mut String, e: &ClusterEntry) {
     }
     if let Some(d) = &e.diagnosis {
         let _ = writeln!(o, "**Findings**\n");
-        super::diagnosis::findings_table(o, &d.findings);
+        crate::views::diagnosis::findings_table(o, &d.findings);
     }
     if let Some(why) = &e.diagnosis_error {
         let _ = writeln!(o, "No diagnosis: {}\n", cell(why));
     }
     if let Some(r) = &e.report {
         // The cluster's own report, its headings one level down.
-        for line in report(r).lines() {
+        for line in crate::views::report::markdown(r).lines() {
             if line.starts_with('#') {
                 let _ = writeln!(o, "##{line}");
             } else {
@@ -126,14 +131,14 @@ pub fn fleet_diagnosis(f: &FleetDiagnosis) -> String {
         },
     );
     let _ = writeln!(o, "## Clusters\n");
-    let header = crate::render::fleet_diagnosis_header()
-        .map(|h| crate::diagnose::phrases::capitalised(&h.to_lowercase()));
+    let header = super::text::fleet_diagnosis_header()
+        .map(|h| crate::views::phrases::capitalised(&h.to_lowercase()));
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let rows: Vec<Vec<String>> = f
         .clusters
         .iter()
         .map(|e| {
-            crate::render::fleet_diagnosis_row(e)
+            super::text::fleet_diagnosis_row(e)
                 .iter()
                 .map(|c| cell(c))
                 .collect()
@@ -194,7 +199,7 @@ fn cluster_diagnosis(o: &mut String, e: &ClusterEntry) {
     }
     if let Some(d) = &e.diagnosis {
         // The cluster's own diagnosis, its headings one level down.
-        for line in diagnosis(d).lines() {
+        for line in crate::views::diagnosis::markdown(d).lines() {
             if line.starts_with('#') {
                 let _ = writeln!(o, "##{line}");
             } else {

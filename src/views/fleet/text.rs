@@ -9,7 +9,7 @@ use cilium_gc::report::Mode;
 use cilium_gc::thousands;
 use cilium_gc::PendingWrites;
 
-use super::{kebab, run_duration, Paint, Style};
+use crate::views::format::{kebab, run_duration, Paint, Style};
 
 /// One row of the clusters table, as plain cells (the Markdown view uses
 /// the same cells).
@@ -287,7 +287,7 @@ pub fn fleet_diagnosis_text(f: &FleetDiagnosis, style: Style) -> String {
     for e in &f.clusters {
         if let Some(d) = &e.diagnosis {
             let _ = writeln!(o, "\n{}\n", p.bold(&format!("=== {} ===", e.context)));
-            o.push_str(&crate::diagnose::text::text(d, style));
+            o.push_str(&crate::views::diagnosis::text(d, style));
         }
     }
     o

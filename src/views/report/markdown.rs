@@ -1,6 +1,12 @@
 //! `scan`/`delete -o markdown`: the report, headline to footer.
 
-use super::*;
+use std::fmt::Write as _;
+
+use cilium_gc::report::{Mode, Outcome, Report};
+use cilium_gc::thousands;
+
+use crate::views::markdown::*;
+use crate::views::next_steps::next_steps;
 
 /// The scan/delete report as Markdown.
 pub fn report(r: &Report) -> String {

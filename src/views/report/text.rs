@@ -1,75 +1,15 @@
 //! The text form of a report: a summary for a person at a terminal, with
 //! colour only when the caller allows it, ending with what to do next.
 
-use super::*;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
-/// The colour of a value in the counts table.
-#[derive(Clone, Copy)]
-pub(super) enum Tone {
-    Plain,
-    Bold,
-    Good,
-    Warn,
-    Bad,
-}
+use cilium_gc::policy::Reason;
+use cilium_gc::report::{Mode, Outcome, Report};
+use cilium_gc::thousands;
 
-/// Yellow when something happened that deserves a look.
-pub(super) fn warn_if(n: u64) -> Tone {
-    if n > 0 {
-        Tone::Warn
-    } else {
-        Tone::Plain
-    }
-}
-
-/// Colours that vanish when colour is off.
-/// Colour for text views, or none: every method returns the text unchanged
-/// when colour is off. Shared by the report and the diagnosis views.
-#[derive(Debug, Clone, Copy)]
-pub struct Paint {
-    on: bool,
-}
-
-impl Paint {
-    /// Paint as `style` says.
-    pub fn new(style: Style) -> Self {
-        Paint { on: style.color }
-    }
-    fn apply(&self, s: &str, f: impl Fn(&str) -> String) -> String {
-        if self.on {
-            f(s)
-        } else {
-            s.to_string()
-        }
-    }
-    fn tone(&self, s: &str, tone: Tone) -> String {
-        match tone {
-            Tone::Plain => s.to_string(),
-            Tone::Bold => self.bold(s),
-            Tone::Good => self.green(s),
-            Tone::Warn => self.yellow(s),
-            Tone::Bad => self.red(s),
-        }
-    }
-    pub fn bold(&self, s: &str) -> String {
-        self.apply(s, |s| s.bold().to_string())
-    }
-    pub fn dim(&self, s: &str) -> String {
-        self.apply(s, |s| s.dimmed().to_string())
-    }
-    pub fn red(&self, s: &str) -> String {
-        self.apply(s, |s| s.red().bold().to_string())
-    }
-    pub fn yellow(&self, s: &str) -> String {
-        self.apply(s, |s| s.yellow().to_string())
-    }
-    pub fn green(&self, s: &str) -> String {
-        self.apply(s, |s| s.green().to_string())
-    }
-    pub fn cyan(&self, s: &str) -> String {
-        self.apply(s, |s| s.cyan().to_string())
-    }
-}
+use crate::views::format::{kebab, run_duration, warn_if, Paint, Style, Tone};
+use crate::views::next_steps::{next_steps, plural};
 
 /// Most failed items listed in the text output; the rest are in `-o json`.
 pub(super) const MAX_FAILED_SHOWN: usize = 20;
@@ -79,7 +19,7 @@ pub(super) const MAX_MANAGERS_SHOWN: usize = 5;
 pub(super) const LABEL_WIDTH: usize = 22;
 
 /// The human summary. Returns a `String` so colour codes never split a write.
-pub(super) fn text(report: &Report, style: Style) -> String {
+pub(crate) fn text(report: &Report, style: Style) -> String {
     let p = Paint::new(style);
     let mut o = String::new();
     for section in [
