@@ -10,9 +10,7 @@ use cilium_gc::report::{AbortReason, Outcome};
 use cilium_gc::Exit;
 use cilium_gc_sim::Scenario;
 
-mod support;
-
-use support::{assert_valid, delete, json, Engine, World};
+use crate::support::{assert_valid, delete, json, Engine, World};
 
 const TIMEOUT_30M: Duration = Duration::from_secs(30 * 60);
 

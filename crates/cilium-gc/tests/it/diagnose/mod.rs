@@ -17,10 +17,7 @@ use cilium_gc_sim::{default_cilium_config, Scenario};
 use cilium_gc_testkit::schema;
 use serde_json::Value;
 
-#[path = "../support/mod.rs"]
-mod support;
-
-use support::{mark_of, Engine, World, TEST_TIMEOUT};
+use crate::support::{mark_of, Engine, World, TEST_TIMEOUT};
 
 /// Where the diagnosis schema lives, relative to the repository.
 const DIAGNOSIS_SCHEMA_FILE: &str = "schema/diagnosis-v1.json";

@@ -14,9 +14,7 @@ use cilium_gc_sim::Kind;
 use cilium_gc_sim::Scenario;
 use serde_json::json;
 
-mod support;
-
-use support::{
+use crate::support::{
     assert_valid, calm, delete_with, json, names_with, scan, server_dry_run, unlimited, yes,
     Engine, World,
 };

@@ -13,9 +13,7 @@ use cilium_gc::{GcSettings, ScanSettings};
 use cilium_gc_sim::default_cilium_config;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-mod support;
-
-use support::{
+use crate::support::{
     assert_valid, calm, delete_with, json, scan, scan_with, server_dry_run, unlimited, yes, Engine,
     World,
 };

@@ -17,9 +17,7 @@ use cilium_gc::Stop;
 use cilium_gc::{GcSettings, Pacing, ScanSettings, WriteSettings};
 use cilium_gc_sim::Faults;
 
-mod support;
-
-use support::{calm, delete_with, gc_at, names_with, unlimited, yes, Engine, World};
+use crate::support::{calm, delete_with, gc_at, names_with, unlimited, yes, Engine, World};
 
 /// cilium-operator's default `--identity-heartbeat-timeout`.
 const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(30 * 60);

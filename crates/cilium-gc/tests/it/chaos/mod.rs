@@ -20,10 +20,7 @@ use jiff::{SignedDuration, Timestamp};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-#[path = "../support/mod.rs"]
-mod support;
-
-use support::{
+use crate::support::{
     all_items, assert_valid, calm, delete_with, gc_at, json, scan_with, unlimited, yes, Engine,
     World,
 };

@@ -14,9 +14,7 @@ use cilium_gc::Stop;
 use cilium_gc::{GcSettings, Pacing, ScanSettings, WriteSettings};
 use cilium_gc_sim::Scenario;
 
-mod support;
-
-use support::{calm, kube_of, Fleet, TEST_TIMEOUT};
+use crate::support::{calm, kube_of, Fleet, TEST_TIMEOUT};
 
 /// One calm `small` cluster per context name.
 async fn calm_fleet(contexts: &[&str]) -> Fleet {

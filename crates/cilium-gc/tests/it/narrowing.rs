@@ -16,9 +16,7 @@ use cilium_gc::ScanSettings;
 use jiff::Timestamp;
 use serde_json::Value;
 
-mod support;
-
-use support::{
+use crate::support::{
     assert_valid, calm, delete_with, json, names_with, scan_with, unlimited, Engine, World,
 };
 
