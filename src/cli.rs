@@ -17,7 +17,7 @@ use cilium_gc::report::ItemsMode;
 use cilium_gc::Exit;
 use cilium_gc::{ConnectSettings, Pacing, ScanSettings, WriteSettings};
 
-pub use crate::render::{ColorChoice, OutputFormat};
+pub use crate::views::format::{ColorChoice, OutputFormat};
 
 /// Parse a namespace name: an RFC 1123 label, as Kubernetes requires.
 pub fn parse_namespace(s: &str) -> Result<String, String> {
@@ -233,10 +233,10 @@ pub struct ScanArgs {
     #[arg(long, value_name = "PATH", help_heading = heading::OUTPUT)]
     pub metrics_file: Option<PathBuf>,
     /// Push Prometheus metrics of the run to this Pushgateway (e.g. http://pushgateway:9091).
-    #[arg(long, value_name = "URL", value_parser = crate::metrics::parse_pushgateway_url, help_heading = heading::OUTPUT)]
+    #[arg(long, value_name = "URL", value_parser = crate::views::metrics::parse_pushgateway_url, help_heading = heading::OUTPUT)]
     pub pushgateway: Option<http::Uri>,
     /// The job label to push under.
-    #[arg(long, value_name = "NAME", default_value = crate::metrics::DEFAULT_JOB, help_heading = heading::OUTPUT)]
+    #[arg(long, value_name = "NAME", default_value = crate::views::metrics::DEFAULT_JOB, help_heading = heading::OUTPUT)]
     pub pushgateway_job: String,
     /// Namespace of the cilium-config ConfigMap.
     #[arg(long, default_value = "kube-system", value_parser = parse_namespace, help_heading = heading::CONNECTION)]
@@ -570,6 +570,18 @@ pub fn display_name(argv0: &str) -> &'static str {
         "kubectl cilium-gc"
     } else {
         "kubectl-cilium_gc"
+    }
+}
+
+impl DiagnoseArgs {
+    /// The engine's diagnose settings.
+    pub fn settings(&self) -> cilium_gc::diagnose::DiagnoseSettings {
+        cilium_gc::diagnose::DiagnoseSettings {
+            cilium_namespace: self.cilium_namespace.clone(),
+            page_size: self.page_size,
+            redact: self.redact,
+            operator_metrics_wait: self.operator_metrics_wait,
+        }
     }
 }
 

@@ -1,23 +1,20 @@
-//! kubectl-cilium-gc, the kubectl plugin: flags, rendering, the binary.
+//! kubectl-cilium-gc, the kubectl plugin: flags, commands, views, the
+//! binary.
 //!
 //! The engine that decides and deletes is the [`cilium_gc`] crate; the
 //! simulated cluster behind `demo` is the `cilium-gc-sim` crate, compiled in
-//! only with the `sim` feature (on by default). This crate turns flags into
-//! the engine's settings ([`cli`]), runs a subcommand ([`app`]), and writes
-//! what it returns ([`render`], [`progress`]).
+//! only with the `sim` feature (on by default). The layers, each calling
+//! only those below it: [`cli`] (the flags) → [`commands`] (one module per
+//! subcommand family; each validates its flags once and hands the engine
+//! its settings) → the engine → [`views`] (one module per document: its
+//! text and Markdown; the metrics beside them) → `output` (the chosen
+//! format, written to stdout or a file).
 
-pub mod app;
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
+
 pub mod cli;
+pub mod commands;
 pub mod crash;
-#[cfg(feature = "sim")]
-pub mod demo;
-pub mod diagnose;
-pub mod fleet_command;
-pub mod gc_command;
-pub mod markdown;
-pub mod metrics;
-pub mod next_steps;
-pub mod output;
-pub mod progress;
-pub mod render;
-pub mod signals;
+mod output;
+mod signals;
+pub mod views;

@@ -1,12 +1,14 @@
 //! `kubectl-cilium_gc`: parse, run, map to an exit code. Nothing else.
 
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
+
 use std::io::IsTerminal;
 use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
 
 use cilium_gc::Exit;
 use clap::FromArgMatches;
-use kubectl_cilium_gc::{app, cli, crash};
+use kubectl_cilium_gc::{cli, commands, crash};
 
 fn main() -> ExitCode {
     crash::install_panic_hook();
@@ -38,7 +40,7 @@ fn main() -> ExitCode {
     };
     // A panic the run did not catch (outside scan and delete) has printed
     // its line in the hook: exit 1.
-    let exit = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(app::run(cli))))
+    let exit = std::panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(commands::run(cli))))
         .unwrap_or(Exit::Unexpected);
     // Do not wait for what a stop left behind (a prompt's reader blocked on
     // stdin, a task the stop abandoned): the report is written.

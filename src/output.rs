@@ -2,24 +2,31 @@
 //! there, errors as one line on stderr, `--report-file` atomically.
 
 use std::io::Write;
+use std::path::Path;
 
 use cilium_gc::report::{AbortReason, Report};
 use cilium_gc::Exit;
 
-use crate::cli::ScanArgs;
-use crate::render::{render, stdout_style, write_report_file, ColorChoice};
+use crate::views::format::{stdout_style, write_report_file, ColorChoice, OutputFormat};
+use crate::views::report::{early_abort_text, render};
 
-/// Write the report: to stdout as `-o` says, and to `--report-file`.
-pub fn emit(report: &Report, args: &ScanArgs, exit: Exit, color: ColorChoice) -> Exit {
+/// Write the report: to stdout as `-o` (`format`) says, and to
+/// `--report-file` (`report_file`).
+pub(crate) fn emit(
+    report: &Report,
+    (format, report_file): (OutputFormat, Option<&Path>),
+    exit: Exit,
+    color: ColorChoice,
+) -> Exit {
     let mut exit = exit;
-    if let Some(path) = &args.report_file {
+    if let Some(path) = report_file {
         if let Err(e) = write_report_file(path, report) {
             eprintln!("error: cannot write report file {}: {e}", path.display());
             exit = exit.max(Exit::Unexpected);
         }
     }
-    if args.output == crate::render::OutputFormat::Text {
-        if let Some(lines) = crate::render::early_abort_text(report) {
+    if format == OutputFormat::Text {
+        if let Some(lines) = early_abort_text(report) {
             eprint!("{lines}");
             return exit;
         }
@@ -34,7 +41,7 @@ pub fn emit(report: &Report, args: &ScanArgs, exit: Exit, color: ColorChoice) ->
     }
     let mut buf = Vec::new();
     let style = stdout_style(color);
-    if let Err(e) = render(report, args.output, style, &mut buf) {
+    if let Err(e) = render(report, format, style, &mut buf) {
         eprintln!("error: cannot render the report: {e}");
         return Exit::Unexpected;
     }
@@ -45,23 +52,25 @@ pub fn emit(report: &Report, args: &ScanArgs, exit: Exit, color: ColorChoice) ->
 }
 
 /// One line on stderr, exit 2.
-pub fn usage_error(message: &str) -> Exit {
+pub(crate) fn usage_error(message: &str) -> Exit {
     eprintln!("error: {message}");
     Exit::Usage
 }
 
-pub fn print_json(v: &serde_json::Value) -> Exit {
+/// A JSON value, pretty, on stdout.
+pub(crate) fn print_json(v: &serde_json::Value) -> Exit {
     let mut s = serde_json::to_string_pretty(v).expect("JSON values serialize");
     s.push('\n');
     write_stdout(s.as_bytes())
 }
 
-pub fn println_or_pipe(line: &str) -> Exit {
+/// One line on stdout.
+pub(crate) fn println_or_pipe(line: &str) -> Exit {
     write_stdout(format!("{line}\n").as_bytes())
 }
 
 /// Write to stdout; a closed pipe (`| head`) is not an error.
-pub fn write_stdout(bytes: &[u8]) -> Exit {
+pub(crate) fn write_stdout(bytes: &[u8]) -> Exit {
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
         Ok(()) => Exit::Success,

@@ -54,3 +54,7 @@ mod safety;
 
 /// Safety under chaos: signals at random points.
 mod chaos;
+
+/// docs/architecture.md's rules on the code's shape: file lengths, import
+/// circles (functions' lengths are clippy's `too_many_lines`).
+mod structure;

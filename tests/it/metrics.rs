@@ -192,10 +192,10 @@ async fn a_failed_run_never_replaces_the_last_success_on_a_real_pushgateway() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let job = kubectl_cilium_gc::metrics::DEFAULT_JOB;
+    let job = kubectl_cilium_gc::views::metrics::DEFAULT_JOB;
     let first = gauge(
         &scraped(&pg, job, None),
-        kubectl_cilium_gc::metrics::LAST_SUCCESS,
+        kubectl_cilium_gc::views::metrics::LAST_SUCCESS,
         None,
     );
 
@@ -214,7 +214,7 @@ async fn a_failed_run_never_replaces_the_last_success_on_a_real_pushgateway() {
         f64::from(code)
     );
     assert_eq!(
-        gauge(&now, kubectl_cilium_gc::metrics::LAST_SUCCESS, None),
+        gauge(&now, kubectl_cilium_gc::views::metrics::LAST_SUCCESS, None),
         first,
         "the failed run must not move the last success"
     );
@@ -264,7 +264,7 @@ async fn a_fleet_pushes_one_group_per_cluster_to_a_real_pushgateway() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let job = kubectl_cilium_gc::metrics::DEFAULT_JOB;
+    let job = kubectl_cilium_gc::views::metrics::DEFAULT_JOB;
     let api: serde_json::Value = serde_json::from_str(&pg.get("/api/v1/metrics")).unwrap();
     let mut groups: Vec<serde_json::Value> = api["data"]
         .as_array()
@@ -283,7 +283,7 @@ async fn a_fleet_pushes_one_group_per_cluster_to_a_real_pushgateway() {
     let success = |cluster: &str| {
         gauge(
             &scraped(&pg, job, Some(cluster)),
-            kubectl_cilium_gc::metrics::LAST_SUCCESS,
+            kubectl_cilium_gc::views::metrics::LAST_SUCCESS,
             None,
         )
     };
@@ -378,17 +378,20 @@ fn published_alert_rules_use_metrics_the_tool_writes() {
             .to_owned()
     };
     let stalled = expr("CiliumIdentityGCStalled");
-    assert!(stalled.contains(kubectl_cilium_gc::metrics::LAST_SUCCESS) && stalled.contains("7200"));
+    assert!(
+        stalled.contains(kubectl_cilium_gc::views::metrics::LAST_SUCCESS)
+            && stalled.contains("7200")
+    );
     assert!(stalled.contains("by (cluster)"), "{stalled}");
     let full = expr("CiliumIdentitySpaceNearlyFull");
     assert!(full.contains("cilium_gc_identity_space_used_ratio") && full.contains("0.8"));
     for r in rules {
         assert!(r["expr"].as_str().unwrap().contains(&format!(
             "job=\"{}\"",
-            kubectl_cilium_gc::metrics::DEFAULT_JOB
+            kubectl_cilium_gc::views::metrics::DEFAULT_JOB
         )));
     }
     let cronjob =
         std::fs::read_to_string(crate::support::repo_path("examples/cronjob.yaml")).unwrap();
-    assert!(cronjob.contains(kubectl_cilium_gc::metrics::DEFAULT_JOB));
+    assert!(cronjob.contains(kubectl_cilium_gc::views::metrics::DEFAULT_JOB));
 }

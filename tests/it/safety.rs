@@ -1,7 +1,7 @@
 //! Issue 12, "Fail closed, leak nothing": each safety and security promise
 //! that goes through the binary, pinned against the simulator as a user
 //! meets it. The promises the engine keeps on its own (refusals, dry-run,
-//! misbehaving servers, the Date header) are `crates/cilium-gc/tests/safety.rs`.
+//! misbehaving servers, the Date header) are `crates/cilium-gc/tests/it/safety.rs`.
 //! https://github.com/kubectl-cilium-gc/kubectl-cilium-gc/issues/12
 
 use std::sync::atomic::{AtomicUsize, Ordering};

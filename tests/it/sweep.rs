@@ -2,7 +2,7 @@
 //! user at the command line meets (no terminal to confirm, the Markdown
 //! ticket). Issue 3. The runs themselves (what is deleted, the ledger, the
 //! counts, the exit codes) are the engine's own tests:
-//! `crates/cilium-gc/tests/sweep.rs` and `run.rs`.
+//! `crates/cilium-gc/tests/it/sweep.rs` and `run.rs`.
 
 use crate::support::calm;
 use crate::support::world::{Binary, World};

@@ -20,6 +20,7 @@
 //! - [`fleet`]: the fleet report's parts and the fleet diagnosis.
 
 #![deny(missing_docs, unreachable_pub)]
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
 
 pub mod diagnosis;
 pub mod fleet;

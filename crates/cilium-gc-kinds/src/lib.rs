@@ -9,6 +9,7 @@
 //! and Kubernetes belong here, never a decision.
 
 #![warn(missing_docs, unreachable_pub)]
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
 
 /// Annotation cilium-operator sets on an unused identity; agents remove it
 /// when they reuse the identity.

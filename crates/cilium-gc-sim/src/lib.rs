@@ -22,6 +22,7 @@
 //! `cilium-gc-kinds` vocabulary) and `labels` (label selectors).
 
 #![warn(missing_docs, unreachable_pub)]
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
 
 mod actors;
 mod body;

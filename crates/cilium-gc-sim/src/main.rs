@@ -8,6 +8,8 @@
 //! kubectl cilium-gc --kubeconfig /tmp/sim.kubeconfig scan
 //! ```
 
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;

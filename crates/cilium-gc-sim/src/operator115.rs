@@ -174,32 +174,10 @@ impl Simulator {
             if used(&key) || alive(&key, app.clock.now()) {
                 continue;
             }
-            let precondition = |cur: &crate::object::StoredObject| {
-                if cur.rv != rv || cur.uid != uid {
-                    Err(StoreError::Conflict(format!(
-                        "Operation cannot be fulfilled on ciliumidentities.cilium.io \"{key}\": the object has been modified; please apply your changes to the latest version and try again"
-                    )))
-                } else {
-                    Ok(())
-                }
-            };
             let failure = if has_mark(&cached) {
                 limiter.wait().await;
                 pace.tick().await;
-                match store.delete(Kind::Identity, &key, &writer, false, precondition) {
-                    Ok(d) => {
-                        pass.deleted += 1;
-                        pass.in_use_deleted += u64::from(d.referenced);
-                        None
-                    }
-                    Err(StoreError::Conflict(_) | StoreError::Precondition(_))
-                        if s.release == OperatorRelease::Current =>
-                    {
-                        pass.conflicts_skipped += 1;
-                        None
-                    }
-                    Err(e) => Some(e),
-                }
+                delete_marked(store, (&key, rv, &uid), &writer, s.release, &mut pass)
             } else {
                 pace.tick().await;
                 let now = app.clock.now();
@@ -213,16 +191,56 @@ impl Simulator {
             };
             if let Some(e) = failure {
                 // crd_gc.go: `return err` — the rest of the pass is abandoned.
-                pass.stopped_by = Some(match e {
-                    StoreError::NotFound => 404,
-                    StoreError::Conflict(_) | StoreError::Precondition(_) => 409,
-                    _ => 500,
-                });
+                pass.stopped_by = Some(status_of(&e));
                 pass.stopped_at = Some(key);
                 break;
             }
         }
         pass
+    }
+}
+
+/// Delete a marked identity under the resourceVersion and uid the informer
+/// cached (crd_gc.go's preconditions); `Some` is the error that ends the
+/// pass. The current release skips a conflict; 1.15 stops at it.
+fn delete_marked(
+    store: &Store,
+    (key, rv, uid): (&str, u64, &str),
+    writer: &Writer,
+    release: OperatorRelease,
+    pass: &mut OperatorPass,
+) -> Option<StoreError> {
+    let precondition = |cur: &crate::object::StoredObject| {
+        if cur.rv != rv || &*cur.uid != uid {
+            Err(StoreError::Conflict(format!(
+                "Operation cannot be fulfilled on ciliumidentities.cilium.io \"{key}\": the object has been modified; please apply your changes to the latest version and try again"
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    match store.delete(Kind::Identity, key, writer, false, precondition) {
+        Ok(d) => {
+            pass.deleted += 1;
+            pass.in_use_deleted += u64::from(d.referenced);
+            None
+        }
+        Err(StoreError::Conflict(_) | StoreError::Precondition(_))
+            if release == OperatorRelease::Current =>
+        {
+            pass.conflicts_skipped += 1;
+            None
+        }
+        Err(e) => Some(e),
+    }
+}
+
+/// The HTTP status the real server would have answered with.
+fn status_of(e: &StoreError) -> u16 {
+    match e {
+        StoreError::NotFound => 404,
+        StoreError::Conflict(_) | StoreError::Precondition(_) => 409,
+        _ => 500,
     }
 }
 

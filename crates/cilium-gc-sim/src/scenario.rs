@@ -266,6 +266,11 @@ impl Scenario {
             name: name.to_owned(),
             ..Scenario::default()
         };
+        Self::busy_preset(name, small.clone()).or_else(|| Self::small_preset(name, small))
+    }
+
+    /// The presets that are the small cluster with one thing changed.
+    fn small_preset(name: &str, small: Scenario) -> Option<Scenario> {
         let s = match name {
             "small" => small,
             // `demo`'s default: the small cluster with agents reclaiming
@@ -279,6 +284,51 @@ impl Scenario {
                 },
                 ..small
             },
+            "no-endpoints" => Scenario {
+                endpoints: 0,
+                ..small
+            },
+            "no-cep-crd" => Scenario {
+                endpoints: 0,
+                crds: CrdSet {
+                    endpoints: false,
+                    slices: false,
+                    ..CrdSet::ALL
+                },
+                ..small
+            },
+            "forbidden" => Scenario {
+                rbac_denials: vec![
+                    Denial::new("delete", "ciliumidentities"),
+                    Denial::new("deletecollection", "ciliumidentities"),
+                ],
+                ..small
+            },
+            "kvstore" => Scenario {
+                cilium_config: Some(default_cilium_config("kvstore")),
+                ..small
+            },
+            "missing-crd" => Scenario {
+                crds: CrdSet {
+                    identities: false,
+                    ..CrdSet::ALL
+                },
+                ..small
+            },
+            "slices" => Scenario {
+                slices: true,
+                cilium_config: Some(ces_config()),
+                ..small
+            },
+            _ => return None,
+        };
+        Some(s)
+    }
+
+    /// The presets of a busy cluster: thousands of identities, actors at
+    /// work, and for some a struggling API server.
+    fn busy_preset(name: &str, small: Scenario) -> Option<Scenario> {
+        let s = match name {
             "seed" => Scenario {
                 identities: 65_000,
                 stale_ratio: 0.6,
@@ -336,42 +386,6 @@ impl Scenario {
                     shadow_reuse_after: Duration::from_secs(30),
                     ..ActorRates::default()
                 },
-                ..small
-            },
-            "no-endpoints" => Scenario {
-                endpoints: 0,
-                ..small
-            },
-            "no-cep-crd" => Scenario {
-                endpoints: 0,
-                crds: CrdSet {
-                    endpoints: false,
-                    slices: false,
-                    ..CrdSet::ALL
-                },
-                ..small
-            },
-            "forbidden" => Scenario {
-                rbac_denials: vec![
-                    Denial::new("delete", "ciliumidentities"),
-                    Denial::new("deletecollection", "ciliumidentities"),
-                ],
-                ..small
-            },
-            "kvstore" => Scenario {
-                cilium_config: Some(default_cilium_config("kvstore")),
-                ..small
-            },
-            "missing-crd" => Scenario {
-                crds: CrdSet {
-                    identities: false,
-                    ..CrdSet::ALL
-                },
-                ..small
-            },
-            "slices" => Scenario {
-                slices: true,
-                cilium_config: Some(ces_config()),
                 ..small
             },
             _ => return None,

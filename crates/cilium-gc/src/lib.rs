@@ -53,6 +53,7 @@
 //! it, so a plain `cargo build` of the plugin never sees it.
 
 #![deny(missing_docs, unreachable_pub)]
+#![cfg_attr(not(test), deny(clippy::too_many_lines))]
 
 pub mod diagnose;
 pub mod fleet;

@@ -5,7 +5,11 @@
 //! contract of `schema/report-v1.json`) and are re-exported here unchanged;
 //! see [`schema`] for the published JSON Schema.
 
-pub use cilium_gc_documents::report::*;
+pub use cilium_gc_documents::report::{
+    publishable_schema, schema, Abort, AbortReason, Check, CheckName, ClusterInfo, ConfigSource,
+    ConfigValue, Conflict, ErrorKind, IdRange, Item, ItemsMode, Mode, Options, Outcome, Pacing,
+    Preflight, Reason, ReasonCounts, Report, RunError, Summary, Tool, API_VERSION, KIND, SCHEMA_ID,
+};
 
 /// The engine's own ways of counting into [`ReasonCounts`].
 pub(crate) trait CountReasons {

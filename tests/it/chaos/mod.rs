@@ -1,6 +1,6 @@
 //! Safety under chaos (issue 8), through the binary: signals at random
 //! points. The engine's chaos tests (random schedules, malformed objects,
-//! spoiled pages, restarts, clock skew) are `crates/cilium-gc/tests/chaos/`.
+//! spoiled pages, restarts, clock skew) are `crates/cilium-gc/tests/it/chaos/`.
 //! Every test judges the run by the simulator's ledger: what the server saw,
 //! not what the tool says it did.
 //!

@@ -171,9 +171,9 @@ fn full_example_conforms() {
     );
     // YAML carries the same document.
     let mut yaml = Vec::new();
-    kubectl_cilium_gc::diagnose::render(
+    kubectl_cilium_gc::views::diagnosis::render(
         &full_example(),
-        kubectl_cilium_gc::render::OutputFormat::Yaml,
+        kubectl_cilium_gc::views::format::OutputFormat::Yaml,
         Default::default(),
         &mut yaml,
     )

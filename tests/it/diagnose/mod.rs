@@ -2,7 +2,7 @@
 //! is what `diagnose::schema()` generates, is valid draft 2020-12, documents
 //! every field, and accepts real diagnoses), and the command through the
 //! binary: its views, `--redact`, the operator's metrics. One scenario per
-//! finding, from the engine, is `crates/cilium-gc/tests/diagnose/`.
+//! finding, from the engine, is `crates/cilium-gc/tests/it/diagnose/`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

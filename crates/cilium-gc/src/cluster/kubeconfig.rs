@@ -75,24 +75,7 @@ pub(crate) async fn load_config(
         cluster: args.cluster.clone(),
         user: args.user.clone(),
     };
-    let kubeconfig = match &args.kubeconfig {
-        Some(path) => {
-            Some(
-                Kubeconfig::read_from(path).map_err(|source| ConnectError::Kubeconfig {
-                    path: Some(path.clone()),
-                    source,
-                })?,
-            )
-        }
-        None => match Kubeconfig::read() {
-            Ok(k) => Some(k),
-            Err(e) if kubeconfig_missing() => {
-                tracing::debug!("no kubeconfig: {e}");
-                None
-            }
-            Err(source) => return Err(ConnectError::Kubeconfig { path: None, source }),
-        },
-    };
+    let kubeconfig = read_kubeconfig(args)?;
     let mut kubeconfig_proxy = None;
     let (mut config, context) = match kubeconfig {
         Some(k) => {
@@ -129,17 +112,7 @@ pub(crate) async fn load_config(
         .to_string()
         .trim_end_matches('/')
         .to_owned();
-    let mut warnings = Vec::new();
-    if config.accept_invalid_certs {
-        warnings.push(format!(
-            "TLS certificate verification is disabled for {server} (--insecure-skip-tls-verify or the kubeconfig): the connection can be intercepted"
-        ));
-    }
-    if config.cluster_url.scheme_str() == Some("http") && sends_bearer(&config) {
-        warnings.push(format!(
-            "a bearer token is sent over plain http:// to {server}: anyone on the path can read it"
-        ));
-    }
+    let warnings = insecure_warnings(&config, &server);
     let timeout = request_timeout(args.request_timeout);
     let endpoint = Endpoint {
         server,
@@ -148,6 +121,47 @@ pub(crate) async fn load_config(
         timeout,
     };
     Ok((config, endpoint))
+}
+
+/// The kubeconfig `--kubeconfig` names, else `$KUBECONFIG` or
+/// `~/.kube/config`; `None` when there is none at all (then `--server` or
+/// the in-cluster config).
+fn read_kubeconfig(args: &ConnectSettings) -> Result<Option<Kubeconfig>, ConnectError> {
+    match &args.kubeconfig {
+        Some(path) => {
+            Kubeconfig::read_from(path)
+                .map(Some)
+                .map_err(|source| ConnectError::Kubeconfig {
+                    path: Some(path.clone()),
+                    source,
+                })
+        }
+        None => match Kubeconfig::read() {
+            Ok(k) => Ok(Some(k)),
+            Err(e) if kubeconfig_missing() => {
+                tracing::debug!("no kubeconfig: {e}");
+                Ok(None)
+            }
+            Err(source) => Err(ConnectError::Kubeconfig { path: None, source }),
+        },
+    }
+}
+
+/// What the connection to `server` exposes: certificates not verified, a
+/// bearer token over plain http.
+fn insecure_warnings(config: &Config, server: &str) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if config.accept_invalid_certs {
+        warnings.push(format!(
+            "TLS certificate verification is disabled for {server} (--insecure-skip-tls-verify or the kubeconfig): the connection can be intercepted"
+        ));
+    }
+    if config.cluster_url.scheme_str() == Some("http") && sends_bearer(config) {
+        warnings.push(format!(
+            "a bearer token is sent over plain http:// to {server}: anyone on the path can read it"
+        ));
+    }
+    warnings
 }
 
 /// Whether requests will carry a bearer token (static, file, exec or

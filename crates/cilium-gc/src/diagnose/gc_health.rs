@@ -50,6 +50,9 @@ use super::types::{
 };
 use crate::humanize::human_duration;
 
+/// Cilium's default `identity-gc-interval`: here, below `analyze`, which
+/// reads the configured one and falls back to this.
+pub(crate) const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(15 * 60);
 /// A mark older than this many expected collection times is overdue.
 pub(crate) const OVERDUE_FACTOR: f64 = 3.0;
 /// An agent write within this long counts as recent: agents resync the
@@ -193,7 +196,7 @@ pub(crate) fn gc_health(
         let interval = w
             .gc_interval_arg
             .or(gc_interval)
-            .unwrap_or(super::analyze::DEFAULT_GC_INTERVAL);
+            .unwrap_or(DEFAULT_GC_INTERVAL);
         super::operator_metrics::summarise(w.metrics.clone(), interval)
     });
     let pass_evidence = match (&operator_metrics, oldest, &cilium) {

@@ -27,7 +27,14 @@ use serde_json::value::RawValue;
 pub use crate::model::Change;
 pub use crate::preflight::Crds;
 pub use analyze::analyze;
-pub use cilium_gc_documents::diagnosis::*;
+pub use cilium_gc_documents::diagnosis::{
+    schema, AgeAndRate, AgeBucket, Churn, CiliumWorkloads, Configuration, DefectStatus,
+    DiagnosedCluster, Diagnosis, DuplicateGroup, Duplicates, Finding, FindingCode, GcCounters,
+    GcHealth, IdentitySpace, Integrity, KnownDefect, LabelKeyStat, Level, ManagerActivity,
+    Modifiers, NamespaceCount, NamespaceStat, OperatorGcMetrics, OperatorMetricsRead,
+    OperatorPodStatus, PassEvidence, PassVerdict, Severity, StateCounts, StripExample, KIND,
+    SCHEMA_ID,
+};
 pub use input::{IdentityRecord, Input, Workloads};
 // The documents crate's module, by the name this module's parts use.
 use cilium_gc_documents::diagnosis as types;
@@ -219,30 +226,7 @@ pub(crate) async fn collect(
         }
     }
 
-    let mut identities = Vec::new();
-    let mut malformed = Vec::new();
-    let mut seen: HashSet<String> = HashSet::new();
-    scan::list_raw(
-        api,
-        &Kind::Identity.collection_path(),
-        args.page_size,
-        MAX_RETRIES,
-        stop,
-        |raw| match decode_record(raw) {
-            Ok(r) => {
-                if seen.insert(r.identity.name.clone()) {
-                    identities.push(r);
-                }
-            }
-            Err(bad) => {
-                let name = bad.name.unwrap_or_else(|| "<no name>".into());
-                if seen.insert(name.clone()) {
-                    malformed.push(format!("ciliumidentity {name}: {}", bad.problem));
-                }
-            }
-        },
-    )
-    .await?;
+    let (identities, malformed) = list_identities(api, args.page_size, stop).await?;
     let refs = usage
         .referenced_ids()
         .into_iter()
@@ -262,6 +246,40 @@ pub(crate) async fn collect(
         redacted: false,
         workloads: Some(workloads),
     })
+}
+
+/// Every CiliumIdentity, decoded, each name once; the malformed ones as
+/// one line each.
+async fn list_identities(
+    api: &ApiClient,
+    page_size: u32,
+    stop: &Stop,
+) -> Result<(Vec<IdentityRecord>, Vec<String>), ScanError> {
+    let mut identities = Vec::new();
+    let mut malformed = Vec::new();
+    let mut seen: HashSet<String> = HashSet::new();
+    scan::list_raw(
+        api,
+        &Kind::Identity.collection_path(),
+        page_size,
+        MAX_RETRIES,
+        stop,
+        |raw| match decode_record(raw) {
+            Ok(r) => {
+                if seen.insert(r.identity.name.clone()) {
+                    identities.push(r);
+                }
+            }
+            Err(bad) => {
+                let name = bad.name.unwrap_or_else(|| "<no name>".into());
+                if seen.insert(name.clone()) {
+                    malformed.push(format!("ciliumidentity {name}: {}", bad.problem));
+                }
+            }
+        },
+    )
+    .await?;
+    Ok((identities, malformed))
 }
 
 /// The images of the cilium-operator Deployment and the cilium DaemonSet,

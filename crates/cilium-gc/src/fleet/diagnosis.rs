@@ -11,9 +11,9 @@ use std::time::Instant;
 
 use jiff::Timestamp;
 use tokio::sync::Semaphore;
-use tracing::Instrument as _;
 
 use super::document::{fleet_exit, BuildEntry as _};
+use super::runner::{each_cluster, interrupted, stop_exit, Cluster};
 use super::{
     ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FleetDiagnosis,
     FleetDiagnosisSummary, Fullest, IdentitySpaceUse, FLEET_DIAGNOSIS_KIND,
@@ -23,7 +23,7 @@ use crate::diagnose::{DiagnoseError, DiagnoseSettings};
 use crate::exit::Exit;
 use crate::report::{AbortReason, API_VERSION};
 use crate::settings::ConnectSettings;
-use crate::stop::{Stop, StopReason};
+use crate::stop::Stop;
 
 /// Diagnose every context of `contexts` with `ds` (each context replacing
 /// `kube`'s, every other connection flag kept), at most `parallel` at a
@@ -38,54 +38,25 @@ pub async fn diagnose_fleet(
     let (started_at, started) = (Timestamp::now(), Instant::now());
     let parallel = parallel.max(1);
     let slots = Arc::new(Semaphore::new(parallel as usize));
-    let mut handles = Vec::with_capacity(contexts.len());
-    for context in contexts {
-        let kube = ConnectSettings {
-            context: Some(context.clone()),
-            ..kube.clone()
-        };
-        // Slots are taken in selection order, as a fleet scan takes them.
-        let permit = tokio::select! {
-            p = slots.clone().acquire_owned() => p.ok(),
-            _ = stop.wait() => None,
-        };
-        let (ds, stop, context2) = (ds.clone(), stop.clone(), context.clone());
-        let span = tracing::warn_span!("cluster", context = %context);
-        let task = async move {
-            match permit.filter(|_| stop.reason().is_none()) {
-                Some(_permit) => diagnose_one(context2, &kube, &ds, &stop).await,
-                None => ClusterEntry::not_started(context2, super::stop_exit(&stop)),
+    let task = |c: Cluster| {
+        let (ds, stop) = (ds.clone(), stop.clone());
+        async move {
+            match c.permit.filter(|_| stop.reason().is_none()) {
+                Some(_permit) => diagnose_one(c.context, &c.kube, &ds, &stop).await,
+                None => ClusterEntry::not_started(c.context, stop_exit(&stop)),
             }
-        };
-        handles.push((context.clone(), tokio::spawn(task.instrument(span))));
-    }
-    let mut entries = Vec::with_capacity(handles.len());
-    for (context, handle) in handles {
-        entries.push(handle.await.unwrap_or_else(|e| {
-            let message = if e.is_panic() {
-                crate::gc::panic_text(e.into_panic().as_ref())
-            } else {
-                e.to_string()
-            };
-            failed(
-                ClusterEntry::not_started(context, Exit::Unexpected),
-                AbortReason::InternalError.into(),
-                format!("internal error: {message} (a bug: please report it)"),
-                Exit::Unexpected,
-            )
-        }));
-    }
-    let interrupted = matches!(
-        stop.reason(),
-        Some(StopReason::Interrupt | StopReason::Terminate)
-    );
+        }
+    };
+    // The whole document is redacted at the end.
+    let entries = each_cluster(kube, contexts, &slots, stop, task, |_| {}).await;
+    let interrupted = interrupted(stop);
     let exit = fleet_exit(
         entries
             .iter()
             .map(|e| Exit::from_code(e.exit_code).unwrap_or(Exit::Unexpected)),
     );
     let exit = if interrupted && exit == Exit::Success {
-        super::stop_exit(stop)
+        stop_exit(stop)
     } else {
         exit
     };
@@ -183,7 +154,7 @@ fn failed_by_stop(entry: ClusterEntry, stop: &Stop) -> ClusterEntry {
         entry,
         AbortReason::Interrupted.into(),
         "stopped by signal while diagnosing: no diagnosis".into(),
-        super::stop_exit(stop),
+        stop_exit(stop),
     )
 }
 

@@ -19,6 +19,7 @@ mod diagnosis;
 mod document;
 mod gate;
 mod redact;
+mod runner;
 mod select;
 mod spool;
 
@@ -27,13 +28,17 @@ use std::time::Instant;
 
 use jiff::Timestamp;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tracing::Instrument as _;
 
-pub use cilium_gc_documents::fleet::*;
+pub use cilium_gc_documents::fleet::{
+    diagnosis_schema, ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FindingCounts,
+    FleetDiagnosis, FleetDiagnosisSummary, FleetReason, FleetSummary, Fullest, IdentitySpaceUse,
+    WorstFinding, FLEET_DIAGNOSIS_KIND, FLEET_DIAGNOSIS_SCHEMA_ID, FLEET_KIND, FLEET_SCHEMA_ID,
+};
 pub use diagnosis::diagnose_fleet;
 use document::BuildEntry as _;
 pub use document::{schema, FleetReport};
 use redact::redact_entry;
+use runner::{each_cluster, interrupted, stop_exit, Cluster};
 pub use select::{ContextFilter, SelectError};
 pub use spool::Clusters;
 use spool::Spool;
@@ -42,9 +47,9 @@ use crate::diagnose::redact::Redactor;
 use crate::diagnose::DiagnoseSettings;
 use crate::exit::Exit;
 use crate::gc::{Headless, Observer, PendingWrites, Ui};
-use crate::report::{AbortReason, ErrorKind, Report};
+use crate::report::{ErrorKind, Report};
 use crate::settings::{ConnectSettings, GcSettings};
-use crate::stop::{Stop, StopReason};
+use crate::stop::Stop;
 use gate::{Gate, GatedObserver};
 
 /// Who watches a fleet run: a display per cluster, and the one question
@@ -109,22 +114,19 @@ pub async fn run_fleet(
         }
     };
     let redactor = fleet.redact.then(|| Arc::new(Redactor::new()));
-    let mut handles = Vec::with_capacity(fleet.contexts.len());
-    for (index, context) in fleet.contexts.iter().enumerate() {
+    let diagnose = fleet.diagnose.then(|| DiagnoseSettings {
+        cilium_namespace: s.scan.cilium_namespace.clone(),
+        page_size: s.scan.page_size,
+        redact: fleet.redact,
+        operator_metrics_wait: std::time::Duration::ZERO,
+    });
+    let job = |c: Cluster| {
         let job = Job {
-            index,
-            context: context.clone(),
-            kube: ConnectSettings {
-                context: Some(context.clone()),
-                ..kube.clone()
-            },
+            index: c.index,
+            context: c.context,
+            kube: c.kube,
             settings: s.clone(),
-            diagnose: fleet.diagnose.then(|| DiagnoseSettings {
-                cilium_namespace: s.scan.cilium_namespace.clone(),
-                page_size: s.scan.page_size,
-                redact: fleet.redact,
-                operator_metrics_wait: std::time::Duration::ZERO,
-            }),
+            diagnose: diagnose.clone(),
             stop: stop.clone(),
             slots: slots.clone(),
             gate: gate.clone(),
@@ -132,40 +134,15 @@ pub async fn run_fleet(
             spool: spool.clone(),
             redactor: redactor.clone(),
         };
-        // Slots are taken here, in selection order, so clusters start in
-        // the order they were selected (tasks polling for a slot each would
-        // start in whatever order the scheduler polls them).
-        let permit = tokio::select! {
-            p = slots.clone().acquire_owned() => p.ok(),
-            _ = stop.wait() => None,
-        };
-        // Every log line of the cluster's run says which cluster it is.
-        let span = tracing::warn_span!("cluster", context = %context);
-        handles.push((
-            context.clone(),
-            tokio::spawn(job.run(permit).instrument(span)),
-        ));
-    }
-    let mut entries = Vec::with_capacity(handles.len());
-    for (context, handle) in handles {
-        entries.push(handle.await.unwrap_or_else(|e| {
-            // gc::run catches its own panics; this is one elsewhere in the job.
-            let message = if e.is_panic() {
-                crate::gc::panic_text(e.into_panic().as_ref())
-            } else {
-                e.to_string()
-            };
-            let mut entry = crashed_entry(context, message);
-            if let Some(r) = &redactor {
-                redact_entry(r, &mut entry);
-            }
-            entry
-        }));
-    }
-    let interrupted = matches!(
-        stop.reason(),
-        Some(StopReason::Interrupt | StopReason::Terminate)
-    );
+        job.run(c.permit)
+    };
+    let redact_crashed = |entry: &mut ClusterEntry| {
+        if let Some(r) = &redactor {
+            redact_entry(r, entry);
+        }
+    };
+    let entries = each_cluster(kube, &fleet.contexts, &slots, stop, job, redact_crashed).await;
+    let interrupted = interrupted(stop);
     let (mut report, exit) = FleetReport::new(
         Clusters::new(entries, spool),
         s.mode,
@@ -278,22 +255,4 @@ fn reached(report: &Report) -> bool {
         .errors
         .iter()
         .all(|e| e.kind != ErrorKind::Connection)
-}
-
-/// The exit of a run the stop ended before it began.
-fn stop_exit(stop: &Stop) -> Exit {
-    stop.reason()
-        .and_then(StopReason::exit)
-        .unwrap_or(Exit::Unexpected)
-}
-
-/// The entry of a cluster whose task panicked outside its run.
-fn crashed_entry(context: String, message: String) -> ClusterEntry {
-    let mut e = ClusterEntry::not_started(context, Exit::Unexpected);
-    e.status = ClusterStatus::Failed;
-    e.error = Some(ClusterError {
-        reason: AbortReason::InternalError.into(),
-        message: format!("internal error: {message} (a bug: please report it)"),
-    });
-    e
 }

@@ -18,6 +18,7 @@ mod labels;
 #[cfg(test)]
 mod tests;
 
+use super::gc_health::DEFAULT_GC_INTERVAL;
 use super::input::{IdentityRecord, Input};
 use crate::model::Change;
 use crate::policy::{self, decide, Reason, Rules};
@@ -29,8 +30,6 @@ use findings::*;
 pub(crate) use labels::LabelFilter;
 use labels::*;
 
-/// Cilium's default `identity-gc-interval`.
-pub(crate) const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(15 * 60);
 /// A heartbeat timeout under this is flagged: agents get too little time
 /// to reclaim an identity before it is deleted under them.
 pub(crate) const LOW_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
@@ -112,15 +111,7 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
         api_version: crate::report::API_VERSION.into(),
         kind: KIND.into(),
         tool: crate::report::Tool::current(),
-        cluster: DiagnosedCluster {
-            server: input.server.clone(),
-            context: input.context.clone(),
-            kubernetes_version: None,
-            endpoint_crd: input.crds.endpoints,
-            endpoint_slice_crd: input.crds.slices,
-            endpoints: input.endpoints,
-            endpoint_slices: input.endpoint_slices,
-        },
+        cluster: diagnosed_cluster(input),
         generated_at: now,
         redacted: input.redacted,
         findings: Vec::new(),
@@ -135,30 +126,59 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
     };
     let health = gc_health(input, &states, settings.heartbeat_timeout, gc_interval, now);
     d.findings = findings(input, &d, &settings, gc_interval);
-    let gc_enabled = gc_interval.is_some_and(|d| !d.is_zero());
-    d.findings.extend(
-        super::gc_health::findings(
-            &health,
-            super::gc_health::IdentityCounts {
-                total: d.identity_space.total,
-                overdue: d.identity_space.states.stale_candidates
-                    + d.identity_space.states.unused_unmarked,
-                marked: d.identity_space.states.unused_marked,
-                too_young: d.identity_space.states.too_young,
-            },
-            settings.heartbeat_timeout,
-            now,
-        )
-        .into_iter()
-        // GC disabled (gc-disabled says so): marks cannot be "overdue".
-        .filter(|f| gc_enabled || f.code != FindingCode::GcNotCompleting),
+    let gc_findings = gc_findings(
+        &health,
+        &d.identity_space,
+        settings.heartbeat_timeout,
+        gc_interval,
+        now,
     );
+    d.findings.extend(gc_findings);
     d.findings.sort_by_key(|f| f.severity);
     if let Some(p) = &health.workloads_problem {
         d.warnings.push(p.clone());
     }
     d.gc_health = Some(health);
     d
+}
+
+/// The cluster as the input saw it.
+fn diagnosed_cluster(input: &Input) -> DiagnosedCluster {
+    DiagnosedCluster {
+        server: input.server.clone(),
+        context: input.context.clone(),
+        kubernetes_version: None,
+        endpoint_crd: input.crds.endpoints,
+        endpoint_slice_crd: input.crds.slices,
+        endpoints: input.endpoints,
+        endpoint_slices: input.endpoint_slices,
+    }
+}
+
+/// What the operator's GC health says, over the identity space's counts.
+fn gc_findings(
+    health: &GcHealth,
+    space: &IdentitySpace,
+    heartbeat_timeout: Duration,
+    gc_interval: Option<Duration>,
+    now: Timestamp,
+) -> Vec<Finding> {
+    let gc_enabled = gc_interval.is_some_and(|d| !d.is_zero());
+    super::gc_health::findings(
+        health,
+        super::gc_health::IdentityCounts {
+            total: space.total,
+            overdue: space.states.stale_candidates + space.states.unused_unmarked,
+            marked: space.states.unused_marked,
+            too_young: space.states.too_young,
+        },
+        heartbeat_timeout,
+        now,
+    )
+    .into_iter()
+    // GC disabled (gc-disabled says so): marks cannot be "overdue".
+    .filter(|f| gc_enabled || f.code != FindingCode::GcNotCompleting)
+    .collect()
 }
 
 /// cilium-config's `identity-gc-interval` (default 15m); an unreadable one

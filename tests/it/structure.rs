@@ -1,0 +1,371 @@
+//! docs/architecture.md's rules on the shape of the code, checked rather
+//! than written: every shipped source file is at most 800 lines, and no two
+//! modules of a crate import each other, directly or around a circle.
+//! (Functions over 80 lines are clippy's `too_many_lines`, denied in every
+//! shipped crate's root with `clippy.toml`'s threshold.)
+//!
+//! The import graph is read from the source text: a module is a file; an
+//! arrow goes from a file to the file of every `crate::`/`super::` path it
+//! names (in `use` lines, grouped `{...}` included, and inline), cut at the
+//! deepest module file the path reaches. A module's own parents and children
+//! are not arrows (the `mod` tree itself: a child uses what its parent holds,
+//! a parent re-exports its children). Code after `#[cfg(test)]` is a test
+//! and is not read.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use cilium_gc_testkit::repo_path;
+
+/// The longest a shipped source file may be.
+const MAX_FILE_LINES: usize = 800;
+
+/// The shipped crates' source folders (tests, benches and fuzz targets are
+/// not shipped).
+const CRATE_SOURCES: &[&str] = &[
+    "src",
+    "crates/cilium-gc/src",
+    "crates/cilium-gc-sim/src",
+    "crates/cilium-gc-kinds/src",
+    "crates/cilium-gc-documents/src",
+];
+
+#[test]
+fn no_shipped_file_is_over_800_lines() {
+    let mut long = Vec::new();
+    let mut seen = 0;
+    for root in CRATE_SOURCES {
+        for file in rust_files(&repo_path(root)) {
+            if is_test_file(&file) {
+                continue;
+            }
+            seen += 1;
+            let lines = std::fs::read_to_string(&file).unwrap().lines().count();
+            if lines > MAX_FILE_LINES {
+                long.push(format!("{} ({lines} lines)", file.display()));
+            }
+        }
+    }
+    // The premise: the walk found the sources.
+    assert!(seen > 50, "only {seen} shipped files found");
+    assert!(
+        long.is_empty(),
+        "shipped files over {MAX_FILE_LINES} lines (split them by what they do):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn no_import_circle_in_any_crate() {
+    let mut circles = Vec::new();
+    for root in CRATE_SOURCES {
+        let graph = import_graph(&repo_path(root));
+        assert!(!graph.is_empty(), "no modules read under {root}");
+        for circle in circles_of(&graph) {
+            circles.push(format!("{root}: {}", circle.join(" <-> ")));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "import circles (move what both need below both):\n{}",
+        circles.join("\n")
+    );
+}
+
+#[test]
+fn the_circle_finder_finds_a_circle() {
+    // The premise of the test above: a circle is seen when there is one.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("lib.rs"), "mod a;\nmod b;\nmod c;\n").unwrap();
+    std::fs::write(dir.path().join("a.rs"), "use crate::b::{X, Y};\n").unwrap();
+    std::fs::write(dir.path().join("b.rs"), "pub fn f() { crate::a::g() }\n").unwrap();
+    std::fs::write(
+        dir.path().join("c.rs"),
+        "use crate::a;\n#[cfg(test)]\nmod tests { use crate::c; }\n",
+    )
+    .unwrap();
+    let graph = import_graph(dir.path());
+    assert_eq!(
+        circles_of(&graph),
+        vec![vec!["a".to_string(), "b".to_string()]]
+    );
+}
+
+/// Module path (`diagnose::analyze`) → the modules it imports.
+type Graph = BTreeMap<String, BTreeSet<String>>;
+
+fn import_graph(root: &Path) -> Graph {
+    let files: Vec<PathBuf> = rust_files(root)
+        .into_iter()
+        .filter(|f| !is_test_file(f) && f.file_name().is_some_and(|n| n != "main.rs"))
+        .collect();
+    let modules: BTreeSet<String> = files.iter().map(|f| module_of(root, f)).collect();
+    let mut graph = Graph::new();
+    for file in &files {
+        let here = module_of(root, file);
+        let source = shipped_part(&std::fs::read_to_string(file).unwrap());
+        let mut to = BTreeSet::new();
+        for path in crate_paths(&source, &here) {
+            let target = deepest_module(&modules, &path);
+            if !related(&here, &target) {
+                to.insert(target);
+            }
+        }
+        graph.insert(here, to);
+    }
+    graph
+}
+
+/// The source up to its first `#[cfg(test)]`, comments dropped.
+fn shipped_part(source: &str) -> String {
+    let mut out = String::new();
+    for line in source.lines() {
+        let t = line.trim_start();
+        if t.starts_with("#[cfg(test)]") {
+            break;
+        }
+        if t.starts_with("//") {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// `a/b/mod.rs` and `a/b.rs` → `a::b`; `lib.rs` → the root, "".
+fn module_of(root: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(root).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(parts.last().map(String::as_str), Some("mod" | "lib")) {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+/// Every module path the source names from the crate's root, `super::`
+/// resolved against `here` (a `mod.rs` is its own folder's module).
+fn crate_paths(source: &str, here: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    // A file `a/b.rs`'s `super` is `a`; `a/b/mod.rs`'s is `a` too.
+    let parent = match here.rsplit_once("::") {
+        Some((p, _)) => p.to_string(),
+        None => String::new(),
+    };
+    let text = expand_groups(source);
+    for prefix in ["crate::", "super::"] {
+        for (i, _) in text.match_indices(prefix) {
+            if i > 0 {
+                let before = text.as_bytes()[i - 1];
+                if before.is_ascii_alphanumeric() || before == b'_' || before == b':' {
+                    continue;
+                }
+            }
+            let rest = &text[i + prefix.len()..];
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                .unwrap_or(rest.len());
+            let mut path = rest[..end].trim_end_matches(':').to_string();
+            let mut base = if prefix == "crate::" {
+                String::new()
+            } else {
+                parent.clone()
+            };
+            while let Some(r) = path.strip_prefix("super::") {
+                base = base
+                    .rsplit_once("::")
+                    .map(|(p, _)| p.to_string())
+                    .unwrap_or_default();
+                path = r.to_string();
+            }
+            out.push(join(&base, &path));
+        }
+    }
+    out
+}
+
+/// `use crate::a::{b::X, c};` → `use crate::a::b::X; use crate::a::c;`
+/// (one level of braces at a time, until none is left).
+fn expand_groups(source: &str) -> String {
+    let mut text = source.to_string();
+    loop {
+        let Some(open) = text.find("::{") else {
+            return text;
+        };
+        // The matching brace.
+        let mut depth = 0;
+        let mut close = None;
+        for (j, c) in text[open + 2..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(open + 2 + j);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(close) = close else { return text };
+        let start = text[..open]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+            .map_or(0, |s| s + 1);
+        let prefix = text[start..open].to_string();
+        let inner = &text[open + 3..close];
+        let items = split_top(inner)
+            .into_iter()
+            .map(|item| {
+                let item = item.trim();
+                if item == "self" {
+                    prefix.clone()
+                } else {
+                    format!("{prefix}::{item}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" , ");
+        text = format!("{}{}{}", &text[..start], items, &text[close + 1..]);
+    }
+}
+
+/// Split on commas outside braces.
+fn split_top(inner: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut depth = 0;
+    let mut cur = String::new();
+    for c in inner.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(std::mem::take(&mut cur));
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    parts.push(cur);
+    parts.into_iter().filter(|p| !p.trim().is_empty()).collect()
+}
+
+fn join(base: &str, path: &str) -> String {
+    match (base.is_empty(), path.is_empty()) {
+        (true, _) => path.to_string(),
+        (_, true) => base.to_string(),
+        _ => format!("{base}::{path}"),
+    }
+}
+
+/// The deepest module that `path` (a module, or an item inside one) reaches.
+fn deepest_module(modules: &BTreeSet<String>, path: &str) -> String {
+    let mut candidate = path.to_string();
+    loop {
+        if modules.contains(&candidate) {
+            return candidate;
+        }
+        match candidate.rsplit_once("::") {
+            Some((p, _)) => candidate = p.to_string(),
+            None => return String::new(),
+        }
+    }
+}
+
+/// Whether one module is the other, or its parent or child in the `mod`
+/// tree (the root is everyone's parent).
+fn related(a: &str, b: &str) -> bool {
+    let within = |outer: &str, inner: &str| {
+        outer.is_empty() || inner == outer || inner.starts_with(&format!("{outer}::"))
+    };
+    within(a, b) || within(b, a)
+}
+
+/// The strongly connected parts of more than one module (Tarjan's).
+fn circles_of(graph: &Graph) -> Vec<Vec<String>> {
+    struct Walk<'g> {
+        graph: &'g Graph,
+        index: BTreeMap<&'g str, usize>,
+        low: BTreeMap<&'g str, usize>,
+        stack: Vec<&'g str>,
+        on_stack: BTreeSet<&'g str>,
+        found: Vec<Vec<String>>,
+    }
+    impl<'g> Walk<'g> {
+        fn visit(&mut self, v: &'g str) {
+            let i = self.index.len();
+            self.index.insert(v, i);
+            self.low.insert(v, i);
+            self.stack.push(v);
+            self.on_stack.insert(v);
+            for w in self.graph.get(v).into_iter().flatten() {
+                let w = w.as_str();
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let lw = self.low[w];
+                    let lv = self.low.get_mut(v).unwrap();
+                    *lv = (*lv).min(lw);
+                } else if self.on_stack.contains(w) {
+                    let iw = self.index[w];
+                    let lv = self.low.get_mut(v).unwrap();
+                    *lv = (*lv).min(iw);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut part = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack.remove(w);
+                    part.push(w.to_string());
+                    if w == v {
+                        break;
+                    }
+                }
+                if part.len() > 1 {
+                    part.sort();
+                    self.found.push(part);
+                }
+            }
+        }
+    }
+    let mut walk = Walk {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !walk.index.contains_key(v.as_str()) {
+            walk.visit(v);
+        }
+    }
+    walk.found
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let p = entry.unwrap().path();
+            if p.is_dir() {
+                todo.push(p);
+            } else if p.extension().is_some_and(|e| e == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// A test module in its own file (`tests.rs`, or under a `tests/` folder).
+fn is_test_file(file: &Path) -> bool {
+    file.file_name().is_some_and(|n| n == "tests.rs")
+        || file.components().any(|c| c.as_os_str() == "tests")
+}
