@@ -1,11 +1,17 @@
-//! The CronJob, run as the CronJob runs (issue 26): `examples/cronjob.yaml`
+//! The CronJob, run as the CronJob runs (issues 26, 34): `examples/cronjob.yaml`
 //! applied to the real kube-apiserver, a Job created from the CronJob, and
-//! the plugin run exactly as that Job's container would be: no kubeconfig,
+//! the Job's container run from the image it names: the image `.ci/image`
+//! builds, pushed to a registry on loopback under the Job's own repository
+//! and tag, pulled back by digest and unpacked as a runtime would. Its
+//! command runs inside that root filesystem (read-only, as the CronJob's
+//! `readOnlyRootFilesystem`), resolved through the image's PATH, as the
+//! pod's user 65532, with the Job's args; no kubeconfig, only
 //! `KUBERNETES_SERVICE_HOST`/`PORT`, a token of the `cilium-gc`
 //! ServiceAccount from the TokenRequest API and the cluster CA at the
-//! standard service-account paths (inside a private mount namespace, so the
-//! machine's own `/var/run` is untouched), as the pod's user 65532, with
-//! the Job's own command and args. Its metrics go to a real Pushgateway.
+//! standard service-account paths, and an /etc/hosts that names the
+//! Pushgateway as the cluster's DNS would. Its metrics go to a real
+//! Pushgateway. The server then holds exactly the identities that were not
+//! stale.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -14,14 +20,17 @@ use serde_json::Value;
 
 use crate::scale::seed;
 use crate::support::cluster::Cluster;
+use crate::support::image::{self, Registry};
 use crate::support::objects::identity_names;
 use crate::support::{repo_path, report, summary, tool_or_skip, tools, RUN_TIMEOUT};
 
 /// Where a pod finds its ServiceAccount's credentials.
 const SA_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
-/// The address the Job pushes to in a cluster, replaced by the real
-/// Pushgateway's loopback URL (the only change to the Job's args).
+/// The Pushgateway the Job pushes to; /etc/hosts in the run points its name
+/// at the real Pushgateway on loopback, whose port replaces 9091 (the only
+/// change to the Job's args).
 const CLUSTER_PUSHGATEWAY: &str = "http://pushgateway.monitoring.svc:9091";
+const PUSHGATEWAY_HOST: &str = "pushgateway.monitoring.svc";
 
 fn kubectl_json(cluster: &Cluster, args: &[&str]) -> Value {
     let out = cluster.kubectl(args);
@@ -33,39 +42,69 @@ fn kubectl_json(cluster: &Cluster, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("kubectl -o json")
 }
 
-/// Runs `command args` as the pod would: in a private mount namespace with
-/// a tmpfs on /run holding the ServiceAccount files and the binary, as user
-/// and group 65532 (the CronJob's securityContext), with only the
-/// environment the kubelet gives a pod's container.
-fn run_as_pod(secrets: &Path, plugin: &Path, port: u16, args: &[String]) -> Output {
+/// What the container runtime gives the Job's container.
+struct Container<'a> {
+    /// The image's root filesystem, unpacked.
+    rootfs: &'a Path,
+    /// The image config's `Env` (PATH).
+    image_env: Vec<String>,
+    /// token, ca.crt, namespace of the ServiceAccount.
+    secrets: &'a Path,
+    /// The kube-apiserver's loopback port (the `kubernetes` Service).
+    port: u16,
+}
+
+/// Runs the Job's `argv` as its pod's container would run from the image:
+/// in private mount and PID namespaces, the rootfs bind-mounted read-only
+/// with a tmpfs of the ServiceAccount's files, /etc/hosts, /proc and a
+/// minimal /dev mounted into it, then `unshare --root` into it as user and
+/// group 65532 with only the environment the image and the kubelet give
+/// (the command looked up through the image's PATH, inside the rootfs).
+fn run_in_image(c: &Container, argv: &[String]) -> Output {
     let script = format!(
         r#"set -eu
-mount -t tmpfs -o mode=0755 kcg-pod-run /run
-mkdir -p {SA_DIR} /run/kcg-bin
-cp "$SECRETS/token" "$SECRETS/ca.crt" "$SECRETS/namespace" {SA_DIR}/
-cp "$PLUGIN" /run/kcg-bin/kubectl-cilium_gc
-chmod -R a+rX /run
-cd /
-exec setpriv --reuid 65532 --regid 65532 --clear-groups \
-  env -i PATH=/run/kcg-bin HOME=/nonexistent \
-  KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT={port} \
-  KUBERNETES_SERVICE_PORT_HTTPS={port} "$@""#
+R="$ROOTFS"
+# Mount points, as a runtime creates them in its copy of the rootfs.
+mkdir -p "$R{SA_DIR}" "$R/proc" "$R/dev"
+: >"$R/etc/hosts"
+mount --bind "$R" "$R"
+mount -o remount,bind,ro "$R"
+mount -t tmpfs -o mode=0755 kcg-sa "$R{SA_DIR}"
+cp "$SECRETS/token" "$SECRETS/ca.crt" "$SECRETS/namespace" "$R{SA_DIR}/"
+chmod a+r "$R{SA_DIR}"/*
+mount --bind "$HOSTS" "$R/etc/hosts"
+mount -t proc proc "$R/proc"
+mount -t tmpfs -o mode=0755 kcg-dev "$R/dev"
+for d in null zero random urandom; do : >"$R/dev/$d"; mount --bind "/dev/$d" "$R/dev/$d"; done
+exec env -i $IMAGE_ENV HOME=/home/nonroot   KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT={port}   KUBERNETES_SERVICE_PORT_HTTPS={port}   unshare --root="$R" --wd=/ --setuid 65532 --setgid 65532 -- "$@""#,
+        port = c.port
     );
+    let hosts = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        hosts.path(),
+        format!("127.0.0.1\tlocalhost\n127.0.0.1\t{PUSHGATEWAY_HOST}\n"),
+    )
+    .unwrap();
     let mut cmd = Command::new("unshare");
     cmd.args([
         "--mount",
         "--propagation",
         "private",
+        "--pid",
+        "--fork",
+        "--kill-child",
         "sh",
         "-c",
         &script,
         "sh",
     ])
-    .args(args)
+    .args(argv)
     .env_clear()
     .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-    .env("SECRETS", secrets)
-    .env("PLUGIN", plugin);
+    .env("ROOTFS", c.rootfs)
+    .env("SECRETS", c.secrets)
+    .env("HOSTS", hosts.path())
+    .env("IMAGE_ENV", c.image_env.join(" "));
     let child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -80,12 +119,12 @@ exec setpriv --reuid 65532 --regid 65532 --clear-groups \
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cronjobs_job_deletes_exactly_the_stale_identities_in_cluster_and_pushes_metrics() {
-    if !["unshare", "setpriv"]
-        .iter()
-        .all(|t| tool_or_skip(t, "the CronJob run as its pod"))
-    {
+    if !tool_or_skip("unshare", "the CronJob run as its pod") {
         return;
     }
+    let Some(built) = image::built() else {
+        return;
+    };
     let Some(cluster) = Cluster::up(&[]) else {
         return;
     };
@@ -156,15 +195,48 @@ async fn the_cronjobs_job_deletes_exactly_the_stale_identities_in_cluster_and_pu
         .chain(container["args"].as_array().unwrap())
         .map(|a| a.as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(argv[0], "kubectl-cilium_gc", "the image's binary");
+    let pg_port = pg.url.rsplit(':').next().unwrap();
     let at = argv
         .iter()
         .position(|a| a == CLUSTER_PUSHGATEWAY)
         .expect("the Job pushes to the in-cluster Pushgateway");
-    argv[at] = pg.url.clone();
+    argv[at] = format!("http://{PUSHGATEWAY_HOST}:{pg_port}");
     assert_eq!(
         pod["securityContext"]["runAsUser"], 65532,
-        "run_as_pod runs as the CronJob's user"
+        "run_in_image runs as the CronJob's user"
+    );
+
+    // The image the Job names, from a registry: the one .ci/image built,
+    // pushed under the Job's repository and tag, pulled back by digest.
+    let named = container["image"].as_str().unwrap();
+    assert_eq!(
+        named,
+        image::release_reference(),
+        "the Job runs the release's image"
+    );
+    let registry = Registry::start();
+    let (pushed, digest) = registry.push(&built.layout_tar, named);
+    let pinned = image::by_digest(&pushed, &digest);
+    let config = image::config(&pinned);
+    assert_eq!(config["config"]["User"], "65532:65532");
+    let image_env: Vec<String> = config["config"]["Env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap().to_owned())
+        .collect();
+    let rootfs = tempfile::tempdir().unwrap();
+    image::unpack_rootfs(&pinned, rootfs.path());
+    // The Job's command is the image's entrypoint, found through its PATH.
+    assert_eq!(argv[0], "kubectl-cilium_gc");
+    let entrypoint = config["config"]["Entrypoint"][0].as_str().unwrap();
+    assert!(
+        entrypoint.ends_with(&format!("/{}", argv[0])),
+        "{entrypoint}"
+    );
+    assert!(
+        !rootfs.path().join("bin/sh").exists(),
+        "premise: the run has no shell to fall back on"
     );
 
     // The ServiceAccount's token from the TokenRequest API.
@@ -192,10 +264,13 @@ async fn the_cronjobs_job_deletes_exactly_the_stale_identities_in_cluster_and_pu
     let before = identity_names(&admin).await;
     assert!(!seeded.stale.is_empty());
 
-    let out = run_as_pod(
-        secrets.path(),
-        Path::new(env!("CARGO_BIN_EXE_kubectl-cilium_gc")),
-        cluster.port(),
+    let out = run_in_image(
+        &Container {
+            rootfs: rootfs.path(),
+            image_env,
+            secrets: secrets.path(),
+            port: cluster.port(),
+        },
         &argv,
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -211,6 +286,15 @@ async fn the_cronjobs_job_deletes_exactly_the_stale_identities_in_cluster_and_pu
         r["cluster"]
     );
     assert_eq!(summary(&r, "deleted"), seeded.stale.len() as u64);
+    // The run was the image's plugin: its commit is the image's revision.
+    let revision = config["config"]["Labels"]["org.opencontainers.image.revision"]
+        .as_str()
+        .unwrap();
+    let commit = r["tool"]["commit"].as_str().unwrap_or_default();
+    assert!(
+        commit.len() >= 7 && revision.starts_with(commit),
+        "report's commit {commit:?}, image's revision {revision}"
+    );
 
     // Exactly the stale identities are gone.
     let after = identity_names(&admin).await;

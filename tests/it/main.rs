@@ -15,7 +15,7 @@ mod diagnose;
 /// Packaging: the krew manifest and the release script.
 mod krew;
 
-/// The Dockerfile: the image the CronJob runs.
+/// The container image the CronJob runs, and the release around it.
 mod image;
 
 /// `examples/cronjob.yaml`: least-privilege RBAC and the CronJob.

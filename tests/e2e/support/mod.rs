@@ -10,6 +10,11 @@ pub mod workload;
 #[path = "../../it/support/tools.rs"]
 pub mod tools;
 
+/// The container image `.ci/image` builds, and a loopback registry, shared
+/// with the integration suite.
+#[path = "../../it/support/image.rs"]
+pub mod image;
+
 use std::process::Output;
 use std::time::Duration;
 

@@ -1,6 +1,7 @@
 //! Code shared by the integration tests.
 
 pub mod example;
+pub mod image;
 pub mod schema;
 pub mod tools;
 
