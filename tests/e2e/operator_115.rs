@@ -65,6 +65,12 @@ async fn real_1_15_operator_ends_passes_at_409s_on_delete_leaving_stale_identiti
     eprintln!("{ours}");
     eprintln!("{theirs}");
     assert!(theirs.deletes > 0, "the operator deleted too: {theirs}");
+    // No less safe than the operator: of our deletes, no larger a share hit
+    // a key an agent still held (its name came back with the same labels).
+    assert!(
+        ours.held_key_rate() <= theirs.held_key_rate(),
+        "held-key deletes: ours {ours}; the operator's {theirs}"
+    );
     record(
         "operator_115",
         json!({
@@ -79,6 +85,7 @@ async fn real_1_15_operator_ends_passes_at_409s_on_delete_leaving_stale_identiti
             "lowerBound": bound,
             "auditPlugin": ours.to_json(),
             "auditOperator": theirs.to_json(),
+            "printed": [left, verdict.to_string(), bound, ours.to_string(), theirs.to_string()],
         }),
     );
 }

@@ -88,6 +88,7 @@ async fn current_operator_skips_409s_on_delete_and_leaves_no_stale_identity() {
             "conflictsSkipped": run.log.conflicts_skipped,
             "deletesAnswered409": refused,
             "auditOperator": theirs.to_json(),
+            "printed": [run.to_string(), line, theirs.to_string()],
         }),
     );
 }
@@ -120,6 +121,12 @@ async fn plugin_next_to_the_current_operator_already_gone_are_its_deletes_and_ou
     let [ours, theirs] = verdict.judge_deletes();
     eprintln!("{ours}");
     eprintln!("{theirs}");
+    // No less safe than the operator: of our deletes, no larger a share hit
+    // a key an agent still held (its name came back with the same labels).
+    assert!(
+        ours.held_key_rate() <= theirs.held_key_rate(),
+        "held-key deletes: ours {ours}; the operator's {theirs}"
+    );
 
     // already-gone = the operator's deletes of planned identities.
     let planned: BTreeSet<String> = verdict
@@ -228,6 +235,7 @@ async fn plugin_next_to_the_current_operator_already_gone_are_its_deletes_and_ou
             "spanSeconds": span,
             "auditPlugin": ours.to_json(),
             "auditOperator": theirs.to_json(),
+            "printed": [verdict.to_string(), ours.to_string(), theirs.to_string(), line],
         }),
     );
 }

@@ -199,18 +199,20 @@ impl Cluster {
 
 impl Drop for Cluster {
     /// Stop the cluster, then judge its audit log: a test whose cluster saw
-    /// the plugin's user delete an identity in use fails here, whatever it
-    /// asserted itself (unless it is already failing).
+    /// the plugin's user delete an identity in use, or send an identity
+    /// delete without `{uid, resourceVersion}` preconditions, fails here,
+    /// whatever it asserted itself (unless it is already failing).
     fn drop(&mut self) {
         let judge = self.judge_on_drop.load(Ordering::Relaxed);
-        let judged = (judge && !std::thread::panicking() && audit_on())
-            .then(|| Audit::read(&self.dir).judge(Duration::ZERO));
+        let audit =
+            (judge && !std::thread::panicking() && audit_on()).then(|| Audit::read(&self.dir));
         let _ = Command::new(repo_path("tests/apiserver/cluster.sh"))
             .arg("down")
             .arg(&self.dir)
             .output();
-        if let Some(j) = judged {
-            j.assert_no_plugin_violation();
+        if let Some(audit) = audit {
+            audit.judge(Duration::ZERO).assert_no_plugin_violation();
+            audit.assert_plugin_deletes_carry_preconditions();
         }
     }
 }

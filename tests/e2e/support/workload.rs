@@ -568,7 +568,10 @@ impl Verdict {
             .iter()
             .filter(after)
             .filter(|w| w.actor == Actor::Agents && w.resource == Resource::Identity)
-            .filter(|w| w.took_effect() && w.verb != Verb::Delete && due.contains(&w.name))
+            // A mark stripped (an update); a create of a due name can only
+            // follow its delete (a new identity given the freed id).
+            .filter(|w| w.took_effect() && matches!(w.verb, Verb::Update | Verb::Patch))
+            .filter(|w| due.contains(&w.name))
             .map(|w| w.name.as_str())
             .collect();
         let line = format!(
