@@ -100,7 +100,8 @@ async fn current_operator_skips_409s_on_delete_and_leaves_no_stale_identity() {
 /// deleted during the run (audit log; less any whose name came back
 /// before our attempt); the operator passes our deletes ended (a 404 on its
 /// delete or mark) are the operator's writes the server answered 404, each
-/// on a name we deleted, at most one per GC interval (2 s) of the run.
+/// on a name we deleted, at most one per GC interval (2 s) from our first
+/// delete to its last 404.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plugin_next_to_the_current_operator_already_gone_are_its_deletes_and_our_deletes_end_few_passes(
 ) {
