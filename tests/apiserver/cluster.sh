@@ -24,7 +24,11 @@
 #
 # Users: `admin` (system:masters, DIR/admin.kubeconfig) and `cilium-gc`
 # (only the ClusterRole and Role examples/cronjob.yaml publishes,
-# DIR/cilium-gc.kubeconfig). Logs: DIR/etcd.log, DIR/apiserver.log.
+# DIR/cilium-gc.kubeconfig). Logs: DIR/etcd.log, DIR/apiserver.log, and
+# kube-apiserver's audit log DIR/audit.log (policy tests/apiserver/audit-policy.yaml:
+# every write to identities, endpoints, endpoint slices and pods, with the
+# objects; one file, never rotated, appended to across restarts;
+# KCG_APISERVER_AUDIT=off leaves it out, for benches that want none).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -100,6 +104,14 @@ start_etcd() {
 start_apiserver() {
   local extra=()
   [ -f "$DIR/apiserver.extra" ] && mapfile -t extra < "$DIR/apiserver.extra"
+  # The audit log, whole: blocking (each request writes its own event, none
+  # is dropped from a full buffer), no rotation (lumberjack rotates at
+  # 100 MB when maxsize is 0).
+  local audit=()
+  [ "${KCG_APISERVER_AUDIT:-on}" = off ] || audit=(
+    --audit-policy-file "$here/audit-policy.yaml" --audit-log-path "$DIR/audit.log"
+    --audit-log-format json --audit-log-mode blocking
+    --audit-log-maxsize 1000000 --audit-log-maxbackup 0 --audit-log-maxage 0)
   "$BIN/kube-apiserver" \
     --etcd-servers "http://127.0.0.1:${ETCD_PORT}" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "${APISERVER_PORT}" \
@@ -110,6 +122,7 @@ start_apiserver() {
     --service-cluster-ip-range 10.96.0.0/16 \
     --disable-admission-plugins ServiceAccount \
     --profiling=false --v 0 \
+    ${audit[@]+"${audit[@]}"} \
     ${extra[@]+"${extra[@]}"} >>"$DIR/apiserver.log" 2>&1 &
   echo $! > "$DIR/apiserver.pid"
   for _ in $(seq 1 600); do

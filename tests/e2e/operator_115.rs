@@ -1,17 +1,27 @@
 //! The seed's bug with the real code: cilium-operator v1.15.6's identity GC
 //! next to agents running Cilium 1.15.6's own identity allocation code, then
-//! `kubectl cilium-gc delete` as the least-privileged user. Issue 25, 4.1.
+//! `kubectl cilium-gc delete` as the least-privileged user. Issue 25, 4.1;
+//! issue 33, items 1 and 2 (judged by the server's audit log).
 
 use std::time::Duration;
+
+use serde_json::json;
 
 use crate::support::cluster::Cluster;
 use crate::support::operator::{Operator, Version};
 use crate::support::workload::{
-    churn_until_a_1_15_pass_conflicts, plugin_under_churn, seed_old, GC_FLAGS,
+    churn_until_a_1_15_delete_conflicts, plugin_under_churn, record, seed_old, GC_FLAGS,
 };
 
+/// 1.15.6 alone: at least one pass ends at a 409 on its delete, and after
+/// the churn (at least 75 s, at least 3 passes begun) more than a quarter of
+/// the seeded stale identities are still there (v1.19.3 clears them all in
+/// under a minute under the same churn, `operator_current`). Then the
+/// plugin, next to it, deletes every identity that was due (audit log), none
+/// in use at the instant of its delete.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn real_1_15_operator_passes_end_at_409s_and_the_plugin_deletes_every_stale_identity() {
+async fn real_1_15_operator_ends_passes_at_409s_on_delete_leaving_stale_identities_the_plugin_deletes_every_due_one(
+) {
     let Some(cluster) = Cluster::up(&[]) else {
         return;
     };
@@ -19,13 +29,63 @@ async fn real_1_15_operator_passes_end_at_409s_and_the_plugin_deletes_every_stal
         return;
     };
     let old = seed_old(&cluster, Version::V115).await;
-    // 75 s, then on until a pass has ended at a 409: 1.15.6's passes end at
-    // 409s (on the mark update and on the delete), and the stale identities
-    // are not all collected.
-    churn_until_a_1_15_pass_conflicts(&cluster, &operator, &old, Duration::from_secs(75)).await;
+    let run =
+        churn_until_a_1_15_delete_conflicts(&cluster, &operator, &old, Duration::from_secs(75))
+            .await;
+    let last = run.samples.last().expect("sampled");
+    assert!(
+        run.passes_seen() >= 3.0,
+        "several passes began: {}",
+        run.passes_seen()
+    );
+    assert!(
+        last.old_left * 4 > old.len(),
+        "1.15.6 left more than a quarter of the stale identities: {} of {}",
+        last.old_left,
+        old.len()
+    );
+    let left = format!(
+        "cilium-operator {}: {} of {} stale identities left after {} s and {} passes begun; passes ended at a 409 on delete: {}",
+        run.version,
+        last.old_left,
+        old.len(),
+        last.at.as_secs(),
+        run.passes_seen(),
+        run.log.delete_errors.conflict
+    );
+    eprintln!("{left}");
 
     // The plugin, as `cilium-gc`, under the same churn, next to 1.15.6.
     let verdict = plugin_under_churn(&cluster, Version::V115, &old, &[]).await;
     eprintln!("{verdict}");
     verdict.assert_sound();
+    let bound = verdict.assert_lower_bound();
+    eprintln!("{bound}");
+    let [ours, theirs] = verdict.judge_deletes();
+    eprintln!("{ours}");
+    eprintln!("{theirs}");
+    assert!(theirs.deletes > 0, "the operator deleted too: {theirs}");
+    // No less safe than the operator: of our deletes, no larger a share hit
+    // a key an agent still held (its name came back with the same labels).
+    assert!(
+        ours.held_key_rate() <= theirs.held_key_rate(),
+        "held-key deletes: ours {ours}; the operator's {theirs}"
+    );
+    record(
+        "operator_115",
+        json!({
+            "release": run.version,
+            "staleSeeded": old.len(),
+            "staleLeft": last.old_left,
+            "seconds": last.at.as_secs(),
+            "passesBegun": run.passes_seen(),
+            "passesEndedAt409OnDelete": run.log.delete_errors.conflict,
+            "passesEndedAt409OnMark": run.log.mark_errors.conflict,
+            "plugin": verdict.report["summary"],
+            "lowerBound": bound,
+            "auditPlugin": ours.to_json(),
+            "auditOperator": theirs.to_json(),
+            "printed": [left, verdict.to_string(), bound, ours.to_string(), theirs.to_string()],
+        }),
+    );
 }

@@ -6,19 +6,23 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
+use crate::support::audit::{Actor, Resource, Verb, Write};
 use crate::support::cluster::Cluster;
 use crate::support::operator::{Operator, Version, World};
 use crate::support::workload::{
-    churn_under_operator, plugin_under_churn, seed_old, GC_FLAGS, PLUGIN_TIMEOUT,
+    churn_under_operator, operator_identity_writes, plugin_under_churn, record, seed_old, GC_FLAGS,
+    PLUGIN_TIMEOUT, PLUGIN_TIMEOUT_DURATION,
 };
 use crate::support::{assert_exit, report, run, summary};
 
-/// 4.1, the same workload as `operator_115`: a 409 on delete is skipped,
-/// so no pass ends at one.
+/// 4.1, the same workload as `operator_115`: a 409 on delete is skipped
+/// (logged at warn level, `Could not delete identity due to conflict`;
+/// v1.19.3's `operator/identitygc/crd_gc.go`), so passes go on, and at the
+/// end of the churn no stale identity is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn current_operator_under_the_seeds_workload_skips_409s_on_delete() {
+async fn current_operator_skips_409s_on_delete_and_leaves_no_stale_identity() {
     let Some(cluster) = Cluster::up(&[]) else {
         return;
     };
@@ -26,32 +30,81 @@ async fn current_operator_under_the_seeds_workload_skips_409s_on_delete() {
         return;
     };
     let old = seed_old(&cluster, Version::Current).await;
+    // 75 s at least, then on until a 409 on delete was skipped (at most 180 s).
     let run = churn_under_operator(
         &cluster,
         &operator,
         Version::Current,
         &old,
-        (Duration::from_secs(75), Duration::from_secs(75)),
-        |_| true,
+        (Duration::from_secs(75), Duration::from_secs(180)),
+        |log| log.conflicts_skipped >= 1,
     )
     .await;
     eprintln!("{run}");
+    run.assert_premise();
+    let audit = cluster.audit();
+    let refused = operator_identity_writes(&audit, Verb::Delete, 409);
+    assert!(
+        run.log.conflicts_skipped >= 1,
+        "a 409 on delete was skipped: {:?}",
+        run.log
+    );
+    assert!(
+        refused >= run.log.conflicts_skipped,
+        "every skipped 409 is a delete the server answered 409 (audit log: {refused})"
+    );
     assert_eq!(
         run.log.delete_errors.conflict, 0,
-        "a 409 on delete no longer ends a pass: {:?}",
+        "no pass ended at a 409 on delete: {:?}",
         run.log
     );
     assert!(
         run.samples.iter().any(|s| s.successful_runs > 0.0),
         "passes complete: {run}"
     );
+    let last = run.samples.last().expect("sampled");
+    assert_eq!(last.old_left, 0, "no stale identity left: {run}");
+    let line = format!(
+        "cilium-operator {}: {} 409s on delete skipped ({} deletes answered 409 in the audit log), 0 passes ended at one, {} of {} stale identities left after {} s",
+        run.version,
+        run.log.conflicts_skipped,
+        refused,
+        last.old_left,
+        old.len(),
+        last.at.as_secs()
+    );
+    eprintln!("{line}");
+    let judged = audit.judge(PLUGIN_TIMEOUT_DURATION);
+    let theirs = judged.tally(&Actor::Operator);
+    assert!(theirs.deletes > 0, "{theirs}");
+    eprintln!("{theirs}");
+    record(
+        "operator_current_alone",
+        json!({
+            "release": run.version,
+            "staleSeeded": old.len(),
+            "staleLeft": last.old_left,
+            "seconds": last.at.as_secs(),
+            "conflictsSkipped": run.log.conflicts_skipped,
+            "deletesAnswered409": refused,
+            "auditOperator": theirs.to_json(),
+            "printed": [run.to_string(), line, theirs.to_string()],
+        }),
+    );
 }
 
 /// 4.2: the plugin deletes while today's operator collects the same
-/// identities. Nothing in use deleted, every stale identity gone, the report
-/// equal to the server; the operator's passes our deletes ended are counted.
+/// identities. Nothing in use deleted (audit log, at the instant of each
+/// delete), every stale identity gone, the report equal to the server; the
+/// report's `already-gone` are exactly the planned identities the operator
+/// deleted during the run (audit log; less any whose name came back
+/// before our attempt); the operator passes our deletes ended (a 404 on its
+/// delete or mark) are the operator's writes the server answered 404, each
+/// on a name we deleted, at most one per GC interval (2 s) from our first
+/// delete to its last 404.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn plugin_next_to_the_current_operator_collecting_the_same_identities() {
+async fn plugin_next_to_the_current_operator_already_gone_are_its_deletes_and_our_deletes_end_few_passes(
+) {
     let Some(cluster) = Cluster::up(&[]) else {
         return;
     };
@@ -63,39 +116,129 @@ async fn plugin_next_to_the_current_operator_collecting_the_same_identities() {
     wait_marked(&cluster, &old).await;
     // Past our timeout (5 s) for the plugin; the operator deletes meanwhile.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let before = operator.passes();
     let verdict = plugin_under_churn(&cluster, Version::Current, &old, &[]).await;
-    let after = operator.passes();
     eprintln!("{verdict}");
-    eprintln!(
-        "cilium-operator {}: passes ended during the plugin's run: by 404 on delete {}, by mark errors {} (409 {}, 404 {}), other {}; 409s on delete skipped {}",
-        crate::support::operator::release(Version::Current),
-        after.delete_errors.not_found - before.delete_errors.not_found,
-        after.mark_errors.total() - before.mark_errors.total(),
-        after.mark_errors.conflict - before.mark_errors.conflict,
-        after.mark_errors.not_found - before.mark_errors.not_found,
-        after.delete_errors.other - before.delete_errors.other,
-        after.conflicts_skipped - before.conflicts_skipped,
-    );
     verdict.assert_sound();
-    // The operator collected some of the same identities: ours were
-    // already gone for it, or its for us.
+    let [ours, theirs] = verdict.judge_deletes();
+    eprintln!("{ours}");
+    eprintln!("{theirs}");
+    // No less safe than the operator: of our deletes, no larger a share hit
+    // a key an agent still held (its name came back with the same labels).
     assert!(
-        verdict.summary("deleted") > 0,
-        "the plugin deleted: {}",
-        verdict.report["summary"]
+        ours.held_key_rate() <= theirs.held_key_rate(),
+        "held-key deletes: ours {ours}; the operator's {theirs}"
     );
+
+    // already-gone = the operator's deletes of planned identities.
+    let planned: BTreeSet<String> = verdict
+        .items()
+        .iter()
+        .filter(|i| i["outcome"] != "skipped")
+        .filter_map(|i| i["name"].as_str().map(str::to_string))
+        .collect();
+    let judged = verdict.audit.judge(PLUGIN_TIMEOUT_DURATION);
+    let operator_deleted: BTreeSet<String> = judged
+        .deletes
+        .iter()
+        .filter(|d| d.actor == Actor::Operator && d.at >= verdict.started)
+        .filter(|d| planned.contains(&d.name))
+        .map(|d| d.name.clone())
+        .collect();
+    let gone = verdict.names_with("already-gone");
+    assert!(
+        gone.is_subset(&operator_deleted),
+        "every already-gone was the operator's delete (audit log): {:?}",
+        gone.difference(&operator_deleted).collect::<Vec<_>>()
+    );
+    for name in operator_deleted.difference(&gone) {
+        assert!(
+            judged
+                .deletes
+                .iter()
+                .any(|d| &d.name == name && d.actor == Actor::Operator && d.came_back.is_some()),
+            "{name}: the operator deleted it during our run, and it did not come back, yet the report does not say already-gone"
+        );
+    }
+
     // After the run the operator goes on: every old identity ends gone. By
     // label set, not name: a freed id may now carry a job's new identity.
     let client = cluster.admin().await;
+    let mut left = usize::MAX;
     for _ in 0..60 {
-        let w = World::read(&client).await;
-        if w.of_label("old").is_empty() {
-            return;
+        left = World::read(&client).await.of_label("old").len();
+        if left == 0 {
+            break;
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
-    panic!("stale identities left after the plugin and the operator");
+    assert_eq!(
+        left, 0,
+        "stale identities left after the plugin and the operator"
+    );
+
+    // The passes our deletes ended, counted once the operator has caught up
+    // (no one else deletes identities: every 404 it met follows ours).
+    let log = operator.passes();
+    let audit = cluster.audit();
+    let not_found: Vec<&Write> = audit
+        .writes()
+        .iter()
+        .filter(|w| w.actor == Actor::Operator && w.resource == Resource::Identity)
+        .filter(|w| w.code == 404)
+        .collect();
+    let ended_by_404 = log.delete_errors.not_found + log.mark_errors.not_found;
+    assert_eq!(
+        ended_by_404,
+        not_found.len(),
+        "each pass the operator's log says a 404 ended is a write the server answered 404"
+    );
+    let ours_deleted = judged.deleted_by(&Actor::Plugin);
+    for w in &not_found {
+        assert!(
+            ours_deleted.contains(&w.name),
+            "the operator's 404 on {} follows our delete",
+            w.name
+        );
+    }
+    // A pass ends at its first failed write, and passes start a GC interval
+    // (2 s) apart: at most one per interval from our first delete on.
+    let first = audit
+        .first_identity_delete(&Actor::Plugin)
+        .expect("we deleted")
+        .done;
+    let span = not_found
+        .iter()
+        .map(|w| w.done.duration_since(first).as_secs_f64())
+        .fold(0.0, f64::max);
+    let bound = (span / 2.0).ceil() as usize + 1;
+    assert!(
+        ended_by_404 <= bound,
+        "at most one pass per 2 s GC interval: {ended_by_404} in {span:.1} s"
+    );
+    let line = format!(
+        "cilium-operator {}: {} planned identities it deleted during our run, {} of them already-gone in our report; {} of its passes ended by our deletes (404 on delete or mark, audit log) within {:.1} s of our first delete (bound {}); 409s on delete skipped {}",
+        crate::support::operator::release(Version::Current),
+        operator_deleted.len(),
+        gone.len(),
+        ended_by_404,
+        span,
+        bound,
+        log.conflicts_skipped,
+    );
+    eprintln!("{line}");
+    record(
+        "operator_current_coexistence",
+        json!({
+            "plugin": verdict.report["summary"],
+            "operatorDeletedPlanned": operator_deleted.len(),
+            "alreadyGone": gone.len(),
+            "passesEndedByOurDeletes": ended_by_404,
+            "spanSeconds": span,
+            "auditPlugin": ours.to_json(),
+            "auditOperator": theirs.to_json(),
+            "printed": [verdict.to_string(), ours.to_string(), theirs.to_string(), line],
+        }),
+    );
 }
 
 /// Wait (at most 60 s) until the operator has marked every old identity
@@ -131,9 +274,13 @@ fn reasons(r: &Value) -> BTreeMap<String, String> {
 }
 
 /// 4.3: marks both ways, and an operator restart changes none of the
-/// plugin's decisions.
+/// plugin's decisions. The operator deletes on our marks without marking
+/// those identities itself (its log and the audit log: no update of them by
+/// it), while it does mark others (the positive control: the same readings
+/// see its marks on the identities it finds unmarked).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn heartbeat_marks_both_ways_with_the_current_operator() {
+async fn current_operator_collects_our_marks_without_its_own_and_we_read_its_marks_alike_across_a_restart(
+) {
     let Some(cluster) = Cluster::up(&[]) else {
         return;
     };
@@ -189,6 +336,16 @@ async fn heartbeat_marks_both_ways_with_the_current_operator() {
         log.marked.is_disjoint(&ours),
         "the operator deleted on our marks, without marking them itself"
     );
+    let updates_of = |names: &BTreeSet<String>| {
+        cluster
+            .audit()
+            .writes()
+            .iter()
+            .filter(|w| w.actor == Actor::Operator && w.resource == Resource::Identity)
+            .filter(|w| w.verb != Verb::Delete && w.took_effect() && names.contains(&w.name))
+            .count()
+    };
+    assert_eq!(updates_of(&ours), 0, "the server saw no mark of ours by it");
     operator.stop();
 
     // (b) Marked by the real operator: the plugin reads its marks
@@ -217,6 +374,14 @@ async fn heartbeat_marks_both_ways_with_the_current_operator() {
     ];
     let operator = Operator::up(&cluster, Version::Current, &slow).expect("operator");
     wait_marked(&cluster, &theirs).await;
+    // The positive control: its log and the server show its marks.
+    let marked = operator.passes().marked;
+    assert!(
+        !marked.is_disjoint(&theirs),
+        "the operator's log shows it marked identities it found unmarked"
+    );
+    let audited = updates_of(&theirs);
+    assert!(audited > 0, "the server saw its marks");
     let scan = |args: &'static [&'static str]| {
         let gc = gc.clone();
         async move {

@@ -5,8 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
+use std::time::Duration;
 
+use crate::support::audit::Audit;
 use crate::support::repo_path;
 
 /// One running real cluster: etcd, kube-apiserver, the Cilium CRDs,
@@ -14,6 +17,8 @@ use crate::support::repo_path;
 pub struct Cluster {
     dir: PathBuf,
     env: BTreeMap<String, String>,
+    /// Judge the audit log when dropped (a negative control turns it off).
+    judge_on_drop: AtomicBool,
 }
 
 /// The tools the build and the script need, beyond the Rust toolchain.
@@ -127,7 +132,11 @@ impl Cluster {
             "the release cluster.sh started ({})",
             dir.display()
         );
-        Some(Cluster { dir, env })
+        Some(Cluster {
+            dir,
+            env,
+            judge_on_drop: AtomicBool::new(true),
+        })
     }
 
     /// The directory that holds everything of the cluster (and of a real
@@ -207,6 +216,17 @@ impl Cluster {
         self.script("start-apiserver");
     }
 
+    /// The kube-apiserver's audit log so far (`DIR/audit.log`).
+    pub fn audit(&self) -> Audit {
+        Audit::read(&self.dir)
+    }
+
+    /// This test deleted identities in use as the plugin's user on purpose
+    /// (a negative control of the checker): skip the check on drop.
+    pub fn violations_expected(&self) {
+        self.judge_on_drop.store(false, Ordering::Relaxed);
+    }
+
     /// Compact etcd at its current revision: every continue token and
     /// resourceVersion taken before is expired. Returns the revision.
     pub fn compact(&self) -> u64 {
@@ -219,12 +239,28 @@ impl Cluster {
 }
 
 impl Drop for Cluster {
+    /// Stop the cluster, then judge its audit log: a test whose cluster saw
+    /// the plugin's user delete an identity in use, or send an identity
+    /// delete without `{uid, resourceVersion}` preconditions, fails here,
+    /// whatever it asserted itself (unless it is already failing).
     fn drop(&mut self) {
+        let judge = self.judge_on_drop.load(Ordering::Relaxed);
+        let audit =
+            (judge && !std::thread::panicking() && audit_on()).then(|| Audit::read(&self.dir));
         let _ = Command::new(repo_path("tests/apiserver/cluster.sh"))
             .arg("down")
             .arg(&self.dir)
             .output();
+        if let Some(audit) = audit {
+            audit.judge(Duration::ZERO).assert_no_plugin_violation();
+            audit.assert_plugin_deletes_carry_preconditions();
+        }
     }
+}
+
+/// cluster.sh writes the audit log unless `KCG_APISERVER_AUDIT=off`.
+fn audit_on() -> bool {
+    std::env::var("KCG_APISERVER_AUDIT").as_deref() != Ok("off")
 }
 
 /// A kube client from a kubeconfig file, without kube's own retries (so a

@@ -1,5 +1,6 @@
 //! Code shared by the real-apiserver tests.
 
+pub mod audit;
 pub mod cluster;
 pub mod objects;
 pub mod operator;

@@ -300,7 +300,9 @@ impl GcMetrics {
     }
 }
 
-/// The agents' summary (`cilium-agents` prints it when it ends).
+/// The agents' summary (`cilium-agents` prints it when it ends). Every
+/// field it prints, whether or not a test reads it yet.
+#[allow(dead_code)]
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentsSummary {
@@ -429,6 +431,8 @@ pub struct Ident {
     pub app: String,
     /// It carries `io.cilium.heartbeat`.
     pub marked: bool,
+    /// The mark's time (RFC 3339, as the operator and the plugin write it).
+    pub marked_at: Option<jiff::Timestamp>,
     /// `metadata.uid`: a re-created identity of the same name is another object.
     pub uid: String,
 }
@@ -463,15 +467,22 @@ impl World {
                     .as_str()
                     .unwrap_or_default()
                     .to_string();
-                let marked = o
+                let mark = o
                     .metadata
                     .annotations
                     .as_ref()
-                    .is_some_and(|a| a.contains_key(HEARTBEAT));
+                    .and_then(|a| a.get(HEARTBEAT));
+                let marked = mark.is_some();
+                let marked_at = mark.and_then(|m| m.parse().ok());
                 let uid = o.metadata.uid.clone().unwrap_or_default();
                 (
                     o.metadata.name.unwrap_or_default(),
-                    Ident { app, marked, uid },
+                    Ident {
+                        app,
+                        marked,
+                        marked_at,
+                        uid,
+                    },
                 )
             })
             .collect();

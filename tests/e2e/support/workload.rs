@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::support::audit::{Actor, Audit, Resource, Verb};
 use crate::support::cluster::Cluster;
 use crate::support::operator::{Agents, AgentsSummary, GcLog, Operator, Version, World};
 use crate::support::{finish, plugin, report};
@@ -172,18 +173,33 @@ impl fmt::Display for ChurnRun {
                 s.successful_runs
             )?;
         }
-        for (group, a) in [("warm", &self.warm), ("job", &self.jobs)] {
-            writeln!(
-                f,
-                "  agents {group}: {} allocations, {} pods ended, {} allocation errors, {} write errors",
-                a.allocations, a.pods_ended, a.allocation_errors, a.write_errors
-            )?;
-        }
         write!(
             f,
             "  passes ended: mark update {:?}, delete {:?}; 409s on delete skipped: {}",
             self.log.mark_errors, self.log.delete_errors, self.log.conflicts_skipped
         )
+    }
+}
+
+impl ChurnRun {
+    /// What the display says of the workload holds: Cilium's allocator
+    /// stripped marks, job pods ran, the samples were taken.
+    pub fn assert_premise(&self) {
+        assert!(
+            self.warm.requests("PUT", "ciliumidentities", "200") > 0,
+            "Cilium's allocator stripped marks: {:?}",
+            self.warm.requests
+        );
+        assert!(self.jobs.pods_started > 0, "job pods ran: {:?}", self.jobs);
+        assert!(!self.samples.is_empty(), "the churn was sampled");
+    }
+
+    /// Passes the operator began during the churn, at least: those a failed
+    /// write ended and those it completed (the last sample).
+    pub fn passes_seen(&self) -> f64 {
+        self.samples
+            .last()
+            .map_or(0.0, |s| s.passes_ended as f64 + s.successful_runs)
     }
 }
 
@@ -243,6 +259,7 @@ pub async fn churn_until_a_1_15_pass_conflicts(
     let run =
         churn_under_operator(cluster, operator, Version::V115, old, window, ended_at_409).await;
     eprintln!("{run}");
+    run.assert_premise();
     let log = operator.passes();
     assert!(
         ended_at_409(&log),
@@ -253,8 +270,52 @@ pub async fn churn_until_a_1_15_pass_conflicts(
     run
 }
 
+/// The seed's bug as 1.15 alone shows it: churn under cilium-operator 1.15
+/// for at least `min`, then on until one of its passes has ended at a 409
+/// **on its delete** (a 409 on the mark update, which current releases
+/// still end a pass at, does not count), at most 180 s. Asserts that
+/// premise from its log and from the server's audit log (an operator delete
+/// answered 409).
+pub async fn churn_until_a_1_15_delete_conflicts(
+    cluster: &Cluster,
+    operator: &Operator,
+    old: &BTreeSet<String>,
+    min: Duration,
+) -> ChurnRun {
+    let on_delete = |log: &GcLog| log.delete_errors.conflict >= 1;
+    let window = (min, Duration::from_secs(180));
+    let run = churn_under_operator(cluster, operator, Version::V115, old, window, on_delete).await;
+    eprintln!("{run}");
+    run.assert_premise();
+    assert!(
+        on_delete(&run.log),
+        "a 1.15.6 pass ended at a 409 on delete: {:?}",
+        run.log.delete_errors
+    );
+    let conflicts = operator_identity_writes(&cluster.audit(), Verb::Delete, 409);
+    assert!(
+        conflicts >= 1,
+        "the audit log shows the operator's delete answered 409"
+    );
+    run
+}
+
+/// The operator's writes of `verb` to CiliumIdentities the server answered `code`.
+pub fn operator_identity_writes(audit: &Audit, verb: Verb, code: u16) -> usize {
+    audit
+        .writes()
+        .iter()
+        .filter(|w| w.actor == Actor::Operator && w.resource == Resource::Identity)
+        .filter(|w| w.verb == verb && w.code == code)
+        .count()
+}
+
 /// A `delete` by the plugin as `cilium-gc` while the agents churn.
 pub struct Verdict {
+    /// When the plugin was started (right before `before` was read).
+    pub started: jiff::Timestamp,
+    /// The server's audit log, read once the churn ended.
+    pub audit: Audit,
     pub report: Value,
     pub exit: Option<i32>,
     pub before: World,
@@ -274,6 +335,7 @@ pub async fn plugin_under_churn(
     let client = cluster.admin().await;
     let churn = spawn_churn(cluster, version, Duration::from_secs(30), 30, None);
     tokio::time::sleep(Duration::from_secs(3)).await;
+    let started = jiff::Timestamp::now();
     let before = World::read(&client).await;
     let mut cmd = plugin();
     cmd.arg("--kubeconfig")
@@ -289,6 +351,8 @@ pub async fn plugin_under_churn(
     let agents = churn.await.expect("agents task");
     let after = World::read(&client).await;
     Verdict {
+        started,
+        audit: cluster.audit(),
         report: report(&out),
         exit: out.status.code(),
         before,
@@ -334,7 +398,8 @@ impl Verdict {
         self.report["items"].as_array().map_or(&[], Vec::as_slice)
     }
 
-    fn names_with(&self, outcome: &str) -> BTreeSet<String> {
+    /// Names of the report's items with `outcome` (`deleted`, `already-gone`).
+    pub fn names_with(&self, outcome: &str) -> BTreeSet<String> {
         self.items()
             .iter()
             .filter(|i| i["outcome"] == outcome)
@@ -445,4 +510,130 @@ impl fmt::Display for Verdict {
             self.after.dangling().len(),
         )
     }
+}
+
+/// [`PLUGIN_TIMEOUT`] as a duration.
+pub const PLUGIN_TIMEOUT_DURATION: Duration = Duration::from_secs(5);
+
+impl Verdict {
+    /// Stale identities the run had to delete unless another deleted them
+    /// first or an agent took them back: `old-`/`job-` identities no
+    /// endpoint used when the plugin started whose mark was already older
+    /// than its heartbeat timeout (so older still at its scan).
+    pub fn due(&self) -> BTreeSet<String> {
+        let Ok(cut) = self
+            .started
+            .checked_sub(jiff::SignedDuration::try_from(PLUGIN_TIMEOUT_DURATION).unwrap())
+        else {
+            return BTreeSet::new();
+        };
+        let unused = self.before.unused("old");
+        unused
+            .union(&self.before.unused("job"))
+            .filter(|n| {
+                self.before.identities[*n]
+                    .marked_at
+                    .is_some_and(|at| at <= cut)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// The lower bound on the plugin's deletes, by the audit log: of the
+    /// [`Verdict::due`] identities, the plugin deleted every one that no one
+    /// else deleted and no agent wrote (took back) after it started.
+    /// Returns the line it prints.
+    pub fn assert_lower_bound(&self) -> String {
+        let due = self.due();
+        let after = |w: &&crate::support::audit::Write| w.received >= self.started;
+        let deleted = |actor: &Actor| -> BTreeSet<&str> {
+            self.audit
+                .identity_deletes()
+                .filter(after)
+                .filter(|w| &w.actor == actor && due.contains(&w.name))
+                .map(|w| w.name.as_str())
+                .collect()
+        };
+        let ours = deleted(&Actor::Plugin);
+        let others: BTreeSet<&str> = self
+            .audit
+            .identity_deletes()
+            .filter(after)
+            .filter(|w| w.actor != Actor::Plugin && due.contains(&w.name))
+            .map(|w| w.name.as_str())
+            .collect();
+        let taken_back: BTreeSet<&str> = self
+            .audit
+            .writes()
+            .iter()
+            .filter(after)
+            .filter(|w| w.actor == Actor::Agents && w.resource == Resource::Identity)
+            // A mark stripped (an update); a create of a due name can only
+            // follow its delete (a new identity given the freed id).
+            .filter(|w| w.took_effect() && matches!(w.verb, Verb::Update | Verb::Patch))
+            .filter(|w| due.contains(&w.name))
+            .map(|w| w.name.as_str())
+            .collect();
+        let line = format!(
+            "lower bound (audit log): {} stale identities due when the plugin started; it deleted {} of them, others {}, agents took back {} (bound {})",
+            due.len(),
+            ours.len(),
+            others.len(),
+            taken_back.len(),
+            due.len().saturating_sub(others.len() + taken_back.len()),
+        );
+        assert!(!due.is_empty(), "stale identities were due: {line}");
+        for name in &due {
+            assert!(
+                ours.contains(name.as_str())
+                    || others.contains(name.as_str())
+                    || taken_back.contains(name.as_str()),
+                "{name} was due, and no one deleted or took it back: {line}"
+            );
+        }
+        line
+    }
+
+    /// The plugin's and the operator's identity deletes in the whole log
+    /// (the churn under the operator and the plugin's run), judged with the
+    /// plugin's heartbeat timeout as the window for both. Asserts the
+    /// plugin's: at least one delete, each with `{uid, resourceVersion}`
+    /// preconditions, none referenced at that instant, none of an identity
+    /// an agent wrote within its timeout before.
+    pub fn judge_deletes(&self) -> [crate::support::audit::Tally; 2] {
+        let judged = self.audit.judge(PLUGIN_TIMEOUT_DURATION);
+        judged.assert_no_plugin_violation();
+        self.audit.assert_plugin_deletes_carry_preconditions();
+        let ours = judged.tally(&Actor::Plugin);
+        let operator = judged.tally(&Actor::Operator);
+        assert!(ours.deletes > 0, "{ours}");
+        assert_eq!(ours.referenced, 0, "{ours}");
+        assert_eq!(
+            ours.agent_wrote_before, 0,
+            "the plugin deleted an identity an agent wrote within its heartbeat timeout: {ours}"
+        );
+        [ours, operator]
+    }
+}
+
+/// With `KCG_RECORD=1`, store `figures` under `key` in
+/// bench/results-real-cilium.json (the raw numbers behind
+/// docs/real-cilium.md), keeping what other tests stored.
+pub fn record(key: &str, figures: Value) {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    if std::env::var("KCG_RECORD").as_deref() != Ok("1") {
+        return;
+    }
+    let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let path = crate::support::repo_path("bench/results-real-cilium.json");
+    let mut all: Value = std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or_else(|| serde_json::json!({}));
+    all[key] = serde_json::json!({
+        "recorded": jiff::Timestamp::now().to_string(),
+        "figures": figures,
+    });
+    let text = serde_json::to_string_pretty(&all).expect("JSON") + "\n";
+    std::fs::write(&path, text).expect("bench/results-real-cilium.json written");
 }

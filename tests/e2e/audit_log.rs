@@ -1,0 +1,135 @@
+//! The audit-log checker can fail (issue 33, item 1, negative control):
+//! identities deleted while a CiliumEndpoint or a CiliumEndpointSlice
+//! references them are flagged, by whoever deleted them; one whose endpoint
+//! was deleted first is not; a dry run deletes nothing.
+
+use std::time::Duration;
+
+use kube::api::DeleteParams;
+
+use crate::support::audit::{Actor, Resource, Verb};
+use crate::support::cluster::{client_for, Cluster};
+use crate::support::objects::{api, create_all, endpoint, identity, namespace, slice, Kind};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_log_flags_identities_deleted_while_an_endpoint_or_slice_references_them() {
+    let Some(cluster) = Cluster::up(&[]) else {
+        return;
+    };
+    let admin = cluster.admin().await;
+    create_all(&admin, vec![namespace("team-0")]).await;
+    create_all(
+        &admin,
+        vec![
+            identity(1000, "team-0", None),
+            identity(1001, "team-0", None),
+            identity(1002, "team-0", None),
+            identity(1003, "team-0", None),
+            endpoint("team-0", "pod-1000", 1000),
+            endpoint("team-0", "pod-1002", 1002),
+            slice("ces-1", "team-0", &[("pod-1001".into(), 1001)]),
+            endpoint("team-0", "pod-1003", 1003),
+        ],
+    )
+    .await;
+    let ids = api(&admin, Kind::Identity, None);
+    let ceps = api(&admin, Kind::Endpoint, Some("team-0"));
+    // 1002's endpoint goes first: no longer referenced when it is deleted.
+    ceps.delete("pod-1002", &DeleteParams::default())
+        .await
+        .expect("endpoint deleted");
+    // A dry run of 1003's delete writes nothing.
+    ids.delete("1003", &DeleteParams::default().dry_run())
+        .await
+        .expect("dry run");
+    for id in ["1000", "1001", "1002"] {
+        ids.delete(id, &DeleteParams::default())
+            .await
+            .expect("identity deleted");
+    }
+    // The same delete by the plugin's user, through the API (the plugin
+    // itself would refuse): a violation.
+    create_all(&admin, vec![identity(1000, "team-0", None)]).await;
+    let gc = api(
+        &client_for(&cluster.gc_kubeconfig()).await,
+        Kind::Identity,
+        None,
+    );
+    gc.delete("1000", &DeleteParams::default())
+        .await
+        .expect("the published RBAC may delete identities");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let no_preconditions =
+        std::panic::catch_unwind(|| cluster.audit().assert_plugin_deletes_carry_preconditions());
+    assert!(
+        no_preconditions.is_err(),
+        "a delete by cilium-gc without preconditions is flagged"
+    );
+
+    let audit = cluster.audit();
+    let judged = audit.judge(Duration::from_secs(5));
+    let admin_user = Actor::Other("admin".into());
+    let flagged = |name: &str, actor: &Actor| -> Vec<String> {
+        let d: Vec<_> = judged
+            .deletes
+            .iter()
+            .filter(|d| d.name == name && &d.actor == actor)
+            .collect();
+        assert_eq!(d.len(), 1, "one delete of {name} by {actor}: {d:?}");
+        d[0].referenced_by.clone()
+    };
+    assert_eq!(
+        flagged("1000", &admin_user),
+        ["Endpoint team-0/pod-1000"],
+        "referenced by its endpoint"
+    );
+    assert_eq!(
+        flagged("1001", &admin_user),
+        ["Slice ces-1"],
+        "referenced by its slice"
+    );
+    assert!(
+        flagged("1002", &admin_user).is_empty(),
+        "its endpoint was deleted first"
+    );
+    assert!(
+        judged.deletes.iter().all(|d| d.name != "1003"),
+        "a dry run deletes nothing"
+    );
+    assert!(
+        audit
+            .writes()
+            .iter()
+            .any(|w| w.resource == Resource::Identity && w.verb == Verb::Delete && w.dry_run),
+        "the dry run is in the log, read as one"
+    );
+    // 1000 came back (created again by admin, same label set), then the
+    // plugin's user deleted it while referenced.
+    let first = judged.deletes.iter().find(|d| d.name == "1000").unwrap();
+    let back = first.came_back.as_ref().expect("1000 came back");
+    assert!(back.same_labels && back.actor == admin_user, "{back:?}");
+    assert_eq!(
+        flagged("1000", &Actor::Plugin),
+        ["Endpoint team-0/pod-1000"]
+    );
+    let recreated = audit
+        .first_identity_create(first.at)
+        .expect("1000 created again");
+    assert_eq!(
+        (recreated.name.as_str(), recreated.user.as_str()),
+        ("1000", "admin")
+    );
+    let violations = judged.violations();
+    assert_eq!(violations.len(), 1, "{violations:?}");
+    assert_eq!(
+        audit
+            .first_identity_delete(&Actor::Plugin)
+            .map(|w| w.name.as_str()),
+        Some("1000")
+    );
+    let result = std::panic::catch_unwind(|| judged.assert_no_plugin_violation());
+    assert!(result.is_err(), "the plugin's violation fails a test");
+    // This test made the violation on purpose: the cluster's own check
+    // (on drop) is told so.
+    cluster.violations_expected();
+}
