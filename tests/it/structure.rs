@@ -6,8 +6,9 @@
 //!
 //! The import graph is read from the source text: a module is a file; an
 //! arrow goes from a file to the file of every `crate::`/`super::` path it
-//! names (in `use` lines, grouped `{...}` included, and inline), cut at the
-//! deepest module file the path reaches. A module's own parents and children
+//! names (in `use` lines, grouped `{...}` included, and inline; not in a
+//! `pub use`, which only hands a name on), cut at the deepest module file
+//! the path reaches. A module's own parents and children
 //! are not arrows (the `mod` tree itself: a child uses what its parent holds,
 //! a parent re-exports its children). Code after `#[cfg(test)]` is a test
 //! and is not read.
@@ -77,7 +78,11 @@ fn the_circle_finder_finds_a_circle() {
     // The premise of the test above: a circle is seen when there is one.
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("lib.rs"), "mod a;\nmod b;\nmod c;\n").unwrap();
-    std::fs::write(dir.path().join("a.rs"), "use crate::b::{X, Y};\n").unwrap();
+    std::fs::write(
+        dir.path().join("a.rs"),
+        "#[cfg(test)]\nmod tests;\nuse crate::b::{X, Y};\n",
+    )
+    .unwrap();
     std::fs::write(dir.path().join("b.rs"), "pub fn f() { crate::a::g() }\n").unwrap();
     std::fs::write(
         dir.path().join("c.rs"),
@@ -116,15 +121,27 @@ fn import_graph(root: &Path) -> Graph {
     graph
 }
 
-/// The source up to its first `#[cfg(test)]`, comments dropped.
+/// The shipped source: comments, re-exports and test code dropped. A
+/// `pub use` hands a name on (a module's public face, as `model`
+/// re-exports `usage::UsageObject`); the module's own code does not use
+/// it. Test code is what follows `#[cfg(test)]`: an inline `mod tests {`
+/// ends the shipped part, a `mod tests;` line is skipped.
 fn shipped_part(source: &str) -> String {
     let mut out = String::new();
-    for line in source.lines() {
+    let mut lines = source.lines();
+    while let Some(line) = lines.next() {
         let t = line.trim_start();
         if t.starts_with("#[cfg(test)]") {
-            break;
+            match lines.next() {
+                Some(next) if next.trim_end().ends_with('{') => break,
+                _ => continue,
+            }
         }
-        if t.starts_with("//") {
+        let re_export = t.starts_with("pub use ")
+            || (t.starts_with("pub(")
+                && t.split_once(") ")
+                    .is_some_and(|(_, r)| r.starts_with("use ")));
+        if t.starts_with("//") || re_export {
             continue;
         }
         out.push_str(line);
