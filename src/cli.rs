@@ -212,7 +212,7 @@ Commands:
 
 Options:
   -v, --verbose...    Increase log detail on stderr (-v: info, -vv: debug, -vvv: trace)
-      --color <WHEN>  When to colour the text output [default: auto] [possible values: auto, always, never]
+      --color <WHEN>  When to colour the text output: auto (default), always, never
   -h, --help          Print help (each command's --help lists its flags)
   -V, --version       Print version
 
@@ -241,8 +241,7 @@ Exit codes: 0 success, 1 bug, 2 usage, 3 refused, 4 some items failed, 5 blast r
     }
 
     /// `scan`'s examples.
-    pub const SCAN: &str = "\
-  # What is stale, and why (read-only)
+    pub const SCAN: &str = "  # What is stale, and why (read-only)
   kubectl cilium-gc scan
   # The stale identities of two namespaces' pods, as JSON
   kubectl cilium-gc scan -n team-a,team-b -o json
@@ -250,8 +249,7 @@ Exit codes: 0 success, 1 bug, 2 usage, 3 refused, 4 some items failed, 5 blast r
   kubectl cilium-gc scan --all-contexts";
 
     /// `delete`'s examples.
-    pub const DELETE: &str = "\
-  # Show the plan, ask, delete at 40/s
+    pub const DELETE: &str = "  # Show the plan, ask, delete at 40/s
   kubectl cilium-gc delete
   # The API server validates every delete; nothing is deleted
   kubectl cilium-gc delete --dry-run=server
@@ -261,8 +259,8 @@ Exit codes: 0 success, 1 bug, 2 usage, 3 refused, 4 some items failed, 5 blast r
   kubectl cilium-gc delete --mark";
 
     /// `demo`'s examples.
-    pub const DEMO: &str = "\
-  # Agents reclaim identities during the run, beside cilium-operator 1.15's GC pass
+    pub const DEMO: &str =
+        "  # Agents reclaim identities during the run, beside cilium-operator 1.15's GC pass
   kubectl cilium-gc demo
   # 65,000 identities, only the scan
   kubectl cilium-gc demo --scenario seed --scan-only
@@ -270,8 +268,7 @@ Exit codes: 0 success, 1 bug, 2 usage, 3 refused, 4 some items failed, 5 blast r
   kubectl cilium-gc demo --fleet";
 
     /// `diagnose`'s examples.
-    pub const DIAGNOSE: &str = "\
-  # How full the identity space is, and why GC is not keeping up
+    pub const DIAGNOSE: &str = "  # How full the identity space is, and why GC is not keeping up
   kubectl cilium-gc diagnose
   # For a public ticket: Markdown, names replaced by keyed hashes
   kubectl cilium-gc diagnose -o markdown --redact
@@ -281,22 +278,19 @@ Exit codes: 0 success, 1 bug, 2 usage, 3 refused, 4 some items failed, 5 blast r
   kubectl cilium-gc diagnose --all-contexts";
 
     /// `schema`'s examples.
-    pub const SCHEMA: &str = "\
-  # The report's JSON Schema (scan, delete, demo)
+    pub const SCHEMA: &str = "  # The report's JSON Schema (scan, delete, demo)
   kubectl cilium-gc schema
   # The fleet report's
   kubectl cilium-gc schema fleet-report";
 
     /// `version`'s examples.
-    pub const VERSION: &str = "\
-  # The version and git commit
+    pub const VERSION: &str = "  # The version and git commit
   kubectl cilium-gc version
   # The version alone
   kubectl cilium-gc --version";
 
     /// `completion`'s examples.
-    pub const COMPLETION: &str = "\
-  # Bash, for this shell
+    pub const COMPLETION: &str = "  # Bash, for this shell
   source <(kubectl cilium-gc completion bash)
   # Zsh, installed once
   kubectl cilium-gc completion zsh > \"${fpath[1]}/_kubectl-cilium_gc\"";

@@ -284,7 +284,10 @@ fn published_rules_pass_promtool_check_and_the_docs_show_them() {
         .map(|b| b.split("```").next().unwrap())
         .find(|b| b.contains("kind: PrometheusRule"))
         .expect("docs/metrics.md shows the PrometheusRule");
-    assert_eq!(shown, published, "docs/metrics.md's PrometheusRule != {RULE_FILE}");
+    assert_eq!(
+        shown, published,
+        "docs/metrics.md's PrometheusRule != {RULE_FILE}"
+    );
     assert!(file.contains(&format!(
         "job=\"{}\"",
         kubectl_cilium_gc::metrics::DEFAULT_JOB

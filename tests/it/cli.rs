@@ -455,10 +455,14 @@ async fn help_of(args: &[&str]) -> String {
 async fn every_usage_line_starts_with_kubectl_cilium_gc() {
     let mut texts = vec![help_of(&["--help"]).await];
     for sub in visible_subcommands() {
-        texts.push(help_of(&[&sub, "--help"]).await);
-        texts.push(help_of(&[&sub, "-h"]).await);
+        texts.push(help_of(&[sub.as_str(), "--help"]).await);
+        texts.push(help_of(&[sub.as_str(), "-h"]).await);
     }
-    let out = binary().args(["scan", "--no-such-flag"]).output().await.unwrap();
+    let out = binary()
+        .args(["scan", "--no-such-flag"])
+        .output()
+        .await
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     texts.push(String::from_utf8(out.stderr).unwrap());
     let mut usage_lines = 0;
@@ -484,7 +488,7 @@ async fn every_subcommand_help_ends_with_examples_that_parse() {
         if sub == "help" {
             continue;
         }
-        let help = help_of(&[&sub, "--help"]).await;
+        let help = help_of(&[sub.as_str(), "--help"]).await;
         let lines: Vec<&str> = help.trim_end().lines().collect();
         let at = lines
             .iter()
@@ -518,11 +522,17 @@ async fn top_level_help_fits_one_screen_and_names_every_flag() {
     let cmd = kubectl_cilium_gc::cli::command("kubectl-cilium_gc");
     for arg in cmd.get_arguments() {
         if let Some(long) = arg.get_long() {
-            assert!(help.contains(&format!("--{long}")), "--{long} missing:\n{help}");
+            assert!(
+                help.contains(&format!("--{long}")),
+                "--{long} missing:\n{help}"
+            );
         }
     }
     for sub in visible_subcommands() {
-        assert!(help.contains(&format!("\n  {sub} ")), "{sub} missing:\n{help}");
+        assert!(
+            help.contains(&format!("\n  {sub} ")),
+            "{sub} missing:\n{help}"
+        );
     }
     assert!(help.contains("Exit codes:"), "{help}");
 }
@@ -556,11 +566,16 @@ async fn all_namespaces_deletes_the_stale_identities_of_every_namespace() {
     assert!(out.stdout.is_empty());
     assert!(w.sim.ledger().deletes.is_empty(), "nothing deleted");
 
-    let out = w.bin(&["delete", "-A", "--yes", "--qps", "0", "-o", "json"]).await;
+    let out = w
+        .bin(&["delete", "-A", "--yes", "--qps", "0", "-o", "json"])
+        .await;
     assert_ok(&out);
     let left = w.names();
     assert_eq!(
-        before.difference(&left).cloned().collect::<std::collections::BTreeSet<_>>(),
+        before
+            .difference(&left)
+            .cloned()
+            .collect::<std::collections::BTreeSet<_>>(),
         stale,
         "exactly the stale identities of every namespace are gone"
     );

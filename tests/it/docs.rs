@@ -63,7 +63,11 @@ fn every_path_the_docs_name_exists() {
     }
     // The premise: the documents do name paths (the regex finds them).
     assert!(named > 100, "only {named} paths found");
-    assert!(missing.is_empty(), "named but missing:\n{}", missing.join("\n"));
+    assert!(
+        missing.is_empty(),
+        "named but missing:\n{}",
+        missing.join("\n")
+    );
 }
 
 /// The rule can fail: a path that is not there is caught, one inside a
@@ -143,9 +147,19 @@ pub(crate) fn command_args(line: &str) -> Option<Vec<String>> {
 /// Whether the CLI accepts `args` (what `kubectl cilium-gc ARGS` parses to).
 pub(crate) fn parses(args: &[String]) -> Result<(), String> {
     let argv = std::iter::once("kubectl-cilium_gc".to_owned()).chain(args.iter().cloned());
-    let m = kubectl_cilium_gc::cli::command("kubectl-cilium_gc")
-        .try_get_matches_from(argv)
-        .map_err(|e| e.to_string())?;
+    let m = match kubectl_cilium_gc::cli::command("kubectl-cilium_gc").try_get_matches_from(argv) {
+        Ok(m) => m,
+        // `--help` and `--version` are accepted: clap answers them itself.
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+            ) =>
+        {
+            return Ok(())
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     kubectl_cilium_gc::cli::Cli::from_arg_matches(&m)
         .map(|_| ())
         .map_err(|e| e.to_string())
