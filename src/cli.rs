@@ -719,7 +719,7 @@ mod tests {
 
     /// The narrowing flags become the engine's [`ScanSettings`] as typed:
     /// the engine's `narrowing` tests pass these settings for the flags
-    /// they name (moved there from `tests/it`, issue 27).
+    /// they name.
     #[test]
     fn narrowing_flags_become_scan_settings() {
         let scan_settings = |args: &[&str]| {

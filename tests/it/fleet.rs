@@ -602,7 +602,7 @@ async fn fleet_docs_jq_one_liners_answer_the_fleet_questions() {
         .await;
     let report = f.dir.path().join("fleet.json");
     std::fs::write(&report, &out.stdout).unwrap();
-    let doc = std::fs::read_to_string(crate::support::repo_path("docs/fleet.md")).unwrap();
+    let fleet_md = std::fs::read_to_string(crate::support::repo_path("docs/fleet.md")).unwrap();
     let doc = parse(&out);
     for (filter, want) in [
         (
@@ -619,7 +619,7 @@ async fn fleet_docs_jq_one_liners_answer_the_fleet_questions() {
         ),
     ] {
         assert!(
-            doc.contains(&format!("jq -r '{filter}'")),
+            fleet_md.contains(&format!("jq -r '{filter}'")),
             "docs/fleet.md lacks jq -r '{filter}'"
         );
         let got = std::process::Command::new("jq")
