@@ -148,7 +148,8 @@ fn main() {
         println!("{text}");
         if !quick {
             let _ = std::fs::write(
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/results/results-fleet-memory.json"),
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("benches/results/results-fleet-memory.json"),
                 text + "\n",
             );
         }
