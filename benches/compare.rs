@@ -5,8 +5,8 @@
 //! Run: `cargo bench --bench compare` (release build). Quick: add
 //! `-- --quick` (smaller sizes). One part only: `-- --only scan,delete,rate,
 //! memory,capacity` (any subset). Prints progress and a Markdown table on
-//! stderr and the raw figures as JSON on stdout; `bench/results.json`
-//! (`bench/results-quick.json`) keeps the last run.
+//! stderr and the raw figures as JSON on stdout; `benches/results/results.json`
+//! (`benches/results/results-quick.json`) keeps the last run.
 //!
 //! Wall time is measured around each child process; CPU time and peak RSS
 //! come from `wait4`'s rusage of that child alone. The simulator's CPU time
@@ -576,7 +576,7 @@ fn main() {
     let text = serde_json::to_string_pretty(&results).unwrap();
     println!("{text}");
     eprintln!("{}", table(&results));
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/results");
     let _ = std::fs::create_dir_all(&dir);
     let name = if quick {
         "results-quick.json"

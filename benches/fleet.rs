@@ -9,7 +9,7 @@
 //! `scan --all-contexts --parallel 4 -o json` over 8, 16 and 32 clusters
 //! (with and without the diagnosis) must stay flat: finished clusters wait
 //! on disk for the document (`fleet/spool.rs`), not in memory. Prints a Markdown table on stderr and the figures as JSON on
-//! stdout; `bench/results-fleet.json` (`-quick.json`) keeps the last run.
+//! stdout; `benches/results/results-fleet.json` (`-quick.json`) keeps the last run.
 //! Wall time around each child; CPU and peak RSS from `wait4` (see
 //! `compare.rs` for the peak-RSS caveat).
 
@@ -148,7 +148,8 @@ fn main() {
         println!("{text}");
         if !quick {
             let _ = std::fs::write(
-                Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/results-fleet-memory.json"),
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("benches/results/results-fleet-memory.json"),
                 text + "\n",
             );
         }
@@ -200,9 +201,9 @@ fn main() {
     let text = serde_json::to_string_pretty(&out).unwrap();
     println!("{text}");
     let file = if quick {
-        "bench/results-fleet-quick.json"
+        "benches/results/results-fleet-quick.json"
     } else {
-        "bench/results-fleet.json"
+        "benches/results/results-fleet.json"
     };
     let _ = std::fs::write(
         Path::new(env!("CARGO_MANIFEST_DIR")).join(file),

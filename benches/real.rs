@@ -27,7 +27,7 @@
 //! *APF* (`apf`): see [`apf`].
 //!
 //! Prints Markdown tables on stderr and the figures as JSON on stdout;
-//! `bench/results-real.json` keeps the last full run.
+//! `benches/results/results-real.json` keeps the last full run.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -473,10 +473,10 @@ fn main() {
     let text = serde_json::to_string_pretty(&result).unwrap();
     println!("{text}");
     if !quick && only.is_none() {
-        std::fs::write(repo("bench/results-real.json"), text + "\n").unwrap();
+        std::fs::write(repo("benches/results/results-real.json"), text + "\n").unwrap();
     } else if !quick {
         let name = format!(
-            "bench/results-real-{}.json",
+            "benches/results/results-real-{}.json",
             only.unwrap_or_default().replace(',', "-")
         );
         std::fs::write(repo(&name), text + "\n").unwrap();

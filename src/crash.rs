@@ -1,4 +1,4 @@
-//! A bug must still end the run in a report (promise 3 of the README).
+//! A bug must still end the run in a report (docs/safety.md, "Bugs").
 //!
 //! The panic hook prints one line on stderr (how to get a backtrace) and
 //! stops every registered run with [`Stop::fail`]; the panicking task

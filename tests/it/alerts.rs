@@ -1,5 +1,5 @@
 //! The published alerts (`examples/prometheusrule.yaml`, shown in the
-//! README) judged by the real promtool (issue 26): `check rules` accepts
+//! docs/metrics.md) judged by the real promtool (issue 26): `check rules` accepts
 //! them, `check metrics` accepts every metrics output the plugin writes, and
 //! `test rules` proves each alert fires when it should and stays quiet
 //! otherwise, with input series taken from `--metrics-file`s the plugin
@@ -267,24 +267,27 @@ fn case(name: &str, series: Vec<Value>, at: &str, firing: &[(&str, Option<&str>)
     })
 }
 
-/// `promtool check rules` accepts the published rules, and the README shows
-/// exactly the published file.
+/// `promtool check rules` accepts the published rules, and docs/metrics.md
+/// shows exactly the published file.
 #[test]
-fn published_rules_pass_promtool_check_and_the_readme_shows_them() {
-    let readme = std::fs::read_to_string(repo_path("README.md")).unwrap();
+fn published_rules_pass_promtool_check_and_the_docs_show_them() {
+    let doc = std::fs::read_to_string(repo_path("docs/metrics.md")).unwrap();
     let file = std::fs::read_to_string(repo_path(RULE_FILE)).unwrap();
     let published: String = file
         .lines()
         .skip_while(|l| l.starts_with('#'))
         .map(|l| format!("{l}\n"))
         .collect();
-    let shown = readme
+    let shown = doc
         .split("```yaml\n")
         .skip(1)
         .map(|b| b.split("```").next().unwrap())
         .find(|b| b.contains("kind: PrometheusRule"))
-        .expect("README shows the PrometheusRule");
-    assert_eq!(shown, published, "README's PrometheusRule != {RULE_FILE}");
+        .expect("docs/metrics.md shows the PrometheusRule");
+    assert_eq!(
+        shown, published,
+        "docs/metrics.md's PrometheusRule != {RULE_FILE}"
+    );
     assert!(file.contains(&format!(
         "job=\"{}\"",
         kubectl_cilium_gc::views::metrics::DEFAULT_JOB
@@ -377,7 +380,7 @@ async fn alerts_fire_on_the_plugins_own_metrics_and_only_then() {
     assert!(said.contains("SUCCESS"), "{said}");
 }
 
-/// The check can fail: the README's old expression (`max` over every
+/// The check can fail: the published rules' old expression (`max` over every
 /// series) lets the healthy cluster hide the stalled one, and promtool says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_old_max_expression_misses_a_stalled_cluster() {

@@ -431,3 +431,152 @@ async fn completions_and_man_page_are_generated() {
     );
     assert!(man.contains("Exit codes"));
 }
+
+/// The subcommands a user can ask help for: every one `--help` lists.
+fn visible_subcommands() -> Vec<String> {
+    kubectl_cilium_gc::cli::command("kubectl-cilium_gc")
+        .get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name().to_owned())
+        .collect()
+}
+
+/// The help of `args` (e.g. `["scan", "--help"]`), as the binary prints it.
+async fn help_of(args: &[&str]) -> String {
+    let out = binary().args(args).output().await.unwrap();
+    assert!(out.status.success(), "{args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// krew's plugin guidelines: help names the command as users type it. Every
+/// usage line (of the top-level help, every subcommand's `--help` and `-h`,
+/// and a usage error) starts with `kubectl cilium-gc`.
+#[tokio::test]
+async fn every_usage_line_starts_with_kubectl_cilium_gc() {
+    let mut texts = vec![help_of(&["--help"]).await];
+    for sub in visible_subcommands() {
+        texts.push(help_of(&[sub.as_str(), "--help"]).await);
+        texts.push(help_of(&[sub.as_str(), "-h"]).await);
+    }
+    let out = binary()
+        .args(["scan", "--no-such-flag"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    texts.push(String::from_utf8(out.stderr).unwrap());
+    let mut usage_lines = 0;
+    for text in &texts {
+        for line in text.lines() {
+            if let Some(usage) = line.strip_prefix("Usage: ") {
+                usage_lines += 1;
+                assert!(usage.starts_with("kubectl cilium-gc"), "{line}\n{text}");
+            }
+        }
+    }
+    // Every text had its usage line, the premise of the check.
+    assert_eq!(usage_lines, texts.len(), "a usage line per help");
+}
+
+/// Each subcommand's `--help` ends with 2 to 4 examples, as kubectl's do,
+/// and every example is a command the CLI accepts.
+#[tokio::test]
+async fn every_subcommand_help_ends_with_examples_that_parse() {
+    let subs = visible_subcommands();
+    assert!(subs.len() >= 6, "{subs:?}");
+    for sub in subs {
+        if sub == "help" {
+            continue;
+        }
+        let help = help_of(&[sub.as_str(), "--help"]).await;
+        let lines: Vec<&str> = help.trim_end().lines().collect();
+        let at = lines
+            .iter()
+            .rposition(|l| *l == "Examples:")
+            .unwrap_or_else(|| panic!("{sub} --help has no Examples:\n{help}"));
+        let mut commands = 0;
+        for line in &lines[at + 1..] {
+            let line = line.trim();
+            if line.starts_with('#') {
+                continue;
+            }
+            let args = crate::docs::command_args(line)
+                .unwrap_or_else(|| panic!("{sub}: not an example: {line:?}"));
+            if let Err(e) = crate::docs::parses(&args) {
+                panic!("{sub}'s example {line:?} does not parse: {e}");
+            }
+            commands += 1;
+        }
+        assert!((2..=4).contains(&commands), "{sub}: {commands} examples");
+    }
+}
+
+/// `kubectl cilium-gc --help` fits one screen (40 lines), and still names
+/// every subcommand and every flag the top level accepts (the connection
+/// flags by name; each subcommand's `--help` describes them).
+#[tokio::test]
+async fn top_level_help_fits_one_screen_and_names_every_flag() {
+    let help = help_of(&["--help"]).await;
+    let lines = help.trim_end().lines().count();
+    assert!(lines <= 40, "{lines} lines:\n{help}");
+    let cmd = kubectl_cilium_gc::cli::command("kubectl-cilium_gc");
+    for arg in cmd.get_arguments() {
+        if let Some(long) = arg.get_long() {
+            assert!(
+                help.contains(&format!("--{long}")),
+                "--{long} missing:\n{help}"
+            );
+        }
+    }
+    for sub in visible_subcommands() {
+        assert!(
+            help.contains(&format!("\n  {sub} ")),
+            "{sub} missing:\n{help}"
+        );
+    }
+    assert!(help.contains("Exit codes:"), "{help}");
+}
+
+/// `-A/--all-namespaces` is accepted wherever `-n/--namespace` is, as
+/// kubectl users type it: every namespace, so `delete -A` deletes exactly
+/// the stale identities of every namespace (judged by what the server holds
+/// afterwards); with `-n` it is a usage error before any request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn all_namespaces_deletes_the_stale_identities_of_every_namespace() {
+    let cmd = kubectl_cilium_gc::cli::command("kubectl-cilium_gc");
+    for sub in cmd.get_subcommands() {
+        let has = |short: char| sub.get_arguments().any(|a| a.get_short() == Some(short));
+        assert_eq!(has('n'), has('A'), "{}: -n without -A", sub.get_name());
+    }
+
+    let w = World::start(calm("small")).await;
+    let before = w.names();
+    let stale = w.stale_now(Duration::from_secs(30 * 60));
+    let namespaces: std::collections::BTreeSet<String> = w
+        .identity_objects()
+        .iter()
+        .filter(|o| stale.contains(o["metadata"]["name"].as_str().unwrap()))
+        .filter_map(|o| o["metadata"]["labels"]["io.kubernetes.pod.namespace"].as_str())
+        .map(str::to_owned)
+        .collect();
+    assert!(namespaces.len() >= 2, "stale identities in {namespaces:?}");
+
+    let out = w.bin(&["delete", "-n", "team-001", "-A", "--yes"]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(w.sim.ledger().deletes.is_empty(), "nothing deleted");
+
+    let out = w
+        .bin(&["delete", "-A", "--yes", "--qps", "0", "-o", "json"])
+        .await;
+    assert_ok(&out);
+    let left = w.names();
+    assert_eq!(
+        before
+            .difference(&left)
+            .cloned()
+            .collect::<std::collections::BTreeSet<_>>(),
+        stale,
+        "exactly the stale identities of every namespace are gone"
+    );
+}

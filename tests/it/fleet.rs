@@ -569,11 +569,11 @@ async fn demo_fleet_shows_a_fleet_without_a_cluster() {
         .starts_with("operator 1.15.3: cilium#33142"));
 }
 
-/// The README's jq one-liners work on a fleet report: the clusters over
+/// docs/fleet.md's jq one-liners work on a fleet report: the clusters over
 /// 80% full, the total deleted, the failed clusters.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn readme_jq_one_liners_answer_the_fleet_questions() {
-    if !tool_or_skip("jq", "readme_jq_one_liners_answer_the_fleet_questions") {
+async fn fleet_docs_jq_one_liners_answer_the_fleet_questions() {
+    if !tool_or_skip("jq", "fleet_docs_jq_one_liners_answer_the_fleet_questions") {
         return;
     }
     // 81% of the range taken, none of it stale (so the delete is quick).
@@ -602,7 +602,7 @@ async fn readme_jq_one_liners_answer_the_fleet_questions() {
         .await;
     let report = f.dir.path().join("fleet.json");
     std::fs::write(&report, &out.stdout).unwrap();
-    let readme = std::fs::read_to_string(crate::support::repo_path("README.md")).unwrap();
+    let fleet_md = std::fs::read_to_string(crate::support::repo_path("docs/fleet.md")).unwrap();
     let doc = parse(&out);
     for (filter, want) in [
         (
@@ -619,8 +619,8 @@ async fn readme_jq_one_liners_answer_the_fleet_questions() {
         ),
     ] {
         assert!(
-            readme.contains(&format!("jq -r '{filter}'")),
-            "README lacks jq -r '{filter}'"
+            fleet_md.contains(&format!("jq -r '{filter}'")),
+            "docs/fleet.md lacks jq -r '{filter}'"
         );
         let got = std::process::Command::new("jq")
             .args(["-r", filter])

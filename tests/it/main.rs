@@ -48,6 +48,10 @@ mod stopping;
 /// The binary: help, exit codes, stdout, jq, signals, kubectl discovery.
 mod cli;
 
+/// README.md and docs/: the paths they name exist, their links resolve,
+/// their `kubectl cilium-gc` commands parse.
+mod docs;
+
 /// Issue 12: fail closed, leak nothing (credentials in every output,
 /// proxies, bad input).
 mod safety;

@@ -360,7 +360,7 @@ async fn a_failed_push_is_one_line_on_stderr_and_leaves_the_exit_code_alone() {
     serde_json::from_slice::<serde_json::Value>(&out.stdout).expect("stdout is still the report");
 }
 
-/// The published PrometheusRule (shown in the README, run by promtool in
+/// The published PrometheusRule (shown in docs/metrics.md, run by promtool in
 /// `alerts.rs`) alerts on metrics the tool writes, with the thresholds the
 /// issue asks for (2 hours, 80%), per cluster.
 #[test]

@@ -227,8 +227,7 @@ pub(crate) struct FaultEngine {
 /// are counted: at least 3 × `Retry-After` doubles it (up to 32 s, at most
 /// once per `Retry-After` seconds), fewer than `Retry-After` takes a second
 /// off. So a level dropping 3 requests a second or more makes every client
-/// of it wait longer. (The simulator's seats answered a constant
-/// `Retry-After` before 2026-12-05; real APF does not.)
+/// of it wait longer, where a constant `Retry-After` would not.
 #[derive(Debug, Clone)]
 pub struct ApfRetryAfter {
     floor: u64,

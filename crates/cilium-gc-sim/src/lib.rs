@@ -2,9 +2,11 @@
 //!
 //! [`Simulator::start`] seeds a store from a [`Scenario`], starts cluster
 //! actors, serves on 127.0.0.1 with a freshly generated CA and writes a
-//! kubeconfig both `kube` and `kubectl` accept. It follows
-//! `k8s-api-semantics.md`: where it and a real kube-apiserver differ, the
-//! simulator is wrong. Only the demo, tests and benchmarks use this module;
+//! kubeconfig both `kube` and `kubectl` accept. It follows kube-apiserver's
+//! wire semantics (resourceVersions, pagination, preconditions, Status
+//! bodies, watches): where it and a real kube-apiserver differ, the
+//! simulator is wrong (`tests/e2e/wire` compares their answers request by
+//! request; docs/real-apiserver.md lists what was found). Only the demo, tests and benchmarks use this module;
 //! the GC core never imports it.
 //!
 //! Layout. The server: `routes` (HTTP front), `resource` (list/get/write

@@ -9,7 +9,7 @@
 //! changed it: we re-read it and decide again (bounded). A 429 delays only the
 //! request that got it (its `Retry-After`), and without holding a worker:
 //! the item is parked with a not-before instant and the worker takes the
-//! next ready item (issue 28: workers asleep on `Retry-After` left the
+//! next ready item (workers asleep on `Retry-After` would leave the
 //! server's admitted rate unused); the shared limiter slows down only when
 //! throttling is sustained. A refused connection spends no retry
 //! (nothing reached a server); a 403 is confirmed by SelfSubjectAccessReview
@@ -537,9 +537,9 @@ async fn on_conflict(ctx: &Sweeper<'_>, r: &mut ItemResult, ident: &mut Identity
 /// workers (the wait is counted when it ends); the shared limiter slows
 /// everyone only when throttling is sustained (`pace`). The server's
 /// `Retry-After` is the wait, exactly: no backoff grows on top of it for an
-/// item throttled again (issue 28: under a server-side cap most items are
-/// refused several times, and their growing waits, up to 10 s for a
-/// `Retry-After: 1`, left the run with nothing ready to send). Without one
+/// item throttled again (under a server-side cap most items are refused
+/// several times, and growing waits, up to 10 s for a `Retry-After: 1`,
+/// would leave the run with nothing ready to send). Without one
 /// (or `0`), backoff with jitter.
 fn on_throttled(
     ctx: &Sweeper<'_>,

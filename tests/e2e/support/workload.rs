@@ -617,7 +617,7 @@ impl Verdict {
 }
 
 /// With `KCG_RECORD=1`, store `figures` under `key` in
-/// bench/results-real-cilium.json (the raw numbers behind
+/// benches/results/results-real-cilium.json (the raw numbers behind
 /// docs/real-cilium.md), keeping what other tests stored.
 pub fn record(key: &str, figures: Value) {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -625,7 +625,7 @@ pub fn record(key: &str, figures: Value) {
         return;
     }
     let _guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let path = crate::support::repo_path("bench/results-real-cilium.json");
+    let path = crate::support::repo_path("benches/results/results-real-cilium.json");
     let mut all: Value = std::fs::read_to_string(&path)
         .ok()
         .and_then(|s| serde_json::from_str(&s).ok())
@@ -635,5 +635,5 @@ pub fn record(key: &str, figures: Value) {
         "figures": figures,
     });
     let text = serde_json::to_string_pretty(&all).expect("JSON") + "\n";
-    std::fs::write(&path, text).expect("bench/results-real-cilium.json written");
+    std::fs::write(&path, text).expect("benches/results/results-real-cilium.json written");
 }

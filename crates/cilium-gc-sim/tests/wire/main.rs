@@ -1,7 +1,6 @@
 //! The simulated API server's wire semantics, pinned against its answers
 //! with the real kube client (and real kubectl when it is on PATH). Each
-//! test states the apiserver behaviour it relies on (see
-//! k8s-api-semantics.md). Only the simulator and kube are used here: the
+//! test states the apiserver behaviour it relies on. Only the simulator and kube are used here: the
 //! simulator tests itself, without the engine or the plugin.
 //!
 //! One module per part of the API server's behaviour; shared code in

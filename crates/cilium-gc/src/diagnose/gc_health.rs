@@ -1,4 +1,4 @@
-//! Why cilium-operator's identity GC is not keeping up (issue 15): the
+//! Why cilium-operator's identity GC is not keeping up: the
 //! evidence the cluster shows, and the four findings built on it.
 //!
 //! Pure: plain data in, [`GcHealth`] and [`Finding`]s out.

@@ -1,5 +1,5 @@
 //! Finished clusters kept on disk, so a fleet run's memory follows
-//! `--parallel`, not the number of clusters (issue 28).
+//! `--parallel`, not the number of clusters.
 //!
 //! A cluster's entry holds its whole report: one item per identity not in
 //! use, about 3 MiB per 10,000-identity cluster in memory. Kept until the
