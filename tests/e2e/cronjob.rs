@@ -79,7 +79,13 @@ for d in null zero random urandom; do : >"$R/dev/$d"; mount --bind "/dev/$d" "$R
 exec env -i $IMAGE_ENV HOME=/home/nonroot   KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT={port}   KUBERNETES_SERVICE_PORT_HTTPS={port}   unshare --root="$R" --wd=/ --setuid 65532 --setgid 65532 -- "$@""#,
         port = c.port
     );
+    // The kubelet's /etc/hosts, readable by the pod's user (a temporary
+    // file's 0600 would leave the run with no names at all).
     let hosts = tempfile::NamedTempFile::new().unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(hosts.path(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
     std::fs::write(
         hosts.path(),
         format!("127.0.0.1\tlocalhost\n127.0.0.1\t{PUSHGATEWAY_HOST}\n"),
