@@ -428,8 +428,9 @@ fn main() {
 
     // 3b. A struggling server (issue 11): the `hostile` preset (50 deletes/s
     // cap answered 429, random and bursty 429s, 5xx, resets, slow pages,
-    // watch faults, agents reclaiming) at --qps 100 and 200, and the same
-    // objects on a healthy server.
+    // watch faults, agents reclaiming) at --qps 100, 200 and 0 (unlimited:
+    // the writes in flight adapt instead, and 5xx backoffs must not hold
+    // them), and the same objects on a healthy server.
     if opts.wants("struggling") {
         // What the hostile server admits (issue 28): the reference client
         // (benches/refclient) deletes 900 identities, 8 in flight, every
@@ -472,6 +473,7 @@ fn main() {
         for (faults, qps, conc) in [
             (true, 100u32, 8u32),
             (true, 200, 16),
+            (true, 0, 8),
             (false, 100, 8),
             (false, 200, 16),
         ] {

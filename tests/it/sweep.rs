@@ -61,3 +61,21 @@ async fn delete_markdown_is_a_ticket_with_the_run_s_numbers() {
     assert!(md.contains("<details><summary>Identities ("));
     assert_eq!(md.matches("| deleted |").count() as u64, deleted);
 }
+
+/// `--max-percent` is judged over the whole list, so the deletes wait for
+/// it, and stderr says why, once; without a limit it says nothing of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_blast_radius_limit_says_why_the_deletes_wait_for_the_list() {
+    let w = World::start(calm("small")).await;
+    let why = "--max-percent is judged over the whole list";
+    let out = w
+        .bin(&["delete", "--yes", "--max-percent", "100", "-o", "json"])
+        .await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches(why).count(), 1, "{err}");
+    let out = w.bin(&["delete", "--yes", "-o", "json"]).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("judged over the whole list"), "{err}");
+}

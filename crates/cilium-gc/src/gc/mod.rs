@@ -2,10 +2,14 @@
 //!
 //! Order matters for safety: connect; preflight (CRDs, cilium-config,
 //! permissions) before anything else; usage watchers synced before the first
-//! decision; the list scanned and decided; the zero-endpoints and
-//! blast-radius checks and the confirmation before the first write; then the
-//! marks and deletes. Any stop (signal, lost permission, refusal) still
-//! produces a complete report with the exit code it explains.
+//! decision; then the list, scanned and decided page by page. When nothing
+//! before the first write needs the whole list (`stream`), each page's
+//! candidates are deleted while later pages are still being listed, every
+//! per-item rule unchanged. Otherwise (a scan, a blast-radius limit, the
+//! confirmation, the zero-endpoints check) the whole list is decided first;
+//! then those checks; then the marks and deletes. Any stop (signal, lost
+//! permission, refusal) still produces a complete report with the exit code
+//! it explains.
 
 use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
@@ -31,6 +35,7 @@ use crate::usage::UsageHandle;
 mod draft;
 mod observer;
 mod plan;
+mod stream;
 
 use draft::{options, round_millis, Draft};
 pub use observer::{Headless, Observer, PendingWrites, Ui};
@@ -161,6 +166,14 @@ fn test_panic_at(place: &str) -> bool {
     std::env::var(TEST_PANIC_ENV).is_ok_and(|p| p == place)
 }
 
+/// What the phases up to usage known complete hand on: the list is next.
+struct Ready {
+    api: ApiClient,
+    endpoint: Endpoint,
+    cilium: CiliumSettings,
+    usage: UsageHandle,
+}
+
 /// What the read-only phases hand to the write phase.
 struct Prepared {
     api: ApiClient,
@@ -175,8 +188,21 @@ impl Run<'_> {
         // Everything before the first write only reads (and asks): a stop
         // cancels it where it is, a hung request included.
         let stop = self.stop;
+        let ready = tokio::select! {
+            r = self.prepare_usage() => r,
+            _ = stop.wait() => return Exit::Interrupted,
+        };
+        let ready = match ready {
+            ControlFlow::Continue(r) => r,
+            ControlFlow::Break(exit) => return exit,
+        };
+        match stream::listing(self.settings, &self.report.summary, &ready.usage) {
+            stream::Listing::Streamed => return self.stream_phase(*ready).await,
+            stream::Listing::Whole(Some(why)) => tracing::warn!("{why}"),
+            stream::Listing::Whole(None) => {}
+        }
         let prepared = tokio::select! {
-            p = self.prepare() => p,
+            p = self.prepare(*ready) => p,
             _ = stop.wait() => return Exit::Interrupted,
         };
         match prepared {
@@ -185,13 +211,30 @@ impl Run<'_> {
         }
     }
 
-    /// Connect, preflight, sync usage, scan and decide, the checks on the
-    /// plan and the confirmation: reads only. Breaks with the exit code when
-    /// the run ends here (a scan, a refusal, an error).
-    async fn prepare(&mut self) -> ControlFlow<Exit, Box<Prepared>> {
+    /// Connect, preflight, sync usage: reads only. Breaks with the exit
+    /// code when the run ends here (a refusal, an error).
+    async fn prepare_usage(&mut self) -> ControlFlow<Exit, Box<Ready>> {
         let (api, endpoint) = self.connect().await?;
         let (crds, cilium) = self.check_cluster(&api).await?;
         let usage = self.sync_usage(&api, crds, &cilium).await?;
+        ControlFlow::Continue(Box::new(Ready {
+            api,
+            endpoint,
+            cilium,
+            usage,
+        }))
+    }
+
+    /// Scan and decide the whole list, the checks on the plan and the
+    /// confirmation: reads only. Breaks with the exit code when the run
+    /// ends here (a scan, a refusal, an error).
+    async fn prepare(&mut self, ready: Ready) -> ControlFlow<Exit, Box<Prepared>> {
+        let Ready {
+            api,
+            endpoint,
+            cilium,
+            usage,
+        } = ready;
         let (plan, policy) = self.scan_and_plan(&api, &cilium, &usage).await?;
         self.gate_writes(&plan, &usage, &endpoint).await?;
         ControlFlow::Continue(Box::new(Prepared {
@@ -376,17 +419,7 @@ impl Run<'_> {
     ) -> ControlFlow<Exit, (Plan, Policy)> {
         let (s, ui, stop) = (self.settings, self.ui, self.stop);
         let run = &mut self.report;
-        let policy = Policy {
-            rules: Rules {
-                local_range: policy::local_range(cilium.cluster_id, cilium.max_connected_clusters),
-                heartbeat_timeout: cilium.heartbeat_timeout,
-            },
-            narrowing: Narrowing {
-                selector: s.selector.clone(),
-                namespaces: s.scan.namespaces.clone(),
-                min_age: s.scan.min_age,
-            },
-        };
+        let policy = policy_of(cilium, s);
         ui.observer.listing("listing identities");
         let mut plan = Plan::default();
         let scanned = scan::scan_identities(
@@ -402,16 +435,7 @@ impl Run<'_> {
         )
         .await;
         if let Err(e) = scanned {
-            return ControlFlow::Break(match e {
-                ScanError::Interrupted => Exit::Interrupted,
-                ScanError::Denied(_) => {
-                    run.abort(AbortReason::PermissionLost, e.to_string(), Exit::Refused)
-                }
-                ScanError::NotInstalled(_) => {
-                    run.abort(AbortReason::PreflightRefused, e.to_string(), Exit::Refused)
-                }
-                _ => run.abort(AbortReason::ReadFailed, e.to_string(), Exit::Unexpected),
-            });
+            return ControlFlow::Break(scan_failed(run, e, ""));
         }
         if test_panic_at("plan") {
             panic!("injected by {TEST_PANIC_ENV}=plan");
@@ -502,12 +526,7 @@ impl Run<'_> {
             plan,
             rules,
         } = *p;
-        let cfg = SweepSettings {
-            pacing: s.pacing,
-            dry_run: s.mode == Mode::DryRunServer,
-            allow_unreadable_endpoints: s.allow_unreadable_endpoints,
-            rules,
-        };
+        let cfg = sweep_settings(s, rules);
         if test_panic_at("background") {
             tokio::spawn(async { panic!("injected by {TEST_PANIC_ENV}=background") });
         }
@@ -520,17 +539,29 @@ impl Run<'_> {
         } = plan;
         if s.mark && !to_mark.is_empty() {
             ui.observer.start_phase("marking", to_mark.len() as u64);
-            let results = sweep::sweep(&api, &usage, to_mark, Action::Mark, &cfg, stop, |_| {
-                ui.observer.inc()
-            })
+            let results = sweep::sweep(
+                &api,
+                &usage,
+                sweep::feed_all(to_mark),
+                Action::Mark,
+                &cfg,
+                stop,
+                |_| ui.observer.inc(),
+            )
             .await;
             apply(run, &mark_items, results);
         }
         ui.observer.start_phase("deleting", targets.len() as u64);
         let started = Instant::now();
-        let results = sweep::sweep(&api, &usage, targets, Action::Delete, &cfg, stop, |_| {
-            ui.observer.inc()
-        })
+        let results = sweep::sweep(
+            &api,
+            &usage,
+            sweep::feed_all(targets),
+            Action::Delete,
+            &cfg,
+            stop,
+            |_| ui.observer.inc(),
+        )
         .await;
         let elapsed = started.elapsed().as_secs_f64();
         apply(run, &candidate_items, results);
@@ -543,6 +574,44 @@ impl Run<'_> {
             None if run.summary.failed > 0 => Exit::PartialFailure,
             None => Exit::Success,
         }
+    }
+}
+
+/// The cluster's rules and the user's narrowing, for deciding each
+/// identity listed.
+fn policy_of(cilium: &CiliumSettings, s: &GcSettings) -> Policy {
+    Policy {
+        rules: Rules {
+            local_range: policy::local_range(cilium.cluster_id, cilium.max_connected_clusters),
+            heartbeat_timeout: cilium.heartbeat_timeout,
+        },
+        narrowing: Narrowing {
+            selector: s.selector.clone(),
+            namespaces: s.scan.namespaces.clone(),
+            min_age: s.scan.min_age,
+        },
+    }
+}
+
+/// What the sweeps of a run are given.
+fn sweep_settings(s: &GcSettings, rules: Rules) -> SweepSettings {
+    SweepSettings {
+        pacing: s.pacing,
+        dry_run: s.mode == Mode::DryRunServer,
+        allow_unreadable_endpoints: s.allow_unreadable_endpoints,
+        rules,
+    }
+}
+
+/// The identity list failed: the abort it means (`after`: what was done
+/// before, appended to the message).
+fn scan_failed(run: &mut Draft, e: ScanError, after: &str) -> Exit {
+    let m = format!("{e}{after}");
+    match e {
+        ScanError::Interrupted => Exit::Interrupted,
+        ScanError::Denied(_) => run.abort(AbortReason::PermissionLost, m, Exit::Refused),
+        ScanError::NotInstalled(_) => run.abort(AbortReason::PreflightRefused, m, Exit::Refused),
+        _ => run.abort(AbortReason::ReadFailed, m, Exit::Unexpected),
     }
 }
 

@@ -17,7 +17,13 @@ use super::{PendingWrites, Ui};
 /// What the scan decided: counts, items, and what to write.
 #[derive(Default)]
 pub(super) struct Plan {
+    /// The candidates kept for a sweep after the list; empty while `feed`
+    /// is set.
     pub(super) candidates: Vec<Identity>,
+    /// Where candidates go as they are decided when the deletes start
+    /// during the list (see `stream`); their report indices are still kept
+    /// in `candidate_items`, in the same order.
+    pub(super) feed: Option<tokio::sync::mpsc::UnboundedSender<Identity>>,
     pub(super) candidate_items: Vec<Option<usize>>,
     pub(super) to_mark: Vec<Identity>,
     pub(super) mark_items: Vec<Option<usize>>,
@@ -76,8 +82,12 @@ impl Plan {
             run.items.len() - 1
         });
         if candidate {
-            self.candidates.push(identity);
             self.candidate_items.push(index);
+            match &self.feed {
+                // The sweep holds the receiver until the feed is dropped.
+                Some(feed) => drop(feed.send(identity)),
+                None => self.candidates.push(identity),
+            }
         } else if markable {
             self.to_mark.push(identity);
             self.mark_items.push(index);

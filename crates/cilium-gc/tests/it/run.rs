@@ -310,3 +310,144 @@ fn settings_reject_what_the_flags_would_reject() {
     };
     assert!(GcSettings::for_scan(bad_selector).is_err());
 }
+
+/// The identity list in pages of 20 (`--page-size 20`), each page answered
+/// 100 ms late by the simulator: a list long enough that a delete issued
+/// during it shows in the server's record.
+async fn slow_paged_world() -> (World, ScanSettings, BTreeSet<String>) {
+    let c = World::start(calm("small")).await;
+    let stale = c.stale_now(HEARTBEAT_TIMEOUT);
+    assert!(stale.len() > 20, "the scenario has {} stale", stale.len());
+    c.sim.set_faults(Faults {
+        slow_fraction: 1.0,
+        slow_delay: Duration::from_millis(100),
+        slow_only_lists: true,
+        ..Faults::default()
+    });
+    let scan = ScanSettings {
+        page_size: 20,
+        ..ScanSettings::default()
+    };
+    (c, scan, stale)
+}
+
+/// The arrival, on the server's clock, of the last identity list page
+/// request and of the first identity DELETE; asserts the list had several
+/// pages (the premise) and that every delete of ours was safe.
+fn last_page_and_first_delete(c: &World) -> (jiff::Timestamp, jiff::Timestamp) {
+    let ledger = c.sim.ledger();
+    let pages: Vec<_> = ledger
+        .requests
+        .iter()
+        .filter(|r| r.verb == "list" && r.path.starts_with("/apis/cilium.io/v2/ciliumidentities?"))
+        .collect();
+    assert!(pages.len() >= 10, "{} identity list pages", pages.len());
+    let last_page = pages.iter().map(|r| r.time).max().expect("pages");
+    let first_delete = ledger
+        .requests
+        .iter()
+        .filter(|r| r.method == "DELETE")
+        .map(|r| r.time)
+        .min()
+        .expect("deletes were sent");
+    assert!(ledger.unsafe_deletes().next().is_none());
+    assert!(ledger.deletes.iter().all(|d| d.preconditions));
+    (last_page, first_delete)
+}
+
+/// Deletes start with the first pages: once endpoint usage is known,
+/// `delete --yes --qps 0` deletes a page's stale identities while later
+/// pages are still being listed. Judged from the simulator's request
+/// record: the first DELETE arrived before the last list page was asked
+/// for, and exactly the stale identities were deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn deletes_start_before_the_identity_list_ends() {
+    let (c, scan, stale) = slow_paged_world().await;
+    let before = c.names();
+    let (report, exit) = c.gc(&delete_with(scan, unlimited())).await;
+    assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
+    let deleted: BTreeSet<String> = before.difference(&c.names()).cloned().collect();
+    assert_eq!(deleted, stale);
+    assert_eq!(names_with(&report, Outcome::Deleted), stale);
+    assert_eq!(report.summary.candidates as usize, stale.len());
+    let (last_page, first_delete) = last_page_and_first_delete(&c);
+    assert!(
+        first_delete < last_page,
+        "first DELETE at {first_delete}, last list page asked for at {last_page}"
+    );
+}
+
+/// `--max-percent` is judged over the whole list, so with it no delete
+/// starts before the last page was asked for (the control of the test
+/// above, on the same server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn max_percent_waits_for_the_whole_list() {
+    let (c, scan, stale) = slow_paged_world().await;
+    let writes = WriteSettings {
+        max_percent: Some(100.0),
+        ..unlimited()
+    };
+    let (report, exit) = c.gc(&delete_with(scan, writes)).await;
+    assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
+    assert_eq!(names_with(&report, Outcome::Deleted), stale);
+    let (last_page, first_delete) = last_page_and_first_delete(&c);
+    assert!(
+        first_delete > last_page,
+        "first DELETE at {first_delete}, last list page asked for at {last_page}"
+    );
+}
+
+/// At `--qps 0 --concurrency 1` on the hostile preset (3 % 5xx, a 50/s
+/// delete cap answered 429), a 5xx's backoff is waited out parked, not in
+/// the only write slot: after a DELETE answered 5xx, the next DELETE the
+/// server receives is another identity's, and the refused one is sent
+/// again later. (Asleep in its turn, the item held the slot: the next
+/// DELETE was always its own retry.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_5xx_backoff_leaves_the_only_write_slot_to_others() {
+    let mut s = cilium_gc_sim::Scenario::preset("hostile").unwrap();
+    s.actors = Default::default();
+    let c = World::start(s).await;
+    let writes = WriteSettings {
+        pacing: Pacing {
+            concurrency: 1,
+            ..unlimited().pacing
+        },
+        ..unlimited()
+    };
+    let (report, exit) = c.gc(&delete_with(ScanSettings::default(), writes)).await;
+    assert!(
+        matches!(exit, Exit::Success | Exit::PartialFailure),
+        "{:?}",
+        report.aborted
+    );
+    let ledger = c.sim.ledger();
+    let deletes: Vec<_> = ledger
+        .requests
+        .iter()
+        .filter(|r| r.method == "DELETE")
+        .collect();
+    let name = |p: &str| {
+        p.split('?')
+            .next()
+            .unwrap_or(p)
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_owned()
+    };
+    let failed: Vec<usize> = (0..deletes.len())
+        .filter(|&k| deletes[k].status >= 500)
+        .collect();
+    assert!(!failed.is_empty(), "the premise: some DELETE got a 5xx");
+    let overtaken = failed.iter().filter(|&&k| {
+        let x = name(&deletes[k].path);
+        let retried = deletes[k + 1..].iter().any(|r| name(&r.path) == x);
+        retried && deletes.get(k + 1).is_some_and(|next| name(&next.path) != x)
+    });
+    assert!(
+        overtaken.count() > 0,
+        "after every 5xx, the next DELETE was the same identity's retry"
+    );
+    assert!(ledger.unsafe_deletes().next().is_none());
+}

@@ -4,25 +4,28 @@
 //!
 //! Per item, right before every write: wait until endpoint usage is known
 //! complete as of a few seconds ago (`usage`), wait for the shared limiter
-//! (`pace`), decide again on the freshest object we have and the live usage; only a still-stale identity is deleted,
-//! always with preconditions `{uid, resourceVersion}`. A 409 means someone
-//! changed it: we re-read it and decide again (bounded). A 429 delays only the
-//! request that got it (its `Retry-After`), and without holding a worker:
-//! the item is parked with a not-before instant and the worker takes the
-//! next ready item (workers asleep on `Retry-After` would leave the
-//! server's admitted rate unused); the shared limiter slows down only when
-//! throttling is sustained. A refused connection spends no retry
-//! (nothing reached a server); a 403 is confirmed by SelfSubjectAccessReview
-//! before it counts (a restarted kube-apiserver answers 403 until its RBAC
-//! caches sync). Only a lost permission, or endpoint usage unknown for
-//! [`USAGE_STALL_LIMIT`], stops the run; the items not started are reported
-//! as such.
+//! (`pace`), decide again on the freshest object we have and the live
+//! usage; only a still-stale identity is deleted, always with preconditions
+//! `{uid, resourceVersion}`. A 409 means someone changed it: we re-read it
+//! and decide again (bounded). A wait the server imposes on one request (a
+//! 429's `Retry-After`, a 5xx's or a lost answer's backoff) delays only
+//! that request, and without holding a worker: the item is parked with a
+//! not-before instant and the worker takes the next ready item (a worker
+//! asleep on a backoff leaves the server's admitted rate unused, and at
+//! `--qps 0` under throttling it may be the only write allowed in flight).
+//! The shared limiter slows down only when throttling is sustained. A
+//! refused connection spends no retry (nothing reached a server); a 403 is
+//! confirmed by SelfSubjectAccessReview before it counts (a restarted
+//! kube-apiserver answers 403 until its RBAC caches sync). Only a lost
+//! permission, or endpoint usage unknown for [`USAGE_STALL_LIMIT`], stops
+//! the run; the items not started are reported as such.
+//!
+//! The targets arrive on a channel ([`Feed`]): all at once, or page by page
+//! while the identity list is still being read (see `gc`), so the first
+//! deletes need not wait for the last page.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use futures::stream::FuturesUnordered;
-use futures::StreamExt;
 use http::Method;
 use jiff::Timestamp;
 use serde_json::json;
@@ -36,6 +39,10 @@ use crate::retry::Class;
 use crate::stats::Stats;
 use crate::stop::{Stop, StopReason};
 use crate::usage::{UsageHandle, USAGE_STALL_LIMIT};
+
+mod queue;
+
+use queue::{drive, Item, Queue, Turn};
 
 /// 429s tolerated for one item before it is reported failed. Throttling is
 /// expected under a server-side rate cap, so this is far above `--max-retries`.
@@ -113,12 +120,27 @@ struct Sweeper<'a> {
     pace: Pace,
 }
 
-/// Process every target; returns one result per target, in input order.
-/// `on_done` is called as each item finishes (progress).
+/// The targets of a sweep as they are decided, in the order their results
+/// are returned; the sweep ends once it is closed and every item received
+/// has its report state.
+pub(crate) type Feed = tokio::sync::mpsc::UnboundedReceiver<Identity>;
+
+/// A feed holding `targets`, already closed: a sweep of a known plan.
+pub(crate) fn feed_all(targets: Vec<Identity>) -> Feed {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    for t in targets {
+        let _ = tx.send(t);
+    }
+    rx
+}
+
+/// Process every target the feed brings; returns one result per target, in
+/// the order received. `on_done` is called as each item finishes
+/// (progress).
 pub(crate) async fn sweep(
     api: &ApiClient,
     usage: &UsageHandle,
-    targets: Vec<Identity>,
+    targets: Feed,
     action: Action,
     cfg: &SweepSettings,
     stop: &Stop,
@@ -138,7 +160,16 @@ pub(crate) async fn sweep(
     };
     let queue = Queue::new(targets, action);
     let slots = cfg.pacing.concurrency.max(1) as usize;
-    let mut indexed = drive(&ctx, queue, slots, &on_done).await;
+    let mut indexed = drive(
+        &ctx.pace,
+        stop,
+        &api.stats,
+        queue,
+        slots,
+        &on_done,
+        |i, item| turn(&ctx, i, item),
+    )
+    .await;
     if let Some(p) = ctx.pace.summary() {
         api.stats.add_pace(p);
     }
@@ -147,166 +178,6 @@ pub(crate) async fn sweep(
     }
     indexed.sort_by_key(|(i, _)| *i);
     indexed.into_iter().map(|(_, r)| r).collect()
-}
-
-/// One item between its turns with a worker: the identity as last read,
-/// its result so far and the retries it has spent. Boxed while parked, so
-/// the queue of throttled items stays cheap to reorder.
-struct Item {
-    ident: Identity,
-    r: ItemResult,
-    tries: Tries,
-}
-
-impl Item {
-    fn new(ident: Identity, action: Action) -> Box<Item> {
-        Box::new(Item {
-            ident,
-            r: ItemResult {
-                outcome: Outcome::NotAttempted,
-                reason: action.wanted(),
-                attempts: 0,
-                conflicts: Vec::new(),
-                last_error: None,
-            },
-            tries: Tries::default(),
-        })
-    }
-}
-
-/// How an item's turn with a worker ends.
-enum Turn {
-    /// In its report state.
-    Done(ItemResult),
-    /// Throttled: not to be sent again before the instant (its own
-    /// `Retry-After`, else backoff); the wait it was asked for rides along
-    /// for the report's `Retry-After` total.
-    Park(Box<Item>, tokio::time::Instant, Duration),
-}
-
-/// A throttled item waiting out its `Retry-After` off the workers.
-struct Parked {
-    item: Box<Item>,
-    since: tokio::time::Instant,
-    wait: Duration,
-}
-
-/// The items of a sweep that no worker holds: those not started yet (in
-/// input order) and those throttled, keyed by their not-before instant.
-/// A parked item whose instant has passed goes before any fresh one, so a
-/// throttled item is not overtaken indefinitely by new work.
-struct Queue {
-    fresh: std::iter::Enumerate<std::vec::IntoIter<Identity>>,
-    parked: BTreeMap<(tokio::time::Instant, usize), Parked>,
-    action: Action,
-    total: usize,
-}
-
-impl Queue {
-    fn new(targets: Vec<Identity>, action: Action) -> Self {
-        Queue {
-            total: targets.len(),
-            fresh: targets.into_iter().enumerate(),
-            parked: BTreeMap::new(),
-            action,
-        }
-    }
-
-    /// The next item a free worker may write now: a parked one whose
-    /// not-before has passed, else the next fresh one. Counts the parked
-    /// item's wait (at most what it was asked for: the rest was spent
-    /// waiting for a worker, not for the server).
-    fn next_ready(&mut self, stats: &Stats) -> Option<(usize, Box<Item>)> {
-        let now = tokio::time::Instant::now();
-        if let Some(e) = self.parked.first_entry().filter(|e| e.key().0 <= now) {
-            let i = e.key().1;
-            let p = e.remove();
-            stats.add_retry_after_wait((now - p.since).min(p.wait));
-            return Some((i, p.item));
-        }
-        let action = self.action;
-        self.fresh.next().map(|(i, t)| (i, Item::new(t, action)))
-    }
-
-    fn park(
-        &mut self,
-        i: usize,
-        item: Box<Item>,
-        not_before: tokio::time::Instant,
-        wait: Duration,
-    ) {
-        let since = tokio::time::Instant::now();
-        self.parked
-            .insert((not_before, i), Parked { item, since, wait });
-    }
-
-    /// The earliest instant a parked item becomes ready.
-    fn next_wake(&self) -> Option<tokio::time::Instant> {
-        self.parked.keys().next().map(|k| k.0)
-    }
-
-    /// On a stop: every parked item ends now (its wait is cut short and
-    /// counted as far as it went).
-    fn drain_parked(&mut self, stats: &Stats) -> Vec<(usize, ItemResult)> {
-        let now = tokio::time::Instant::now();
-        std::mem::take(&mut self.parked)
-            .into_iter()
-            .map(|((_, i), p)| {
-                stats.add_retry_after_wait((now - p.since).min(p.wait));
-                let it = *p.item;
-                (i, stopped(it.r, &it.tries))
-            })
-            .collect()
-    }
-}
-
-/// Keep up to `slots` items being written (at `--qps 0`, fewer while the
-/// server refuses more: `pace::Window`); a throttled item gives its
-/// worker back at once and is parked until its not-before instant, so the
-/// writes in flight follow what the server admits instead of sleeping.
-/// Ends when every item has its report state; a stop ends parked waits at
-/// once (items not started then end at the gate, as not attempted).
-async fn drive(
-    ctx: &Sweeper<'_>,
-    mut queue: Queue,
-    slots: usize,
-    on_done: &impl Fn(&ItemResult),
-) -> Vec<(usize, ItemResult)> {
-    let mut done = Vec::with_capacity(queue.total);
-    let mut running = FuturesUnordered::new();
-    loop {
-        while running.len() < ctx.pace.slots(slots) {
-            let Some((i, item)) = queue.next_ready(&ctx.api.stats) else {
-                break;
-            };
-            running.push(turn(ctx, i, item));
-        }
-        if running.is_empty() && queue.parked.is_empty() {
-            return done;
-        }
-        // Only wake for a parked item when a worker is free to take it.
-        let wake = queue
-            .next_wake()
-            .filter(|_| running.len() < ctx.pace.slots(slots));
-        let sleep = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now));
-        tokio::select! {
-            Some((i, t)) = running.next(), if !running.is_empty() => match t {
-                Turn::Done(r) => {
-                    tracing::trace!(outcome = ?r.outcome, attempts = r.attempts, "item done");
-                    on_done(&r);
-                    done.push((i, r));
-                }
-                Turn::Park(item, not_before, wait) => queue.park(i, item, not_before, wait),
-            },
-            _ = sleep, if wake.is_some() => {}
-            _ = ctx.stop.wait(), if !queue.parked.is_empty() => {
-                for (i, r) in queue.drain_parked(&ctx.api.stats) {
-                    on_done(&r);
-                    done.push((i, r));
-                }
-            }
-        }
-    }
 }
 
 fn finish(mut r: ItemResult, outcome: Outcome, error: Option<String>) -> ItemResult {
@@ -321,8 +192,9 @@ fn finish(mut r: ItemResult, outcome: Outcome, error: Option<String>) -> ItemRes
 enum Step {
     /// Go round again: wait for usage and the limiter, decide, write.
     Retry,
-    /// Throttled: give the worker back; not to be sent again for this long.
-    Park(Duration),
+    /// Give the worker back; not to be sent again for this long (the
+    /// first), of which the second counts as `Retry-After` (a 429's).
+    Park(Duration, Duration),
     /// The item ends with this outcome (and error, if any).
     Finish(Outcome, Option<String>),
     /// The run is stopping: see [`stopped`].
@@ -387,9 +259,9 @@ async fn turn(ctx: &Sweeper<'_>, i: usize, mut item: Box<Item>) -> (usize, Turn)
         drop(ticket);
         match on_answer(ctx, &mut item, answer, ahead).await {
             Step::Retry => {}
-            Step::Park(wait) => {
+            Step::Park(wait, counted) => {
                 let not_before = tokio::time::Instant::now() + wait;
-                return (i, Turn::Park(item, not_before, wait));
+                return (i, Turn::Park(item, not_before, counted));
             }
             Step::Finish(outcome, error) => return (i, Turn::Done(finish(item.r, outcome, error))),
             Step::Stopped => return (i, Turn::Done(stopped(item.r, &item.tries))),
@@ -436,7 +308,7 @@ async fn on_answer(
         }
         Class::Transient { retry_after } => {
             r.last_error = Some(answer.message);
-            on_transient(ctx, tries, retry_after).await
+            on_transient(ctx, tries, retry_after)
         }
         Class::Unauthorized | Class::Forbidden => on_forbidden(ctx, tries, answer.message).await,
         Class::Expired { .. } | Class::Rejected => {
@@ -559,12 +431,16 @@ fn on_throttled(
             .backoff
             .delay(tries.throttled.min(8) - 1, None, &mut rand::rng())
     });
-    Step::Park(delay)
+    Step::Park(delay, delay)
 }
 
-/// A 5xx, a timeout or a reset: backoff with jitter, a bounded number of
-/// times. The write may have been applied, which a later 404 must allow for.
-async fn on_transient(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
+/// A 5xx, a timeout or a reset: backoff with jitter (at least the server's
+/// `Retry-After`, if it gave one), a bounded number of times, parked off
+/// the workers as a 429 is: asleep in its turn, the item would hold a
+/// worker, and at `--qps 0` under throttling that may be the only write
+/// allowed in flight. The write may have been applied, which a later 404
+/// must allow for (and a stop during the wait reports it failed).
+fn on_transient(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
     tries.lost_answers += 1;
     if tries.transient >= ctx.cfg.pacing.max_retries {
         return Step::Finish(Outcome::Failed, None);
@@ -575,10 +451,7 @@ async fn on_transient(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<
         .delay(tries.transient, retry_after, &mut rand::rng());
     tries.transient += 1;
     Stats::bump(&ctx.api.stats.retries);
-    tokio::select! {
-        _ = tokio::time::sleep(delay) => Step::Retry,
-        _ = ctx.stop.wait() => Step::Finish(Outcome::Failed, None),
-    }
+    Step::Park(delay, Duration::ZERO)
 }
 
 /// The connection was refused: the request never reached a server (a

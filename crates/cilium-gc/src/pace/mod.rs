@@ -1,0 +1,306 @@
+//! The shared write limiter of a sweep. Each rule, and why:
+//!
+//! - **A 429 is first the business of the request that got it**: that
+//!   request waits out its own `Retry-After`, parked off the workers (see
+//!   `sweep`); nobody else waits. The shared pace reacts only to
+//!   *sustained* throttling: at least [`DECREASE_SHARE`] of the last
+//!   [`WINDOW`] writes refused. A sporadic 429 (5 % of writes) almost never
+//!   reaches that (12 of 40 at 5 % is a one-in-a-million window), so it
+//!   slows nobody; a server-side cap or a burst of 429s does.
+//! - **With `--qps`, the rate adapts** ([`Aimd`], in `rate`): cut to what
+//!   the server admitted over the window (the share that got through, at
+//!   most halved, never below a floor), then one full window of fresh
+//!   evidence before the next cut, since the writes answered right after a
+//!   cut were sent at the old rate; each success gives back a step of
+//!   `--qps`. Cutting to the admitted share rather than halving: the
+//!   threshold is crossed when we send about 30 % more than a cap admits,
+//!   and 70 % of that is the cap itself, while halving falls well below it
+//!   and spends the climb back there.
+//! - **The limiter is swapped, not reweighed**: governor's rate is fixed at
+//!   construction, and charging `n` cells per write can only express
+//!   `qps / n` (a weight above the burst is refused). A new limiter starts
+//!   *empty*, so a swap never releases a burst, and every waiter moves to
+//!   it: waiters finishing on the limiters they started on would together
+//!   let out several times the rate. A recovering rate swaps only once it
+//!   has grown by a quarter, so waiters are not restarted on every success.
+//! - **The limiter starts empty**, so a sweep never runs above `--qps` on
+//!   average, even with the default burst (`ceil(qps)`); the burst then
+//!   only absorbs lateness (a worker that wakes late keeps its cell). With
+//!   `--burst 1` lateness is lost for good, and at a few hundred writes a
+//!   second the achieved rate falls measurably below `--qps`; what it
+//!   guarantees is spacing.
+//! - **At `--qps 0` the writes in flight adapt instead** ([`Window`], in
+//!   `window`): a server that limits concurrency (API Priority and
+//!   Fairness: a level's few seats; with `Reject`, a request finding them
+//!   taken gets 429 at once) admits as many writes as it has seats, and
+//!   every write beyond them only collects a 429. APF lengthens
+//!   `Retry-After` for the whole level once it drops 3 a second, so excess
+//!   writes would leave items parked for half a minute while seats sit
+//!   idle, and push the level's other clients into 429s too. So: slow
+//!   start from one write, one more per round trip of successes, until the
+//!   first 429, which sets the limit to what the server was holding then;
+//!   after that, sustained throttling or a lengthened `Retry-After` cuts
+//!   it to what the server held (at most halved, at least one), and a
+//!   quiet second adds one write as a probe. A probe refused within its
+//!   second is taken back at once and the next waits twice as long (up to
+//!   30 s), so a limit that holds costs the server one 429 in half a
+//!   minute and APF's `Retry-After` stays at its minimum.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use governor::DefaultDirectRateLimiter;
+use tokio::time::Instant;
+
+mod rate;
+mod window;
+
+use rate::{limiter, swaps, Aimd};
+use window::Window;
+
+/// Writes remembered to judge whether throttling is sustained.
+pub(crate) const WINDOW: usize = 40;
+/// Share of throttled writes in the window that cuts the rate.
+pub(crate) const DECREASE_SHARE: f64 = 0.3;
+
+/// What the limiter did over a run, for the report.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct PaceSummary {
+    /// Wall time spent below `--qps` because of sustained throttling.
+    pub throttled: Duration,
+    /// The lowest rate adaptation reached.
+    pub lowest_rate: f64,
+}
+
+/// The writes in flight at `--qps 0`, by departure order, so that a 429
+/// can tell how many of ours the server was already holding when it
+/// refused: those sent before it and not yet answered.
+#[derive(Default)]
+struct Flight {
+    next: u64,
+    open: std::collections::BTreeSet<u64>,
+}
+
+/// One write in flight (see [`Pace::depart`]); leaves the flight when
+/// dropped, answered or not.
+pub(crate) struct Ticket<'a> {
+    pace: &'a Pace,
+    seq: Option<u64>,
+}
+
+impl Ticket<'_> {
+    /// How many of our writes sent before this one are still unanswered.
+    pub(crate) fn ahead(&self) -> usize {
+        let (Some(seq), Some(w)) = (self.seq, &self.pace.window) else {
+            return 0;
+        };
+        let w = w.lock().unwrap_or_else(|e| e.into_inner());
+        w.1.open.range(..seq).count()
+    }
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if let (Some(seq), Some(w)) = (self.seq, &self.pace.window) {
+            w.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .1
+                .open
+                .remove(&seq);
+        }
+    }
+}
+
+struct State {
+    limiter: Arc<DefaultDirectRateLimiter>,
+    /// The rate `limiter` was built for.
+    limiter_rate: f64,
+    aimd: Aimd,
+    below_since: Option<Instant>,
+    throttled: Duration,
+}
+
+/// The shared limiter of a sweep: the rate when `--qps` is set; at
+/// `--qps 0` (unlimited) the writes in flight instead, per-request
+/// `Retry-After` pacing each throttled item either way.
+pub(crate) struct Pace {
+    burst: u32,
+    state: Option<Mutex<State>>,
+    /// Woken when the limiter is swapped.
+    swapped: tokio::sync::Notify,
+    window: Option<Mutex<(Window, Flight)>>,
+}
+
+impl Pace {
+    /// A limiter at `qps` writes per second (0: unlimited) with `burst`.
+    /// At `--qps 0`, at most `concurrency` writes in flight, adapted.
+    pub(crate) fn new(qps: f64, burst: u32, concurrency: usize) -> Self {
+        let burst = burst.max(1);
+        Pace {
+            burst,
+            swapped: tokio::sync::Notify::new(),
+            window: (qps <= 0.0)
+                .then(|| Mutex::new((Window::new(concurrency, Instant::now()), Flight::default()))),
+            state: (qps > 0.0).then(|| {
+                Mutex::new(State {
+                    limiter: limiter(qps, burst),
+                    limiter_rate: qps,
+                    aimd: Aimd::new(qps),
+                    below_since: None,
+                    throttled: Duration::ZERO,
+                })
+            }),
+        }
+    }
+
+    fn lock(&self) -> Option<std::sync::MutexGuard<'_, State>> {
+        self.state
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Wait for one write's cell, on the limiter current when it comes: a
+    /// swap moves every waiter to the new limiter (see the module doc).
+    /// Cancelling the wait (a stop) never makes us faster than the rate:
+    /// governor takes a cell only when it grants it.
+    pub(crate) async fn until_ready(&self) {
+        loop {
+            let swapped = self.swapped.notified();
+            tokio::pin!(swapped);
+            // Registered before the limiter is read, so no swap is missed.
+            swapped.as_mut().enable();
+            let Some(l) = self.lock().map(|s| s.limiter.clone()) else {
+                return;
+            };
+            tokio::select! {
+                _ = l.until_ready() => return,
+                _ = &mut swapped => {}
+            }
+        }
+    }
+
+    /// How many items may be with a worker now, of `slots`.
+    pub(crate) fn slots(&self, slots: usize) -> usize {
+        match &self.window {
+            Some(w) => slots.min(w.lock().unwrap_or_else(|e| e.into_inner()).0.limit()),
+            None => slots,
+        }
+    }
+
+    /// A write leaves: its ticket tells, when it is answered, how many of
+    /// ours were ahead of it.
+    pub(crate) fn depart(&self) -> Ticket<'_> {
+        let seq = self.window.as_ref().map(|w| {
+            let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
+            let seq = w.1.next;
+            w.1.next += 1;
+            w.1.open.insert(seq);
+            seq
+        });
+        Ticket { pace: self, seq }
+    }
+
+    /// Record one write's outcome (429 or not, with the 429's
+    /// `Retry-After`; `ahead`: our writes still in flight that left before
+    /// it) and adapt the rate, or at `--qps 0` the writes in flight.
+    pub(crate) fn record(&self, throttled: bool, retry_after: Option<Duration>, ahead: usize) {
+        if let Some(w) = &self.window {
+            let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            let mut changed = w.0.record(throttled, ahead, now);
+            if let Some(ra) = retry_after.filter(|_| throttled) {
+                changed = w.0.retry_after(ra, ahead, now).or(changed);
+            }
+            if let Some(limit) = changed {
+                tracing::debug!(limit, throttled, ahead, "writes allowed in flight changed");
+            }
+        }
+        let burst = self.burst;
+        let Some(mut s) = self.lock() else { return };
+        if let Some(rate) = s.aimd.record(throttled) {
+            if swaps(s.limiter_rate, rate, s.aimd.qps) {
+                tracing::debug!(rate, "write rate changed");
+                s.limiter = limiter(rate, burst);
+                s.limiter_rate = rate;
+                self.swapped.notify_waiters();
+            }
+            let now = Instant::now();
+            if rate < s.aimd.qps {
+                s.below_since.get_or_insert(now);
+            } else if let Some(t) = s.below_since.take() {
+                s.throttled += now - t;
+            }
+        }
+    }
+
+    /// The current rate (`None`: unlimited).
+    #[cfg(test)]
+    pub(crate) fn rate(&self) -> Option<f64> {
+        self.lock().map(|s| s.aimd.rate())
+    }
+
+    /// The fewest writes allowed in flight so far (`None`: a rate was set).
+    pub(crate) fn lowest_in_flight(&self) -> Option<usize> {
+        let w = self.window.as_ref()?;
+        Some(w.lock().unwrap_or_else(|e| e.into_inner()).0.lowest())
+    }
+
+    /// Throttled time and lowest rate so far (`None`: unlimited).
+    pub(crate) fn summary(&self) -> Option<PaceSummary> {
+        let s = self.lock()?;
+        let open = s.below_since.map_or(Duration::ZERO, |t| t.elapsed());
+        Some(PaceSummary {
+            throttled: s.throttled + open,
+            lowest_rate: s.aimd.lowest(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn only_qps_0_adapts_the_writes_in_flight() {
+        let p = Pace::new(0.0, 1, 8);
+        assert_eq!(p.slots(8), 1, "slow start");
+        // One more per round trip: 1 + 2 + ... + 7 successes to reach 8.
+        for _ in 0..28 {
+            p.record(false, None, 0);
+        }
+        assert_eq!(p.slots(8), 8);
+        let (a, b) = (p.depart(), p.depart());
+        assert_eq!((a.ahead(), b.ahead()), (0, 1));
+        drop(a);
+        assert_eq!(b.ahead(), 0, "an answered write is no longer ahead");
+        for _ in 0..12 {
+            p.record(true, None, 2);
+        }
+        assert_eq!(p.slots(8), 4);
+        assert_eq!(p.lowest_in_flight(), Some(4));
+        let r = Pace::new(100.0, 10, 8);
+        for _ in 0..12 {
+            r.record(true, None, 2);
+        }
+        assert_eq!(r.slots(8), 8, "with a rate, the rate adapts instead");
+        assert_eq!(r.lowest_in_flight(), None);
+        assert_eq!(r.rate(), Some(50.0));
+    }
+
+    #[tokio::test]
+    async fn pace_reports_throttled_time_and_lowest_rate() {
+        let p = Pace::new(1000.0, 10, 8);
+        for _ in 0..12 {
+            p.record(true, None, 0);
+        }
+        assert_eq!(p.rate(), Some(500.0));
+        p.until_ready().await;
+        for _ in 0..30 {
+            p.record(false, None, 0);
+        }
+        assert_eq!(p.rate(), Some(1000.0));
+        let s = p.summary().unwrap();
+        assert_eq!(s.lowest_rate, 500.0);
+        assert!(Pace::new(0.0, 1, 8).summary().is_none());
+    }
+}

@@ -1,0 +1,318 @@
+//! The items of a sweep that no worker holds, and the loop that hands
+//! them to workers: fresh ones as the feed brings them, parked ones once
+//! the server's wait (a 429's `Retry-After`, a 5xx's backoff) is over.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
+
+use crate::model::Identity;
+use crate::pace::Pace;
+use crate::report::Outcome;
+use crate::stats::Stats;
+use crate::stop::Stop;
+
+use super::{stopped, Action, Feed, ItemResult, Tries};
+
+/// One item between its turns with a worker: the identity as last read,
+/// its result so far and the retries it has spent. Boxed while parked, so
+/// the queue of throttled items stays cheap to reorder.
+pub(super) struct Item {
+    pub(super) ident: Identity,
+    pub(super) r: ItemResult,
+    pub(super) tries: Tries,
+}
+
+impl Item {
+    fn new(ident: Identity, action: Action) -> Box<Item> {
+        Box::new(Item {
+            ident,
+            r: ItemResult {
+                outcome: Outcome::NotAttempted,
+                reason: action.wanted(),
+                attempts: 0,
+                conflicts: Vec::new(),
+                last_error: None,
+            },
+            tries: Tries::default(),
+        })
+    }
+}
+
+/// How an item's turn with a worker ends.
+pub(super) enum Turn {
+    /// In its report state.
+    Done(ItemResult),
+    /// Waiting on the server: not to be sent again before the instant (a
+    /// 429's `Retry-After`, else backoff). The last field is the part of
+    /// the wait the report counts as `Retry-After` (a 429's; zero for a
+    /// 5xx's backoff).
+    Park(Box<Item>, tokio::time::Instant, Duration),
+}
+
+/// An item waiting out a 429's `Retry-After` or a 5xx's backoff off the
+/// workers.
+struct Parked {
+    item: Box<Item>,
+    since: tokio::time::Instant,
+    /// What of the wait counts as `Retry-After` (see [`Turn::Park`]).
+    counted: Duration,
+}
+
+/// The items of a sweep that no worker holds: those not started yet (in
+/// the order the feed brings them) and those parked, keyed by their
+/// not-before instant. A parked item whose instant has passed goes before
+/// any fresh one, so a parked item is not overtaken indefinitely by new
+/// work.
+pub(super) struct Queue {
+    feed: Feed,
+    /// Received from the feed while no worker was free.
+    waiting: Option<Identity>,
+    /// The feed is closed and drained: no fresh item will come.
+    feed_done: bool,
+    received: usize,
+    parked: BTreeMap<(tokio::time::Instant, usize), Parked>,
+    action: Action,
+}
+
+impl Queue {
+    pub(super) fn new(feed: Feed, action: Action) -> Self {
+        Queue {
+            feed,
+            waiting: None,
+            feed_done: false,
+            received: 0,
+            parked: BTreeMap::new(),
+            action,
+        }
+    }
+
+    /// The next item a free worker may write now: a parked one whose
+    /// not-before has passed, else the next fresh one the feed holds.
+    /// Counts the parked item's `Retry-After` wait (at most what it was
+    /// asked for: the rest was spent waiting for a worker, not for the
+    /// server).
+    fn next_ready(&mut self, stats: &Stats) -> Option<(usize, Box<Item>)> {
+        let now = tokio::time::Instant::now();
+        if let Some(e) = self.parked.first_entry().filter(|e| e.key().0 <= now) {
+            let i = e.key().1;
+            let p = e.remove();
+            stats.add_retry_after_wait((now - p.since).min(p.counted));
+            return Some((i, p.item));
+        }
+        let fresh = self.waiting.take().or_else(|| match self.feed.try_recv() {
+            Ok(t) => Some(t),
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty) => None,
+            Err(tokio::sync::mpsc::error::TryRecvError::Disconnected) => {
+                self.feed_done = true;
+                None
+            }
+        })?;
+        Some(self.number(fresh))
+    }
+
+    /// A fresh item gets the next index (the order of the results).
+    fn number(&mut self, ident: Identity) -> (usize, Box<Item>) {
+        let i = self.received;
+        self.received += 1;
+        (i, Item::new(ident, self.action))
+    }
+
+    /// Every item received has its report state and no more will come.
+    fn finished(&self) -> bool {
+        self.feed_done && self.waiting.is_none() && self.parked.is_empty()
+    }
+
+    fn park(
+        &mut self,
+        i: usize,
+        item: Box<Item>,
+        not_before: tokio::time::Instant,
+        counted: Duration,
+    ) {
+        let since = tokio::time::Instant::now();
+        self.parked.insert(
+            (not_before, i),
+            Parked {
+                item,
+                since,
+                counted,
+            },
+        );
+    }
+
+    /// The earliest instant a parked item becomes ready.
+    fn next_wake(&self) -> Option<tokio::time::Instant> {
+        self.parked.keys().next().map(|k| k.0)
+    }
+
+    /// On a stop: every parked item ends now (its wait is cut short and
+    /// counted as far as it went).
+    fn drain_parked(&mut self, stats: &Stats) -> Vec<(usize, ItemResult)> {
+        let now = tokio::time::Instant::now();
+        std::mem::take(&mut self.parked)
+            .into_iter()
+            .map(|((_, i), p)| {
+                stats.add_retry_after_wait((now - p.since).min(p.counted));
+                let it = *p.item;
+                (i, stopped(it.r, &it.tries))
+            })
+            .collect()
+    }
+}
+
+/// Keep up to `slots` items being written (at `--qps 0`, fewer while the
+/// server refuses more: `pace::Window`); an item the server makes wait (a
+/// 429, a 5xx) gives its worker back at once and is parked until its
+/// not-before instant, so the writes in flight follow what the server
+/// admits instead of sleeping. Fresh items are taken from the feed as they
+/// come. Ends when the feed is closed and every item has its report state;
+/// a stop ends parked waits at once (items not started then end at the
+/// gate, as not attempted). `turn` is one item's turn with a worker.
+pub(super) async fn drive<F, Fut>(
+    pace: &Pace,
+    stop: &Stop,
+    stats: &Stats,
+    mut queue: Queue,
+    slots: usize,
+    on_done: &impl Fn(&ItemResult),
+    turn: F,
+) -> Vec<(usize, ItemResult)>
+where
+    F: Fn(usize, Box<Item>) -> Fut,
+    Fut: std::future::Future<Output = (usize, Turn)>,
+{
+    let mut done = Vec::new();
+    let mut running = FuturesUnordered::new();
+    loop {
+        while running.len() < pace.slots(slots) {
+            let Some((i, item)) = queue.next_ready(stats) else {
+                break;
+            };
+            running.push(turn(i, item));
+        }
+        if running.is_empty() && queue.finished() {
+            return done;
+        }
+        // Only wake for a parked or fresh item when a worker is free to take it.
+        let room = running.len() < pace.slots(slots);
+        let wake = queue.next_wake().filter(|_| room);
+        let sleep = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now));
+        let listen = room && !queue.feed_done && queue.waiting.is_none();
+        tokio::select! {
+            Some((i, t)) = running.next(), if !running.is_empty() => match t {
+                Turn::Done(r) => {
+                    tracing::trace!(outcome = ?r.outcome, attempts = r.attempts, "item done");
+                    on_done(&r);
+                    done.push((i, r));
+                }
+                Turn::Park(item, not_before, counted) => queue.park(i, item, not_before, counted),
+            },
+            fresh = queue.feed.recv(), if listen => match fresh {
+                Some(t) => queue.waiting = Some(t),
+                None => queue.feed_done = true,
+            },
+            _ = sleep, if wake.is_some() => {}
+            _ = stop.wait(), if !queue.parked.is_empty() => {
+                for (i, r) in queue.drain_parked(stats) {
+                    on_done(&r);
+                    done.push((i, r));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::stop::StopReason;
+
+    fn ident(name: &str) -> Identity {
+        Identity {
+            name: name.into(),
+            uid: format!("uid-{name}"),
+            resource_version: "1".into(),
+            created_at: None,
+            labels: Default::default(),
+            namespace: None,
+            mark: None,
+            last_change: None,
+        }
+    }
+
+    /// Three targets at `--qps 0 --concurrency 1`: the first one's first
+    /// write gets a 5xx and a 5 s backoff, every other write succeeds in
+    /// 10 ms. Returns the order the items ended in and their results.
+    async fn one_5xx_at_qps_0(stop: &Stop) -> (Vec<usize>, Vec<(usize, ItemResult)>, Stats) {
+        let pace = Pace::new(0.0, 1, 1);
+        assert_eq!(pace.slots(1), 1, "the premise: one write slot");
+        let stats = Stats::default();
+        let feed = super::super::feed_all(vec![ident("1001"), ident("1002"), ident("1003")]);
+        let ended = Mutex::new(Vec::new());
+        let results = drive(
+            &pace,
+            stop,
+            &stats,
+            Queue::new(feed, Action::Delete),
+            1,
+            &|_| {},
+            |i, mut item: Box<Item>| {
+                let ended = &ended;
+                async move {
+                    item.r.attempts += 1;
+                    if i == 0 && item.r.attempts == 1 {
+                        // What `on_transient` does with a 5xx.
+                        item.tries.lost_answers += 1;
+                        item.r.last_error = Some("503".into());
+                        let until = tokio::time::Instant::now() + Duration::from_secs(5);
+                        return (i, Turn::Park(item, until, Duration::ZERO));
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    ended.lock().unwrap().push(i);
+                    let mut r = item.r;
+                    r.outcome = Outcome::Deleted;
+                    (i, Turn::Done(r))
+                }
+            },
+        )
+        .await;
+        (ended.into_inner().unwrap(), results, stats)
+    }
+
+    /// A 5xx's backoff is waited out parked, not in the only write slot:
+    /// the other items are written meanwhile, and the parked one after its
+    /// backoff. Its wait is not counted as `Retry-After`.
+    #[tokio::test(start_paused = true)]
+    async fn a_5xx_backoff_does_not_hold_the_only_write_slot() {
+        let t0 = tokio::time::Instant::now();
+        let (ended, results, stats) = one_5xx_at_qps_0(&Stop::default()).await;
+        assert_eq!(ended, vec![1, 2, 0]);
+        assert!(tokio::time::Instant::now() - t0 >= Duration::from_secs(5));
+        assert!(results.iter().all(|(_, r)| r.outcome == Outcome::Deleted));
+        let first = results.iter().find(|(i, _)| *i == 0).unwrap();
+        assert_eq!(first.1.attempts, 2);
+        assert_eq!(Stats::get(&stats.retry_after_wait_ms), 0);
+    }
+
+    /// A stop during a 5xx's backoff ends the parked item at once, failed
+    /// (the 5xx may have been applied), with its last error kept.
+    #[tokio::test(start_paused = true)]
+    async fn a_stop_ends_a_5xx_backoff_as_failed() {
+        let stop = Stop::default();
+        let stopper = stop.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            stopper.trigger(StopReason::Interrupt);
+        });
+        let (ended, results, _) = one_5xx_at_qps_0(&stop).await;
+        assert_eq!(ended, vec![1, 2]);
+        let first = &results.iter().find(|(i, _)| *i == 0).unwrap().1;
+        assert_eq!(first.outcome, Outcome::Failed);
+        assert_eq!(first.last_error.as_deref(), Some("503"));
+    }
+}
