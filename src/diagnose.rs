@@ -50,6 +50,7 @@ impl DiagnoseArgs {
             page_size: self.page_size,
             redact: self.redact,
             operator_metrics_wait: self.operator_metrics_wait,
+            labels: self.labels.clone(),
         }
     }
 }

@@ -119,6 +119,24 @@ fn full_example() -> diagnose::Diagnosis {
             }],
             gc_interval_arg: Some(Duration::from_secs(60)),
         }),
+        // Identity 2000 marked at 00:00, then written by a label sync.
+        writes: BTreeMap::from([(
+            "2000".to_string(),
+            vec![
+                diagnose::Write {
+                    manager: "cilium-operator-generic".into(),
+                    operation: "Update".into(),
+                    time: Some(ts("2026-06-01T00:00:00Z")),
+                    owns_mark: true,
+                },
+                diagnose::Write {
+                    manager: "label-sync".into(),
+                    operation: "Update".into(),
+                    time: Some(ts("2026-06-01T11:59:00Z")),
+                    owns_mark: false,
+                },
+            ],
+        )]),
     };
     let mut d = analyze(&input, ts("2026-06-01T12:00:00Z"));
     d.cluster.kubernetes_version = Some("v1.32.0".into());
@@ -157,6 +175,10 @@ fn full_example_conforms() {
         (
             "modifiers.managers[0].latest",
             &d["modifiers"]["managers"][0]["latest"],
+        ),
+        (
+            "writers.managers[0].latest",
+            &d["writers"]["managers"][0]["latest"],
         ),
     ] {
         assert!(!v.is_null(), "example misses {path}");

@@ -16,6 +16,7 @@ mod analyze;
 mod gc_health;
 mod input;
 mod operator_metrics;
+mod policies;
 pub(crate) mod redact;
 
 use std::collections::{BTreeMap, HashSet};
@@ -26,9 +27,9 @@ use serde_json::value::RawValue;
 
 pub use crate::model::Change;
 pub use crate::preflight::Crds;
-pub use analyze::analyze;
+pub use analyze::{analyze, FilterDefaults, LabelFilter};
 pub use cilium_gc_documents::diagnosis::*;
-pub use input::{IdentityRecord, Input, Workloads};
+pub use input::{IdentityRecord, Input, Workloads, Write};
 // The documents crate's module, by the name this module's parts use.
 use cilium_gc_documents::diagnosis as types;
 
@@ -53,6 +54,9 @@ pub struct DiagnoseSettings {
     /// Read cilium-operator's metrics a second time this long after the
     /// first (zero: read once, judge against its uptime).
     pub operator_metrics_wait: std::time::Duration,
+    /// `--labels`: a proposed Cilium `labels` filter to judge (reads the
+    /// network policies, an optional permission).
+    pub labels: Option<String>,
 }
 
 /// Retries per request for the few reads a diagnosis makes.
@@ -129,6 +133,50 @@ pub(crate) fn decode_record(raw: &RawValue) -> Result<IdentityRecord, Malformed>
     })
 }
 
+#[derive(Deserialize)]
+struct ManagedOnly<'a> {
+    #[serde(default, borrow)]
+    metadata: Option<ManagedMeta<'a>>,
+}
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ManagedMeta<'a> {
+    #[serde(default, borrow)]
+    managed_fields: Vec<ManagedEntry<'a>>,
+}
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ManagedEntry<'a> {
+    #[serde(default)]
+    manager: Option<String>,
+    #[serde(default)]
+    operation: Option<String>,
+    #[serde(default)]
+    time: Option<String>,
+    #[serde(default, borrow, rename = "fieldsV1")]
+    fields: Option<&'a RawValue>,
+}
+
+/// Every `managedFields` entry of one identity: who wrote it and when, and
+/// which entry set the heartbeat mark (its field set names the annotation).
+/// Lenient: an unreadable list is no writes, never a malformed identity.
+pub(crate) fn decode_writes(raw: &RawValue) -> Vec<input::Write> {
+    let owns = format!("\"f:{}\"", crate::model::HEARTBEAT_ANNOTATION);
+    serde_json::from_str::<ManagedOnly>(raw.get())
+        .ok()
+        .and_then(|m| m.metadata)
+        .map(|m| m.managed_fields)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| input::Write {
+            manager: e.manager.unwrap_or_default(),
+            operation: e.operation.unwrap_or_default(),
+            time: e.time.and_then(|t| t.parse().ok()),
+            owns_mark: e.fields.is_some_and(|f| f.get().contains(&owns)),
+        })
+        .collect()
+}
+
 /// Connect, collect, redact when asked, analyse.
 #[tracing::instrument(skip_all)]
 pub async fn diagnose(
@@ -141,6 +189,13 @@ pub async fn diagnose(
             "--page-size must be between 1 and 10000, not {}",
             args.page_size
         )));
+    }
+    if let Some(l) = &args.labels {
+        if let Some(problem) = LabelFilter::new(l).1.first() {
+            return Err(DiagnoseError::Flag(format!(
+                "--labels: {problem} (cilium-agent would refuse to start on it)"
+            )));
+        }
     }
     let stats = Arc::new(Stats::default());
     let (mut api, endpoint) = ApiClient::connect(kube, stats.clone()).await?;
@@ -220,6 +275,7 @@ pub(crate) async fn collect(
     }
 
     let mut identities = Vec::new();
+    let mut writes = BTreeMap::new();
     let mut malformed = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     scan::list_raw(
@@ -231,6 +287,7 @@ pub(crate) async fn collect(
         |raw| match decode_record(raw) {
             Ok(r) => {
                 if seen.insert(r.identity.name.clone()) {
+                    writes.insert(r.identity.name.clone(), decode_writes(raw));
                     identities.push(r);
                 }
             }
@@ -261,6 +318,12 @@ pub(crate) async fn collect(
         context: None,
         redacted: false,
         workloads: Some(workloads),
+        writes,
+        proposed_labels: args.labels.clone(),
+        policies: match args.labels {
+            Some(_) => Some(policies::fetch(api).await),
+            None => None,
+        },
     })
 }
 

@@ -17,6 +17,8 @@ mod findings;
 mod labels;
 #[cfg(test)]
 mod tests;
+mod what_if;
+mod writers;
 
 use super::input::{IdentityRecord, Input};
 use crate::model::Change;
@@ -26,8 +28,8 @@ use crate::report::{ConfigSource, ConfigValue, IdRange};
 use ages::*;
 use churn::*;
 use findings::*;
-pub(crate) use labels::LabelFilter;
 use labels::*;
+pub use labels::{FilterDefaults, LabelFilter};
 
 /// Cilium's default `identity-gc-interval`.
 pub(crate) const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(15 * 60);
@@ -132,8 +134,21 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
         configuration,
         warnings,
         gc_health: None,
+        writers: (!input.writes.is_empty())
+            .then(|| writers::writers(input, settings.heartbeat_timeout, now)),
+        labels_what_if: None,
     };
     let health = gc_health(input, &states, settings.heartbeat_timeout, gc_interval, now);
+    if let Some(proposal) = &input.proposed_labels {
+        let agent = health
+            .cilium
+            .as_ref()
+            .and_then(|c| c.agent_version.as_deref());
+        let defaults = FilterDefaults::for_version(agent.and_then(parse_version));
+        let current =
+            LabelFilter::with_defaults(config_value(input, "labels").unwrap_or(""), defaults).0;
+        d.labels_what_if = Some(what_if::what_if(input, proposal, defaults, &current));
+    }
     d.findings = findings(input, &d, &settings, gc_interval);
     let gc_enabled = gc_interval.is_some_and(|d| !d.is_zero());
     d.findings.extend(
@@ -159,6 +174,16 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
     }
     d.gc_health = Some(health);
     d
+}
+
+/// `1.15.6` as numbers.
+fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = v.split('.').map(|p| p.parse::<u64>().ok());
+    Some((
+        parts.next()??,
+        parts.next()??,
+        parts.next().flatten().unwrap_or(0),
+    ))
 }
 
 /// cilium-config's `identity-gc-interval` (default 15m); an unreadable one
