@@ -54,3 +54,7 @@ mod operator_current;
 /// `diagnose` reading the real operator's metrics through the pod proxy,
 /// inside a network namespace of the test's own.
 mod operator_metrics;
+
+/// `diagnose` naming who writes identities, from managedFields, next to the
+/// real current operator and a third writer. Issue 36.
+mod diagnose_writers;

@@ -18,6 +18,7 @@ use crate::support::schema;
 use crate::support::world::{assert_ok, binary, Binary, World, TEST_TIMEOUT};
 
 mod contract;
+mod labels_filter;
 mod operator_metrics;
 mod views;
 
