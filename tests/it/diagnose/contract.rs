@@ -137,6 +137,17 @@ fn full_example() -> diagnose::Diagnosis {
                 },
             ],
         )]),
+        // --labels: job-name dropped, which a policy selects on.
+        proposed_labels: Some("k8s:!job-name".into()),
+        policies: Some(diagnose::Policies {
+            items: vec![diagnose::PolicySelectors {
+                kind: diagnose::PolicyKind::CiliumNetworkPolicy,
+                namespace: Some("jobs".into()),
+                name: "allow-jobs".into(),
+                keys: vec!["k8s:job-name".into()],
+            }],
+            problems: vec!["no permission to list networkpolicies (optional)".into()],
+        }),
     };
     let mut d = analyze(&input, ts("2026-06-01T12:00:00Z"));
     d.cluster.kubernetes_version = Some("v1.32.0".into());
@@ -179,6 +190,14 @@ fn full_example_conforms() {
         (
             "writers.managers[0].latest",
             &d["writers"]["managers"][0]["latest"],
+        ),
+        (
+            "labelsWhatIf.policies[0].namespace",
+            &d["labelsWhatIf"]["policies"][0]["namespace"],
+        ),
+        (
+            "labelsWhatIf.policiesProblem",
+            &d["labelsWhatIf"]["policiesProblem"],
         ),
     ] {
         assert!(!v.is_null(), "example misses {path}");

@@ -13,7 +13,8 @@ use cilium_gc::diagnose::{FilterDefaults, LabelFilter};
 use super::*;
 
 /// Labels that exercise every built-in pattern of both releases, and the
-/// user patterns below.
+/// user patterns below. One label per key: Cilium's `Labels` is a map by
+/// key, so `k8s:app` and `container:app` cannot both be in one set.
 const LABELS: &[&str] = &[
     "k8s:app=web",
     "k8s:apple=x",
@@ -40,7 +41,8 @@ const LABELS: &[&str] = &[
     "k8s:etcd_node=e1",
     "k8s:tier=front",
     "k8s:run-id=8812",
-    "container:app=web",
+    // Cilium keys a label set by key alone: one source per key.
+    "container:build=7",
     "reserved:host",
 ];
 
@@ -62,6 +64,8 @@ const FILTERS: &[&str] = &[
     "k8s:tier k8s:!ti",
     "k8s:!controller",
     "any:app",
+    "k8s:!build",
+    "container:!build",
     "reserved:!host",
     ":!app",
     "k8s:!",

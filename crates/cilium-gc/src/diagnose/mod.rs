@@ -29,7 +29,7 @@ pub use crate::model::Change;
 pub use crate::preflight::Crds;
 pub use analyze::{analyze, FilterDefaults, LabelFilter};
 pub use cilium_gc_documents::diagnosis::*;
-pub use input::{IdentityRecord, Input, Workloads, Write};
+pub use input::{IdentityRecord, Input, Policies, PolicySelectors, Workloads, Write};
 // The documents crate's module, by the name this module's parts use.
 use cilium_gc_documents::diagnosis as types;
 
