@@ -64,6 +64,35 @@ pub struct Diagnosis {
     /// What a proposed Cilium `labels` filter would do (`--labels`): the label sets the identities would collapse to, the keys that drive it, and the policies whose selectors use a key it drops.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels_what_if: Option<LabelsWhatIf>,
+    /// Present when the diagnosis was made from saved objects (`--from`), not a live cluster: where they came from, the capture time used as "now", and what evidence was missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<SavedSource>,
+}
+
+/// Saved objects a diagnosis was made from (`diagnose --from`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SavedSource {
+    /// The directory read.
+    pub path: String,
+    /// The capture time, used as "now" for every age (never the reading machine's clock).
+    pub captured_at: Timestamp,
+    /// Where the capture time came from.
+    pub captured_at_from: CaptureTimeFrom,
+    /// Files under the path.
+    pub files_read: u64,
+    /// Evidence not found among the saved objects; the findings that need it are skipped or say so.
+    pub missing: Vec<String>,
+}
+
+/// Where a saved diagnosis' capture time came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum CaptureTimeFrom {
+    /// A `cilium sysdump` file name's `<ts>` (`20060102-150405`, read as UTC), or the newest object time if later.
+    SysdumpFileName,
+    /// The newest time any saved object carries (a managedFields entry, a creation, a mark): a lower bound on the capture time.
+    NewestObject,
 }
 
 /// A proposed `labels` filter judged against today's identities and policies.

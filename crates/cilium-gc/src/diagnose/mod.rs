@@ -18,6 +18,7 @@ mod input;
 mod operator_metrics;
 mod policies;
 pub(crate) mod redact;
+mod saved;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -211,6 +212,46 @@ pub async fn diagnose(
     }
     let mut d = analyze(&input, api.clock.now());
     d.cluster.kubernetes_version = kubernetes_version(&api).await;
+    Ok(d)
+}
+
+/// `--from PATH`: the diagnosis of saved objects (issue 36, 2). No client
+/// exists on this path, so nothing can be written; "now" is the capture
+/// time the files carry, and the diagnosis says what it rests on.
+pub fn diagnose_saved(
+    path: &std::path::Path,
+    args: &DiagnoseSettings,
+) -> Result<Diagnosis, DiagnoseError> {
+    if let Some(l) = &args.labels {
+        if let Some(problem) = LabelFilter::new(l).1.first() {
+            return Err(DiagnoseError::Flag(format!(
+                "--labels: {problem} (cilium-agent would refuse to start on it)"
+            )));
+        }
+    }
+    let (mut input, now, mut source) = saved::collect(path, args.labels.as_deref())?;
+    if args.redact {
+        let r = redact::redact(&mut input, &[&args.cilium_namespace]);
+        source.path = r.token("path", &source.path);
+    }
+    let mut d = analyze(&input, now);
+    d.warnings.insert(
+        0,
+        format!(
+            "source: saved objects, captured at {now} ({}): every finding rests on them, not on a live cluster",
+            match source.captured_at_from {
+                types::CaptureTimeFrom::SysdumpFileName => "from the sysdump's file names, read as UTC",
+                types::CaptureTimeFrom::NewestObject => "the newest time the objects carry: a lower bound",
+            }
+        ),
+    );
+    if !source.missing.is_empty() {
+        d.warnings.push(format!(
+            "not among the saved objects: {}",
+            source.missing.join(", ")
+        ));
+    }
+    d.source = Some(source);
     Ok(d)
 }
 

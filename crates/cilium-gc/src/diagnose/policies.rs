@@ -32,6 +32,16 @@ fn path(kind: PolicyKind) -> &'static str {
     }
 }
 
+/// The kind of a `kind:` field, when it is one of ours.
+pub(crate) fn kind_of(kind: &str) -> Option<PolicyKind> {
+    match kind {
+        "CiliumNetworkPolicy" => Some(PolicyKind::CiliumNetworkPolicy),
+        "CiliumClusterwideNetworkPolicy" => Some(PolicyKind::CiliumClusterwideNetworkPolicy),
+        "NetworkPolicy" => Some(PolicyKind::NetworkPolicy),
+        _ => None,
+    }
+}
+
 /// One selector key as an identity label.
 fn identity_label(key: &str, namespace_selector: bool) -> String {
     if namespace_selector {

@@ -137,6 +137,7 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
         writers: (!input.writes.is_empty())
             .then(|| writers::writers(input, settings.heartbeat_timeout, now)),
         labels_what_if: None,
+        source: None,
     };
     let health = gc_health(input, &states, settings.heartbeat_timeout, gc_interval, now);
     if let Some(proposal) = &input.proposed_labels {
