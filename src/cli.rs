@@ -535,6 +535,11 @@ pub struct DiagnoseArgs {
     /// an optional permission).
     #[arg(long, value_name = "FILTER")]
     pub labels: Option<String>,
+    /// Diagnose saved objects instead of a cluster: a directory of
+    /// `kubectl get -o yaml|json` output or an unpacked `cilium sysdump`.
+    /// Nothing is read from or written to any cluster.
+    #[arg(long, value_name = "PATH")]
+    pub from: Option<std::path::PathBuf>,
     /// Clusters diagnosed at the same time with several contexts.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub parallel: u32,
