@@ -58,3 +58,7 @@ mod operator_metrics;
 /// `diagnose` naming who writes identities, from managedFields, next to the
 /// real current operator and a third writer. Issue 36.
 mod diagnose_writers;
+
+/// `diagnose --from` on `kubectl get` dumps against the live diagnosis.
+/// Issue 36.
+mod diagnose_saved;
