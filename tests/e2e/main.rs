@@ -62,3 +62,7 @@ mod diagnose_writers;
 /// `diagnose --from` on `kubectl get` dumps against the live diagnosis.
 /// Issue 36.
 mod diagnose_saved;
+
+/// The real current operator in identity-management-mode=operator: why the
+/// plugin refuses the mode. Issue 36.
+mod identity_modes;
