@@ -2,8 +2,9 @@
 //! objects, without a cluster. Read-only by construction: nothing here
 //! holds a client.
 //!
-//! PATH is a directory holding `kubectl get … -o yaml|json` output, or an
-//! unpacked `cilium sysdump`. Each file is read by what it holds (a `List`
+//! PATH is a directory holding `kubectl get … -o yaml|json` output, a
+//! `cilium sysdump` `.zip`, or a `.tar.gz`/`.tgz` of either (unpacked into a
+//! temporary directory: objects and metrics only). Each file is read by what it holds (a `List`
 //! or single objects, YAML with several documents or JSON); a file without
 //! `kind` on its items is named by cilium-cli's sysdump file names
 //! (`vendor/github.com/cilium/cilium/cilium-cli/sysdump/constants.go`:
@@ -25,6 +26,7 @@
 //! of the diagnosis goes on.
 
 use std::collections::{BTreeMap, HashSet};
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use jiff::Timestamp;
@@ -68,6 +70,66 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether an archive member is worth unpacking: objects and metrics only
+/// (a sysdump also holds logs, bugtool archives and profiles).
+fn wanted(name: &str) -> bool {
+    [".yaml", ".yml", ".json", ".txt", ".prom"]
+        .iter()
+        .any(|e| name.ends_with(e))
+}
+
+/// Unpack a `.zip` (a sysdump) or a `.tar.gz`/`.tgz` into a temporary
+/// directory: only the members [`wanted`] keeps, none larger than
+/// [`MAX_FILE`], none outside the directory (the archive's own paths are
+/// checked by `enclosed_name` and `unpack_in`).
+fn unpack(path: &Path) -> Result<tempfile::TempDir, String> {
+    let name = path.to_string_lossy().to_ascii_lowercase();
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    if name.ends_with(".zip") {
+        let mut zip = zip::ZipArchive::new(file).map_err(|e| format!("not a readable zip: {e}"))?;
+        for i in 0..zip.len() {
+            let mut entry = zip
+                .by_index(i)
+                .map_err(|e| format!("zip member {i}: {e}"))?;
+            let Some(rel) = entry.enclosed_name() else {
+                continue;
+            };
+            if !entry.is_file() || entry.size() > MAX_FILE || !wanted(&rel.to_string_lossy()) {
+                continue;
+            }
+            let to = dir.path().join(&rel);
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+            }
+            let mut out = std::fs::File::create(&to).map_err(|e| e.to_string())?;
+            std::io::copy(&mut (&mut entry).take(MAX_FILE), &mut out)
+                .map_err(|e| format!("zip member {}: {e}", rel.display()))?;
+        }
+    } else if name.ends_with(".tar.gz") || name.ends_with(".tgz") {
+        let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
+        for entry in tar
+            .entries()
+            .map_err(|e| format!("not a readable .tar.gz: {e}"))?
+        {
+            let mut entry = entry.map_err(|e| format!("not a readable .tar.gz: {e}"))?;
+            let rel = entry
+                .path()
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if !entry.header().entry_type().is_file() || entry.size() > MAX_FILE || !wanted(&rel) {
+                continue;
+            }
+            entry
+                .unpack_in(dir.path())
+                .map_err(|e| format!("tar member {rel}: {e}"))?;
+        }
+    } else {
+        return Err("neither a directory nor a .zip, .tar.gz or .tgz".into());
+    }
+    Ok(dir)
 }
 
 /// A sysdump file's `<ts>` (`20060102-150405`), read as UTC.
@@ -222,19 +284,20 @@ pub(crate) fn collect(
     path: &Path,
     labels: Option<&str>,
 ) -> Result<(Input, Timestamp, SavedSource), DiagnoseError> {
-    if !path.is_dir() {
-        return Err(DiagnoseError::Flag(format!(
-            "--from {}: not a directory (unpack a sysdump .zip or a .tar.gz first)",
-            path.display()
-        )));
-    }
+    let flag = |e: String| DiagnoseError::Flag(format!("--from {}: {e}", path.display()));
+    // An archive is unpacked into a directory of our own that dies with it.
+    let unpacked = if path.is_dir() {
+        None
+    } else {
+        Some(unpack(path).map_err(flag)?)
+    };
+    let root = unpacked.as_ref().map_or(path, |d| d.path());
     let mut paths = Vec::new();
-    files(path, &mut paths)
-        .map_err(|e| DiagnoseError::Flag(format!("--from {}: {e}", path.display())))?;
+    files(root, &mut paths).map_err(|e| flag(e.to_string()))?;
     paths.sort();
     let mut f = Found::default();
     for p in &paths {
-        let shown = p.strip_prefix(path).unwrap_or(p).display().to_string();
+        let shown = p.strip_prefix(root).unwrap_or(p).display().to_string();
         f.read(p, &shown);
     }
     let (now, from) = match (f.sysdump_time, newest_time(&f)) {
@@ -404,5 +467,65 @@ mod tests {
             kind_by_name("cilium-configmap-20260601-120000.yaml"),
             Some("ConfigMap")
         );
+    }
+
+    const IDENTITY: &str = "items:\n- metadata: {name: \"1000\", uid: u, resourceVersion: \"1\", creationTimestamp: \"2026-06-01T10:00:00Z\"}\n  security-labels: {\"k8s:app\": web}\n";
+
+    /// The same files as a directory, a sysdump `.zip` and a `.tar.gz`
+    /// give the same input and capture time; a log in the archive is not
+    /// unpacked; anything else is refused.
+    #[test]
+    fn archives_read_as_their_directory() {
+        use std::io::Write as _;
+        let name = "cilium-sysdump-20260601-120000/ciliumidentities-20260601-120000.yaml";
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(name);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, IDENTITY).unwrap();
+
+        let zip_path = dir.path().join("sysdump.zip");
+        let mut z = zip::ZipWriter::new(std::fs::File::create(&zip_path).unwrap());
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        z.start_file(name, stored).unwrap();
+        z.write_all(IDENTITY.as_bytes()).unwrap();
+        z.start_file(
+            "cilium-sysdump-20260601-120000/logs-cilium-operator.log",
+            stored,
+        )
+        .unwrap();
+        z.write_all(b"a log").unwrap();
+        z.finish().unwrap();
+
+        let tgz_path = dir.path().join("saved.tar.gz");
+        let gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&tgz_path).unwrap(),
+            flate2::Compression::fast(),
+        );
+        let mut t = tar::Builder::new(gz);
+        t.append_path_with_name(&file, name).unwrap();
+        t.into_inner().unwrap().finish().unwrap();
+
+        let plain = collect(&dir.path().join("cilium-sysdump-20260601-120000"), None).unwrap();
+        for archive in [&zip_path, &tgz_path] {
+            let (input, now, source) = collect(archive, None).unwrap();
+            assert_eq!(
+                input.identities,
+                plain.0.identities,
+                "{}",
+                archive.display()
+            );
+            assert_eq!(now, plain.1);
+            assert_eq!(source.captured_at_from, CaptureTimeFrom::SysdumpFileName);
+            assert_eq!(
+                source.files_read,
+                1,
+                "only the identities: {}",
+                archive.display()
+            );
+        }
+        let other = dir.path().join("notes.rar");
+        std::fs::write(&other, "x").unwrap();
+        assert!(collect(&other, None).is_err());
     }
 }
