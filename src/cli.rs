@@ -535,8 +535,8 @@ pub struct DiagnoseArgs {
     /// an optional permission).
     #[arg(long, value_name = "FILTER")]
     pub labels: Option<String>,
-    /// Diagnose saved objects instead of a cluster: a directory of
-    /// `kubectl get -o yaml|json` output or an unpacked `cilium sysdump`.
+    /// Diagnose saved objects instead of a cluster: a directory, `.zip` or
+    /// `.tar.gz` of `kubectl get -o yaml|json` output, or a `cilium sysdump`.
     /// Nothing is read from or written to any cluster.
     #[arg(long, value_name = "PATH")]
     pub from: Option<std::path::PathBuf>,
