@@ -637,6 +637,17 @@ pub struct DiagnoseArgs {
     /// and compares its completed passes with its uptime.
     #[arg(long, default_value = "0s", value_parser = parse_duration, value_name = "DURATION")]
     pub operator_metrics_wait: std::time::Duration,
+    /// Judge a proposed Cilium `labels` filter (its syntax: space-separated
+    /// `[source:][!]regex` patterns): the label sets the identities would
+    /// collapse to, and the network policies it would break (reads them:
+    /// an optional permission).
+    #[arg(long, value_name = "FILTER")]
+    pub labels: Option<String>,
+    /// Diagnose saved objects instead of a cluster: a directory, `.zip` or
+    /// `.tar.gz` of `kubectl get -o yaml|json` output, or a `cilium sysdump`.
+    /// Nothing is read from or written to any cluster.
+    #[arg(long, value_name = "PATH")]
+    pub from: Option<std::path::PathBuf>,
     /// Clusters diagnosed at the same time with several contexts.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
     pub parallel: u32,
@@ -689,6 +700,7 @@ impl DiagnoseArgs {
             page_size: self.page_size,
             redact: self.redact,
             operator_metrics_wait: self.operator_metrics_wait,
+            labels: self.labels.clone(),
         }
     }
 }

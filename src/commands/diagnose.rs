@@ -69,6 +69,10 @@ async fn diagnosis(
     args: &DiagnoseArgs,
     stop: &Stop,
 ) -> Result<Diagnosis, Failed> {
+    if let Some(path) = &args.from {
+        return cilium_gc::diagnose::diagnose_saved(path, &args.settings())
+            .map_err(Failed::Diagnose);
+    }
     #[cfg(feature = "sim")]
     if let Some(name) = &args.demo_scenario {
         let scenario = super::sim::scenario(name).map_err(Failed::Demo)?;

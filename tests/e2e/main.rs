@@ -58,3 +58,15 @@ mod operator_current;
 /// `diagnose` reading the real operator's metrics through the pod proxy,
 /// inside a network namespace of the test's own.
 mod operator_metrics;
+
+/// `diagnose` naming who writes identities, from managedFields, next to the
+/// real current operator and a third writer. Issue 36.
+mod diagnose_writers;
+
+/// `diagnose --from` on `kubectl get` dumps against the live diagnosis.
+/// Issue 36.
+mod diagnose_saved;
+
+/// The real current operator in identity-management-mode=operator: why the
+/// plugin refuses the mode. Issue 36.
+mod identity_modes;

@@ -71,7 +71,14 @@ fn wanted(namespaced: bool) -> BTreeSet<Grant> {
     let perms = if namespaced {
         PERMISSIONS.to_vec()
     } else {
-        required(true, true, true)
+        // What the run requires, and the optional cluster-wide reads.
+        let mut p = required(true, true, true);
+        p.extend(
+            PERMISSIONS
+                .iter()
+                .filter(|p| !p.namespaced && p.needed_for == cilium_gc::internals::Need::Optional),
+        );
+        p
     };
     perms
         .iter()

@@ -311,7 +311,7 @@ pub(crate) fn evaluate(crds: Crds, s: &CiliumSettings, missing: &[Permission]) -
         } else if s.allocation_mode != "crd" {
             format!("identity-allocation-mode is {:?}: identities live in the kvstore, not in CiliumIdentity objects; this tool only handles crd mode", s.allocation_mode)
         } else if s.management_mode != "agent" {
-            format!("identity-management-mode is {:?}: cilium-operator manages identities and collects them itself; refusing to interfere", s.management_mode)
+            format!("identity-management-mode is {:?}: cilium-operator allocates identities for Pods, and no agent strips the heartbeat mark when a Pod reuses one (only the agents' CRD allocator does, in agent mode), so a mark and a resourceVersion cannot tell a reused identity whose Pod has no CiliumEndpoint yet; refusing (docs/real-cilium.md)", s.management_mode)
         } else {
             "identity-allocation-mode crd, managed by agents".into()
         },
@@ -595,7 +595,8 @@ mod tests {
             Some(&cfg(&[("identity-management-mode", "operator")])),
             None,
         );
-        assert!(!evaluate(all, &op, &[])[2].passed);
+        let refused = &evaluate(all, &op, &[])[2];
+        assert!(!refused.passed && refused.message.contains("strips the heartbeat mark"));
         let no_usage = Crds {
             identities: true,
             endpoints: false,

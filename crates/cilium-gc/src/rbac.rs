@@ -69,6 +69,23 @@ const fn optional_read(
     }
 }
 
+/// An optional cluster-wide read (a ClusterRole rule): only `diagnose
+/// --labels` uses these, and goes on without them.
+const fn optional_cluster_read(
+    group: &'static str,
+    resource: &'static str,
+    verb: &'static str,
+) -> Permission {
+    Permission {
+        group,
+        resource,
+        verb,
+        namespaced: false,
+        needed_for: Need::Optional,
+        resource_name: None,
+    }
+}
+
 /// Every permission any run may need.
 #[cfg_attr(feature = "internals", visibility::make(pub))]
 pub(crate) const PERMISSIONS: &[Permission] = &[
@@ -88,6 +105,10 @@ pub(crate) const PERMISSIONS: &[Permission] = &[
     optional_read("", "pods", "list", None),
     // diagnose: the operator's identity-GC metrics through the pod proxy.
     optional_read("", "pods/proxy", "get", None),
+    // diagnose --labels: the policies whose selectors a filter would break.
+    optional_cluster_read(CILIUM_GROUP, "ciliumnetworkpolicies", "list"),
+    optional_cluster_read(CILIUM_GROUP, "ciliumclusterwidenetworkpolicies", "list"),
+    optional_cluster_read("networking.k8s.io", "networkpolicies", "list"),
 ];
 
 /// The permissions a run with these settings must have.

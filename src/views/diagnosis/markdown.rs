@@ -46,6 +46,8 @@ pub fn diagnosis(d: &Diagnosis) -> String {
     age_section(&mut o, d);
     churn_section(&mut o, d);
     integrity_section(&mut o, d);
+    writers_section(&mut o, d);
+    labels_what_if_section(&mut o, d);
     config_section(&mut o, d);
     if !d.warnings.is_empty() {
         let rows: Vec<Vec<String>> = d.warnings.iter().map(|w| vec![cell(w)]).collect();
@@ -394,6 +396,118 @@ fn integrity_section(o: &mut String, d: &Diagnosis) {
             &["Last changed by", "Identities", "Latest change"],
             &rows,
         );
+    }
+}
+
+/// Who writes identities, from every managedFields entry (issue 36).
+fn writers_section(o: &mut String, d: &Diagnosis) {
+    let Some(w) = &d.writers else { return };
+    let _ = writeln!(o, "## Who writes identities\n");
+    let _ = writeln!(
+        o,
+        "{} marked identities, {} written after their mark; \"lately\" is the last {}.\n",
+        thousands(w.marked_identities),
+        thousands(w.written_after_mark),
+        human_duration(w.window_seconds)
+    );
+    let rows: Vec<Vec<String>> = w
+        .managers
+        .iter()
+        .map(|a| {
+            vec![
+                cell(&a.manager),
+                cell(&a.operation),
+                cell(
+                    serde_json::to_value(a.role)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .as_deref()
+                        .unwrap_or_default(),
+                ),
+                thousands(a.identities),
+                thousands(a.written_lately),
+                thousands(a.written_after_mark),
+                thousands(a.marks_held),
+            ]
+        })
+        .collect();
+    long_table(
+        o,
+        "field managers",
+        &[
+            "Manager",
+            "Operation",
+            "Role",
+            "Identities",
+            "Lately",
+            "After the mark",
+            "Marks held",
+        ],
+        &rows,
+    );
+}
+
+/// `--labels`: what the proposed filter would do.
+fn labels_what_if_section(o: &mut String, d: &Diagnosis) {
+    let Some(w) = &d.labels_what_if else { return };
+    let _ = writeln!(o, "## Proposed labels filter\n");
+    let _ = writeln!(
+        o,
+        "labels `{}` on {}'s defaults: {} label sets now, {} with it ({} identities); {} policies read.\n",
+        cell(&w.filter).replace('`', "'"),
+        w.defaults_release,
+        thousands(w.label_sets_now),
+        thousands(w.label_sets_after),
+        thousands(w.identities),
+        thousands(w.policies_read)
+    );
+    let rows: Vec<Vec<String>> = w
+        .dropped_keys
+        .iter()
+        .map(|k| {
+            vec![
+                cell(&k.key),
+                thousands(k.identities),
+                thousands(k.distinct_values),
+                thousands(k.label_sets_without_it),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        long_table(
+            o,
+            "dropped keys",
+            &[
+                "Dropped key",
+                "Identities",
+                "Values",
+                "Label sets without it",
+            ],
+            &rows,
+        );
+    }
+    let rows: Vec<Vec<String>> = w
+        .policies
+        .iter()
+        .map(|a| {
+            vec![
+                cell(&format!("{:?}", a.kind)),
+                cell(a.namespace.as_deref().unwrap_or("")),
+                cell(&a.name),
+                cell(&a.keys.join(", ")),
+            ]
+        })
+        .collect();
+    if !rows.is_empty() {
+        long_table(
+            o,
+            "policies it breaks",
+            &["Kind", "Namespace", "Name", "Keys it drops"],
+            &rows,
+        );
+    }
+    if let Some(problem) = &w.policies_problem {
+        let _ = writeln!(o, "{}\n", cell(problem));
     }
 }
 

@@ -47,6 +47,8 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
         churn_drivers,
         integrity,
         modifiers,
+        writers,
+        labels_what_if,
         configuration,
         warnings,
     ] {
@@ -255,6 +257,83 @@ fn modifiers(o: &mut String, d: &Diagnosis, p: &Paint) {
             thousands(a.identities),
             a.latest
         );
+    }
+}
+
+/// Who writes identities, every managedFields entry (issue 36).
+fn writers(o: &mut String, d: &Diagnosis, p: &Paint) {
+    let Some(w) = &d.writers else { return };
+    let _ = writeln!(o, "\n{}", p.bold("WHO WRITES IDENTITIES"));
+    let _ = writeln!(
+        o,
+        "  marked: {}   written after the mark: {}   window: {}",
+        thousands(w.marked_identities),
+        thousands(w.written_after_mark),
+        human_duration(w.window_seconds)
+    );
+    let _ = writeln!(
+        o,
+        "  {:<32} {:<7} {:<16} {:>9} {:>9} {:>11} {:>9}",
+        "MANAGER", "OP", "ROLE", "IDS", "LATELY", "AFTER MARK", "MARKS"
+    );
+    for a in &w.managers {
+        let role = serde_json::to_value(a.role)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "  {:<32} {:<7} {:<16} {:>9} {:>9} {:>11} {:>9}",
+            a.manager,
+            a.operation,
+            role,
+            thousands(a.identities),
+            thousands(a.written_lately),
+            thousands(a.written_after_mark),
+            thousands(a.marks_held)
+        );
+    }
+}
+
+/// `--labels`: what the proposed filter would do.
+fn labels_what_if(o: &mut String, d: &Diagnosis, p: &Paint) {
+    let Some(w) = &d.labels_what_if else { return };
+    let _ = writeln!(o, "\n{}", p.bold("PROPOSED LABELS FILTER"));
+    let _ = writeln!(
+        o,
+        "  labels: {:?} (on {}'s defaults)\n  label sets: {} now, {} with it ({} identities)",
+        w.filter,
+        w.defaults_release,
+        thousands(w.label_sets_now),
+        thousands(w.label_sets_after),
+        thousands(w.identities)
+    );
+    for k in &w.dropped_keys {
+        let _ = writeln!(
+            o,
+            "  drops {:<40} {:>9} identities {:>9} values  alone: {} sets",
+            k.key,
+            thousands(k.identities),
+            thousands(k.distinct_values),
+            thousands(k.label_sets_without_it)
+        );
+    }
+    let _ = writeln!(o, "  policies read: {}", thousands(w.policies_read));
+    for a in &w.policies {
+        let ns = a
+            .namespace
+            .as_deref()
+            .map_or(String::new(), |n| format!("{n}/"));
+        let _ = writeln!(
+            o,
+            "  breaks {:?} {ns}{}: {}",
+            a.kind,
+            a.name,
+            a.keys.join(", ")
+        );
+    }
+    if let Some(problem) = &w.policies_problem {
+        let _ = writeln!(o, "  {problem}");
     }
 }
 

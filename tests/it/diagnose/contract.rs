@@ -119,6 +119,35 @@ fn full_example() -> diagnose::Diagnosis {
             }],
             gc_interval_arg: Some(Duration::from_secs(60)),
         }),
+        // Identity 2000 marked at 00:00, then written by a label sync.
+        writes: BTreeMap::from([(
+            "2000".to_string(),
+            vec![
+                diagnose::Write {
+                    manager: "cilium-operator-generic".into(),
+                    operation: "Update".into(),
+                    time: Some(ts("2026-06-01T00:00:00Z")),
+                    owns_mark: true,
+                },
+                diagnose::Write {
+                    manager: "label-sync".into(),
+                    operation: "Update".into(),
+                    time: Some(ts("2026-06-01T11:59:00Z")),
+                    owns_mark: false,
+                },
+            ],
+        )]),
+        // --labels: job-name dropped, which a policy selects on.
+        proposed_labels: Some("k8s:!job-name".into()),
+        policies: Some(diagnose::Policies {
+            items: vec![diagnose::PolicySelectors {
+                kind: diagnose::PolicyKind::CiliumNetworkPolicy,
+                namespace: Some("jobs".into()),
+                name: "allow-jobs".into(),
+                keys: vec!["k8s:job-name".into()],
+            }],
+            problems: vec!["no permission to list networkpolicies (optional)".into()],
+        }),
     };
     let mut d = analyze(&input, ts("2026-06-01T12:00:00Z"));
     d.cluster.kubernetes_version = Some("v1.32.0".into());
@@ -157,6 +186,18 @@ fn full_example_conforms() {
         (
             "modifiers.managers[0].latest",
             &d["modifiers"]["managers"][0]["latest"],
+        ),
+        (
+            "writers.managers[0].latest",
+            &d["writers"]["managers"][0]["latest"],
+        ),
+        (
+            "labelsWhatIf.policies[0].namespace",
+            &d["labelsWhatIf"]["policies"][0]["namespace"],
+        ),
+        (
+            "labelsWhatIf.policiesProblem",
+            &d["labelsWhatIf"]["policiesProblem"],
         ),
     ] {
         assert!(!v.is_null(), "example misses {path}");

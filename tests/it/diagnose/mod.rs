@@ -18,7 +18,9 @@ use crate::support::schema;
 use crate::support::world::{assert_ok, binary, Binary, World, TEST_TIMEOUT};
 
 mod contract;
+mod labels_filter;
 mod operator_metrics;
+mod saved;
 mod views;
 
 pub(crate) use views::markdown_tables;

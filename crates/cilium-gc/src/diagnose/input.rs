@@ -47,6 +47,50 @@ pub struct Input {
     pub redacted: bool,
     /// The Cilium workloads (images, operator pods); `None` when not collected.
     pub workloads: Option<Workloads>,
+    /// Identity name → every `managedFields` entry of it (the model keeps
+    /// only the newest; "who writes" needs them all). Empty when not read.
+    pub writes: BTreeMap<String, Vec<Write>>,
+    /// `--labels`: a proposed Cilium `labels` filter to judge, if any.
+    pub proposed_labels: Option<String>,
+    /// The network policies' selector keys, read only for `--labels`.
+    pub policies: Option<Policies>,
+}
+
+/// The selector keys of every network policy read, and why some could not
+/// be read (the permission is optional).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Policies {
+    /// One per policy.
+    pub items: Vec<PolicySelectors>,
+    /// Why some kinds could not be read.
+    pub problems: Vec<String>,
+}
+
+/// The label keys one policy's selectors use, as identity labels
+/// (`source:key`; see `policies::selector_keys`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicySelectors {
+    /// Which kind.
+    pub kind: super::types::PolicyKind,
+    /// Namespace, for namespaced kinds.
+    pub namespace: Option<String>,
+    /// Name.
+    pub name: String,
+    /// Selector keys as identity labels, sorted, distinct.
+    pub keys: Vec<String>,
+}
+
+/// One `managedFields` entry of an identity: a field manager's last write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Write {
+    /// The field manager (empty when the entry names none).
+    pub manager: String,
+    /// `Update` or `Apply`.
+    pub operation: String,
+    /// When the manager last changed a field it owns (second precision).
+    pub time: Option<jiff::Timestamp>,
+    /// Its field set holds the `io.cilium.heartbeat` annotation: it set the mark.
+    pub owns_mark: bool,
 }
 
 /// What `diagnose` read of the Cilium workloads; `problem` says why not,

@@ -16,7 +16,9 @@ mod analyze;
 mod gc_health;
 mod input;
 mod operator_metrics;
+mod policies;
 pub(crate) mod redact;
+mod saved;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
@@ -26,16 +28,17 @@ use serde_json::value::RawValue;
 
 pub use crate::model::Change;
 pub use crate::preflight::Crds;
-pub use analyze::analyze;
+pub use analyze::{analyze, FilterDefaults, LabelFilter};
 pub use cilium_gc_documents::diagnosis::{
-    schema, AgeAndRate, AgeBucket, Churn, CiliumWorkloads, Configuration, DefectStatus,
-    DiagnosedCluster, Diagnosis, DuplicateGroup, Duplicates, Finding, FindingCode, GcCounters,
-    GcHealth, IdentitySpace, Integrity, KnownDefect, LabelKeyStat, Level, ManagerActivity,
-    Modifiers, NamespaceCount, NamespaceStat, OperatorGcMetrics, OperatorMetricsRead,
-    OperatorPodStatus, PassEvidence, PassVerdict, Severity, StateCounts, StripExample, KIND,
-    SCHEMA_ID,
+    schema, AffectedPolicy, AgeAndRate, AgeBucket, CaptureTimeFrom, Churn, CiliumWorkloads,
+    Configuration, DefectStatus, DiagnosedCluster, Diagnosis, DroppedKey, DuplicateGroup,
+    Duplicates, Finding, FindingCode, GcCounters, GcHealth, IdentitySpace, Integrity, KnownDefect,
+    LabelKeyStat, LabelsWhatIf, Level, ManagerActivity, Modifiers, NamespaceCount, NamespaceStat,
+    OperatorGcMetrics, OperatorMetricsRead, OperatorPodStatus, PassEvidence, PassVerdict,
+    PolicyKind, SavedSource, Severity, StateCounts, StripExample, WriterActivity, WriterRole,
+    Writers, KIND, SCHEMA_ID,
 };
-pub use input::{IdentityRecord, Input, Workloads};
+pub use input::{IdentityRecord, Input, Policies, PolicySelectors, Workloads, Write};
 // The documents crate's module, by the name this module's parts use.
 use cilium_gc_documents::diagnosis as types;
 
@@ -60,6 +63,9 @@ pub struct DiagnoseSettings {
     /// Read cilium-operator's metrics a second time this long after the
     /// first (zero: read once, judge against its uptime).
     pub operator_metrics_wait: std::time::Duration,
+    /// `--labels`: a proposed Cilium `labels` filter to judge (reads the
+    /// network policies, an optional permission).
+    pub labels: Option<String>,
 }
 
 /// Retries per request for the few reads a diagnosis makes.
@@ -136,6 +142,50 @@ pub(crate) fn decode_record(raw: &RawValue) -> Result<IdentityRecord, Malformed>
     })
 }
 
+#[derive(Deserialize)]
+struct ManagedOnly<'a> {
+    #[serde(default, borrow)]
+    metadata: Option<ManagedMeta<'a>>,
+}
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ManagedMeta<'a> {
+    #[serde(default, borrow)]
+    managed_fields: Vec<ManagedEntry<'a>>,
+}
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ManagedEntry<'a> {
+    #[serde(default)]
+    manager: Option<String>,
+    #[serde(default)]
+    operation: Option<String>,
+    #[serde(default)]
+    time: Option<String>,
+    #[serde(default, borrow, rename = "fieldsV1")]
+    fields: Option<&'a RawValue>,
+}
+
+/// Every `managedFields` entry of one identity: who wrote it and when, and
+/// which entry set the heartbeat mark (its field set names the annotation).
+/// Lenient: an unreadable list is no writes, never a malformed identity.
+pub(crate) fn decode_writes(raw: &RawValue) -> Vec<input::Write> {
+    let owns = format!("\"f:{}\"", crate::model::HEARTBEAT_ANNOTATION);
+    serde_json::from_str::<ManagedOnly>(raw.get())
+        .ok()
+        .and_then(|m| m.metadata)
+        .map(|m| m.managed_fields)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| input::Write {
+            manager: e.manager.unwrap_or_default(),
+            operation: e.operation.unwrap_or_default(),
+            time: e.time.and_then(|t| t.parse().ok()),
+            owns_mark: e.fields.is_some_and(|f| f.get().contains(&owns)),
+        })
+        .collect()
+}
+
 /// Connect, collect, redact when asked, analyse.
 #[tracing::instrument(skip_all)]
 pub async fn diagnose(
@@ -148,6 +198,13 @@ pub async fn diagnose(
             "--page-size must be between 1 and 10000, not {}",
             args.page_size
         )));
+    }
+    if let Some(l) = &args.labels {
+        if let Some(problem) = LabelFilter::new(l).1.first() {
+            return Err(DiagnoseError::Flag(format!(
+                "--labels: {problem} (cilium-agent would refuse to start on it)"
+            )));
+        }
     }
     let stats = Arc::new(Stats::default());
     let (mut api, endpoint) = ApiClient::connect(kube, stats.clone()).await?;
@@ -163,6 +220,46 @@ pub async fn diagnose(
     }
     let mut d = analyze(&input, api.clock.now());
     d.cluster.kubernetes_version = kubernetes_version(&api).await;
+    Ok(d)
+}
+
+/// `--from PATH`: the diagnosis of saved objects (issue 36, 2). No client
+/// exists on this path, so nothing can be written; "now" is the capture
+/// time the files carry, and the diagnosis says what it rests on.
+pub fn diagnose_saved(
+    path: &std::path::Path,
+    args: &DiagnoseSettings,
+) -> Result<Diagnosis, DiagnoseError> {
+    if let Some(l) = &args.labels {
+        if let Some(problem) = LabelFilter::new(l).1.first() {
+            return Err(DiagnoseError::Flag(format!(
+                "--labels: {problem} (cilium-agent would refuse to start on it)"
+            )));
+        }
+    }
+    let (mut input, now, mut source) = saved::collect(path, args.labels.as_deref())?;
+    if args.redact {
+        let r = redact::redact(&mut input, &[&args.cilium_namespace]);
+        source.path = r.token("path", &source.path);
+    }
+    let mut d = analyze(&input, now);
+    d.warnings.insert(
+        0,
+        format!(
+            "source: saved objects, captured at {now} ({}): every finding rests on them, not on a live cluster",
+            match source.captured_at_from {
+                types::CaptureTimeFrom::SysdumpFileName => "from the sysdump's file names, read as UTC",
+                types::CaptureTimeFrom::NewestObject => "the newest time the objects carry: a lower bound",
+            }
+        ),
+    );
+    if !source.missing.is_empty() {
+        d.warnings.push(format!(
+            "not among the saved objects: {}",
+            source.missing.join(", ")
+        ));
+    }
+    d.source = Some(source);
     Ok(d)
 }
 
@@ -226,7 +323,7 @@ pub(crate) async fn collect(
         }
     }
 
-    let (identities, malformed) = list_identities(api, args.page_size, stop).await?;
+    let (identities, writes, malformed) = list_identities(api, args.page_size, stop).await?;
     let refs = usage
         .referenced_ids()
         .into_iter()
@@ -245,6 +342,12 @@ pub(crate) async fn collect(
         context: None,
         redacted: false,
         workloads: Some(workloads),
+        writes,
+        proposed_labels: args.labels.clone(),
+        policies: match args.labels {
+            Some(_) => Some(policies::fetch(api).await),
+            None => None,
+        },
     })
 }
 
@@ -254,8 +357,9 @@ async fn list_identities(
     api: &ApiClient,
     page_size: u32,
     stop: &Stop,
-) -> Result<(Vec<IdentityRecord>, Vec<String>), ScanError> {
+) -> Result<IdentityList, ScanError> {
     let mut identities = Vec::new();
+    let mut writes = BTreeMap::new();
     let mut malformed = Vec::new();
     let mut seen: HashSet<String> = HashSet::new();
     scan::list_raw(
@@ -267,6 +371,7 @@ async fn list_identities(
         |raw| match decode_record(raw) {
             Ok(r) => {
                 if seen.insert(r.identity.name.clone()) {
+                    writes.insert(r.identity.name.clone(), decode_writes(raw));
                     identities.push(r);
                 }
             }
@@ -279,8 +384,16 @@ async fn list_identities(
         },
     )
     .await?;
-    Ok((identities, malformed))
+    Ok((identities, writes, malformed))
 }
+
+/// Every listed identity, the writes its `managedFields` record (by name),
+/// and what could not be decoded (named).
+type IdentityList = (
+    Vec<IdentityRecord>,
+    BTreeMap<String, Vec<input::Write>>,
+    Vec<String>,
+);
 
 /// The images of the cilium-operator Deployment and the cilium DaemonSet,
 /// and the operator's pods, from the Cilium namespace. Reading them is an

@@ -77,8 +77,8 @@ impl Default for Redactor {
 /// Replace every namespace, label value, the server and the context in
 /// `input` with tokens, scrub free text, and say so in `input.redacted`.
 /// `extra_namespaces` are namespaces named outside the data (the
-/// `--cilium-namespace` value). Identity names (numbers), label keys and
-/// field managers stay. Returns the redactor used, whose key dies with it.
+/// `--cilium-namespace` value). Policy names become `policy-` tokens.
+/// Identity names (numbers), label keys and field managers stay. Returns the redactor used, whose key dies with it.
 pub(crate) fn redact(input: &mut Input, extra_namespaces: &[&str]) -> Redactor {
     let r = Redactor::new();
     redact_with(&r, input, extra_namespaces);
@@ -112,7 +112,19 @@ pub(crate) fn redact_with(r: &Redactor, input: &mut Input, extra_namespaces: &[&
         rec.security_labels = hide_values(&rec.security_labels, hide);
         rec.identity.namespace = ns.as_deref().map(|n| r.namespace(n));
     }
+    if let Some(p) = &mut input.policies {
+        for item in &mut p.items {
+            if let Some(n) = item.namespace.take() {
+                item.namespace = Some(r.namespace(&n));
+                namespaces.insert(n);
+            }
+            item.name = r.token("policy", &item.name);
+        }
+    }
     let text = FreeText::new(r, server.as_deref(), context.as_deref(), &namespaces);
+    if let Some(p) = &mut input.policies {
+        p.problems = p.problems.iter().map(|s| text.scrub(s)).collect();
+    }
     input.warnings = input.warnings.iter().map(|s| text.scrub(s)).collect();
     input.malformed = input.malformed.iter().map(|s| text.scrub(s)).collect();
     input.redacted = true;

@@ -8,7 +8,7 @@ use crate::humanize::{human_duration, thousands};
 /// several of them repeat.
 pub(super) struct Evidence<'a> {
     input: &'a Input,
-    d: &'a Diagnosis,
+    pub(super) d: &'a Diagnosis,
     settings: &'a preflight::CiliumSettings,
     gc_interval: Option<Duration>,
     space_line: String,
@@ -20,7 +20,7 @@ pub(super) struct Evidence<'a> {
 pub(super) struct Findings(Vec<Finding>);
 
 impl Findings {
-    fn add(
+    pub(super) fn add(
         &mut self,
         severity: Severity,
         code: FindingCode,
@@ -73,7 +73,7 @@ pub(super) fn findings(
         delete_hint,
     };
     let mut out = Findings::default();
-    let all: [fn(&Evidence, &mut Findings); 11] = [
+    let all: [fn(&Evidence, &mut Findings); 13] = [
         usage_unknown,
         identity_space_nearly_full,
         exhaustion_soon,
@@ -83,6 +83,8 @@ pub(super) fn findings(
         duplicate_identities,
         dangling_references,
         strip_loop,
+        super::writers::conflict_writers,
+        super::what_if::breaks_policies,
         settings_that_defeat_gc,
         malformed,
     ];

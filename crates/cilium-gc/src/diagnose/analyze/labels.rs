@@ -36,12 +36,15 @@ impl LabelPattern {
             Some((src, p)) => (src.to_owned(), p),
             None => (String::new(), s),
         };
+        // As Cilium's parseLabelPrefix: emptiness is judged before the `!`
+        // is taken off, so `k8s:!` is an exclusion that matches every key
+        // with length 0 (and so excludes nothing).
+        if prefix.is_empty() {
+            return Err(PatternError::Empty(s.to_owned()));
+        }
         let ignore = prefix.starts_with('!');
         if ignore {
             prefix = &prefix[1..];
-        }
-        if prefix.is_empty() {
-            return Err(PatternError::Empty(s.to_owned()));
         }
         let expr =
             regex::Regex::new(&format!("^(?:{prefix})")).map_err(|cause| PatternError::Regex {
@@ -64,42 +67,115 @@ impl LabelPattern {
     }
 }
 
-/// Cilium's built-in patterns (used when no label-prefix-file is set).
-pub(super) const DEFAULT_PATTERNS: [&str; 17] = [
+/// Which release's built-in patterns to start from: Cilium's defaults
+/// changed between 1.15 and today (`defaultLabelPrefixCfg` in
+/// `pkg/labelsfilter/filter.go` of each release).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FilterDefaults {
+    /// v1.15.6's 18 patterns: the releases before 1.16.
+    Cilium115,
+    /// v1.19.3's 21 patterns (adds `io.cilium.k8s.policy.cluster`,
+    /// `io.cilium.k8s.policy.serviceaccount` and `!topology.kubernetes.io`):
+    /// 1.16 and later, and an unknown version. 1.16 to 1.18 were not
+    /// checked against their own code.
+    #[default]
+    Cilium119,
+}
+
+impl FilterDefaults {
+    /// The defaults of an agent of version `(major, minor, patch)`.
+    pub fn for_version(v: Option<(u64, u64, u64)>) -> FilterDefaults {
+        match v {
+            Some(v) if v < (1, 16, 0) => FilterDefaults::Cilium115,
+            _ => FilterDefaults::Cilium119,
+        }
+    }
+
+    /// The release whose code the patterns were copied from.
+    pub fn release(self) -> &'static str {
+        match self {
+            FilterDefaults::Cilium115 => "v1.15.6",
+            FilterDefaults::Cilium119 => "v1.19.3",
+        }
+    }
+
+    fn patterns(self) -> &'static [&'static str] {
+        match self {
+            FilterDefaults::Cilium115 => &DEFAULTS_1_15,
+            FilterDefaults::Cilium119 => &DEFAULTS_1_19,
+        }
+    }
+}
+
+/// v1.15.6's built-in patterns, in its order.
+const DEFAULTS_1_15: [&str; 18] = [
     "reserved:.*",
     r"io\.kubernetes\.pod\.namespace",
     r"io\.cilium\.k8s\.namespace\.labels",
     r"app\.kubernetes\.io",
-    r"io\.cilium\.k8s\.policy\.cluster",
     r"!io\.kubernetes",
     r"!kubernetes\.io",
     r"!statefulset\.kubernetes\.io/pod-name",
     r"!apps\.kubernetes\.io/pod-index",
     r"!batch\.kubernetes\.io/job-completion-index",
+    r"!batch\.kubernetes\.io/controller-uid",
     r"!.*beta\.kubernetes\.io",
     r"!k8s\.io",
     "!pod-template-generation",
     "!pod-template-hash",
     "!controller-revision-hash",
+    "!controller-uid",
     "!annotation.*",
     "!etcd_node",
+];
+
+/// v1.19.3's built-in patterns, in its order.
+const DEFAULTS_1_19: [&str; 21] = [
+    "reserved:.*",
+    r"io\.kubernetes\.pod\.namespace",
+    r"io\.cilium\.k8s\.namespace\.labels",
+    r"app\.kubernetes\.io",
+    r"io\.cilium\.k8s\.policy\.cluster",
+    r"io\.cilium\.k8s\.policy\.serviceaccount",
+    r"!io\.kubernetes",
+    r"!kubernetes\.io",
+    r"!statefulset\.kubernetes\.io/pod-name",
+    r"!apps\.kubernetes\.io/pod-index",
+    r"!batch\.kubernetes\.io/job-completion-index",
+    r"!batch\.kubernetes\.io/controller-uid",
+    r"!.*beta\.kubernetes\.io",
+    r"!k8s\.io",
+    "!pod-template-generation",
+    "!pod-template-hash",
+    "!controller-revision-hash",
+    "!controller-uid",
+    "!annotation.*",
+    "!etcd_node",
+    r"!topology\.kubernetes\.io",
 ];
 
 /// Cilium's identity label filter: the built-in patterns plus the `labels`
 /// setting (space-separated), evaluated as `filterLabels` does.
 #[derive(Debug, Clone)]
-pub(crate) struct LabelFilter {
+pub struct LabelFilter {
     patterns: Vec<LabelPattern>,
     /// An inclusive user pattern exists: only included labels count.
     whitelist: bool,
 }
 
 impl LabelFilter {
-    /// Parse the `labels` value; patterns that do not compile are skipped
-    /// and returned as problems (the agent would refuse to start on them).
-    pub(crate) fn new(labels: &str) -> (LabelFilter, Vec<String>) {
+    /// [`LabelFilter::with_defaults`] from today's defaults.
+    pub fn new(labels: &str) -> (LabelFilter, Vec<String>) {
+        LabelFilter::with_defaults(labels, FilterDefaults::default())
+    }
+
+    /// Parse the `labels` value on top of `defaults`; patterns that do not
+    /// compile are skipped and returned as problems (the agent would refuse
+    /// to start on them).
+    pub fn with_defaults(labels: &str, defaults: FilterDefaults) -> (LabelFilter, Vec<String>) {
         let mut problems = Vec::new();
-        let mut patterns: Vec<LabelPattern> = DEFAULT_PATTERNS
+        let mut patterns: Vec<LabelPattern> = defaults
+            .patterns()
             .iter()
             .map(|p| LabelPattern::parse(p).expect("built-in patterns compile"))
             .collect();
@@ -110,7 +186,7 @@ impl LabelFilter {
                     whitelist |= !p.ignore;
                     patterns.push(p);
                 }
-                Err(e) => problems.push(format!("cilium-config labels: {e}")),
+                Err(e) => problems.push(format!("labels: {e}")),
             }
         }
         (
@@ -125,7 +201,7 @@ impl LabelFilter {
     /// Whether a security label `source:key` would be identity-relevant:
     /// accepted when nothing excludes it and no inclusive user pattern is
     /// set, or when the longest inclusive match beats the shortest exclusion.
-    pub(crate) fn accepts(&self, label: &str) -> bool {
+    pub fn accepts(&self, label: &str) -> bool {
         let (source, key) = label.split_once(':').unwrap_or(("", label));
         let (mut included, mut ignored) = (0, 0);
         for p in &self.patterns {

@@ -17,6 +17,8 @@ mod findings;
 mod labels;
 #[cfg(test)]
 mod tests;
+mod what_if;
+mod writers;
 
 use super::gc_health::DEFAULT_GC_INTERVAL;
 use super::input::{IdentityRecord, Input};
@@ -27,8 +29,8 @@ use crate::report::{ConfigSource, ConfigValue, IdRange};
 use ages::*;
 use churn::*;
 use findings::*;
-pub(crate) use labels::LabelFilter;
 use labels::*;
+pub use labels::{FilterDefaults, LabelFilter};
 
 /// A heartbeat timeout under this is flagged: agents get too little time
 /// to reclaim an identity before it is deleted under them.
@@ -123,8 +125,13 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
         configuration,
         warnings,
         gc_health: None,
+        writers: (!input.writes.is_empty())
+            .then(|| writers::writers(input, settings.heartbeat_timeout, now)),
+        labels_what_if: None,
+        source: None,
     };
     let health = gc_health(input, &states, settings.heartbeat_timeout, gc_interval, now);
+    d.labels_what_if = labels_what_if(input, &health);
     d.findings = findings(input, &d, &settings, gc_interval);
     let gc_findings = gc_findings(
         &health,
@@ -179,6 +186,30 @@ fn gc_findings(
     // GC disabled (gc-disabled says so): marks cannot be "overdue".
     .filter(|f| gc_enabled || f.code != FindingCode::GcNotCompleting)
     .collect()
+}
+
+/// What a proposed label filter (`--labels`) would leave, judged with the
+/// default patterns of the agents' own release.
+fn labels_what_if(input: &Input, health: &GcHealth) -> Option<LabelsWhatIf> {
+    let proposal = input.proposed_labels.as_ref()?;
+    let agent = health
+        .cilium
+        .as_ref()
+        .and_then(|c| c.agent_version.as_deref());
+    let defaults = FilterDefaults::for_version(agent.and_then(parse_version));
+    let current =
+        LabelFilter::with_defaults(config_value(input, "labels").unwrap_or(""), defaults).0;
+    Some(what_if::what_if(input, proposal, defaults, &current))
+}
+
+/// `1.15.6` as numbers.
+fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = v.split('.').map(|p| p.parse::<u64>().ok());
+    Some((
+        parts.next()??,
+        parts.next()??,
+        parts.next().flatten().unwrap_or(0),
+    ))
 }
 
 /// cilium-config's `identity-gc-interval` (default 15m); an unreadable one

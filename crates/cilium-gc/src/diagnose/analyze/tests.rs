@@ -272,11 +272,9 @@ fn job_churn_keys_are_found_and_a_filter_is_suggested() {
         .map(|k| {
             let r = ident(1000 + k, "batch", DAY);
             let r = label(r, "k8s:job-name", &format!("job-{k}"));
-            let r = label(
-                r,
-                "k8s:batch.kubernetes.io/controller-uid",
-                &format!("uid-{k}"),
-            );
+            // Job pods' labels since Kubernetes 1.27; Cilium's defaults
+            // drop `batch.kubernetes.io/controller-uid` but not this one.
+            let r = label(r, "k8s:batch.kubernetes.io/job-name", &format!("job-{k}"));
             label(r, "k8s:tier", if k % 2 == 0 { "a" } else { "b" })
         })
         .collect();
@@ -293,7 +291,7 @@ fn job_churn_keys_are_found_and_a_filter_is_suggested() {
             // One app per job here, yet `app` is never blamed: policies
             // select on it.
             ("k8s:app", 40, false),
-            ("k8s:batch.kubernetes.io/controller-uid", 40, true),
+            ("k8s:batch.kubernetes.io/job-name", 40, true),
             ("k8s:job-name", 40, true),
             ("k8s:tier", 2, false),
             ("k8s:io.kubernetes.pod.namespace", 1, false),
@@ -304,7 +302,7 @@ fn job_churn_keys_are_found_and_a_filter_is_suggested() {
     let f = finding(&d, FindingCode::LabelsFilterMissing);
     assert_eq!(
         d.configuration.suggested_labels.as_deref(),
-        Some(r"k8s:!batch\.kubernetes\.io/controller-uid k8s:!job-name")
+        Some(r"k8s:!batch\.kubernetes\.io/job-name k8s:!job-name")
     );
     assert!(f.suggestion.as_ref().unwrap().contains("labels:"));
     assert!(!codes(&d).contains(&FindingCode::LabelsFilterLeaky));
@@ -316,26 +314,22 @@ fn a_leaky_filter_is_extended_not_replaced() {
         .map(|k| {
             let r = ident(1000 + k, "batch", DAY);
             let r = label(r, "k8s:job-name", &format!("job-{k}"));
-            label(r, "k8s:controller-uid", &format!("u-{k}"))
+            label(r, "k8s:run-id", &format!("u-{k}"))
         })
         .collect();
     let mut i = input(ids);
     cfg(&mut i, "labels", "k8s:!job-name k8s:!app");
     let d = analyze(&i, now());
-    assert_eq!(d.configuration.leaky_keys, vec!["k8s:controller-uid"]);
+    assert_eq!(d.configuration.leaky_keys, vec!["k8s:run-id"]);
     assert_eq!(
         d.configuration.suggested_labels.as_deref(),
-        Some("k8s:!job-name k8s:!app k8s:!controller-uid")
+        Some("k8s:!job-name k8s:!app k8s:!run-id")
     );
     let f = finding(&d, FindingCode::LabelsFilterLeaky);
-    assert!(f.evidence.iter().any(|e| e == "passes: k8s:controller-uid"));
+    assert!(f.evidence.iter().any(|e| e == "passes: k8s:run-id"));
     assert!(!codes(&d).contains(&FindingCode::LabelsFilterMissing));
     // A filter that already excludes everything: no finding.
-    cfg(
-        &mut i,
-        "labels",
-        "k8s:!job-name k8s:!app k8s:!controller-uid",
-    );
+    cfg(&mut i, "labels", "k8s:!job-name k8s:!app k8s:!run-id");
     let d = analyze(&i, now());
     assert!(d.configuration.suggested_labels.is_none());
     assert!(codes(&d).contains(&FindingCode::HighCardinalityLabels));
@@ -613,4 +607,78 @@ fn findings_are_sorted_most_severe_first() {
         Severity::Critical
     );
     assert_eq!(sev.last(), Some(&Severity::Info));
+}
+
+fn write(manager: &str, age: i64, owns_mark: bool) -> crate::diagnose::input::Write {
+    crate::diagnose::input::Write {
+        manager: manager.into(),
+        operation: "Update".into(),
+        time: Some(ago(age)),
+        owns_mark,
+    }
+}
+
+/// Issue 36, 1: every managedFields entry counts; a write after the mark by
+/// a manager not holding it is counted, the marker's own is not; Cilium's
+/// writers are named as what they are and raise no finding of their own.
+#[test]
+fn writers_after_the_mark_are_counted_per_manager() {
+    let mut i = input(vec![
+        marked(ident(1000, "a", DAY), 600),
+        marked(ident(1001, "a", DAY), 600),
+        marked(ident(1002, "a", DAY), 600),
+        ident(1003, "a", DAY),
+    ]);
+    for name in ["1000", "1001", "1002"] {
+        let mut w = vec![
+            write("cilium-agent", DAY, false),
+            write("cilium-operator-generic", 600, true),
+        ];
+        if name != "1002" {
+            w.push(write("label-sync", 60, false));
+        }
+        i.writes.insert(name.into(), w);
+    }
+    // An agent writes 1003 lately; nothing marks it.
+    i.writes
+        .insert("1003".into(), vec![write("cilium-agent", 120, false)]);
+    let d = analyze(&i, now());
+    let w = d.writers.as_ref().expect("writers");
+    assert_eq!(w.marked_identities, 3);
+    assert_eq!(w.written_after_mark, 2);
+    let by = |m: &str| w.managers.iter().find(|a| a.manager == m).unwrap();
+    let sync = by("label-sync");
+    assert_eq!((sync.role, sync.written_after_mark), (WriterRole::Other, 2));
+    assert_eq!(sync.written_lately, 2);
+    let op = by("cilium-operator-generic");
+    assert_eq!(
+        (op.role, op.marks_held, op.written_after_mark),
+        (WriterRole::CiliumOperator, 3, 0)
+    );
+    let agent = by("cilium-agent");
+    assert_eq!(
+        (agent.role, agent.identities, agent.written_lately),
+        (WriterRole::CiliumAgent, 4, 1)
+    );
+    assert_eq!(
+        w.managers[0].manager, "label-sync",
+        "most after-mark writes first"
+    );
+    let f = finding(&d, FindingCode::ConflictWriters);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("label-sync (2)"), "{}", f.message);
+    assert!(!f.message.contains("cilium-agent"), "{}", f.message);
+    assert!(
+        f.evidence
+            .iter()
+            .any(|e| e.starts_with("cilium-agent (Update, a Cilium agent)")),
+        "{:?}",
+        f.evidence
+    );
+
+    // Only Cilium's own writers: no finding.
+    for w in i.writes.values_mut() {
+        w.retain(|w| w.manager != "label-sync");
+    }
+    assert!(!codes(&analyze(&i, now())).contains(&FindingCode::ConflictWriters));
 }
