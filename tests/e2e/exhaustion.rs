@@ -145,13 +145,19 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
         "pods were waiting for an identity when the plugin started (server: {:?})",
         exhausted.waiting_pods
     );
+    let churn_refusals: u64 = agents.iter().map(|a| a.allocation_refusals).sum();
+    assert!(
+        churn_refusals >= waiting.len() as u64,
+        "each waiting pod was refused at least once: {churn_refusals} refused attempts"
+    );
     let left: Vec<_> = waiting
         .iter()
         .filter(|w| w.allocated_at.is_none())
         .collect();
     assert!(
         left.is_empty(),
-        "waiting pods never got an identity: {left:?}"
+        "waiting pods never got an identity: {:?}",
+        left.iter().map(|w| &w.pod).collect::<Vec<_>>()
     );
 
     // When, from the plugin's start: the first id freed (its first DELETE
@@ -202,7 +208,7 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
         secs(last_gone),
         verdict.summary("deleted"),
         fill.allocation_refusals,
-        agents.iter().map(|a| a.allocation_refusals).sum::<u64>(),
+        churn_refusals,
     );
 }
 

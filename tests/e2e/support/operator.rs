@@ -320,11 +320,6 @@ pub struct AgentsSummary {
     pub allocation_refusals: u64,
     /// Pods refused at least once, with when they got their identity.
     pub waits: Vec<Wait>,
-    /// The allocator's range (`--min-id`, `--max-id`).
-    pub min_id: u64,
-    pub max_id: u64,
-    pub started_at: jiff::Timestamp,
-    pub ended_at: jiff::Timestamp,
 }
 
 /// One pod's wait for an identity, as the agents recorded it.
@@ -332,11 +327,7 @@ pub struct AgentsSummary {
 #[serde(rename_all = "camelCase")]
 pub struct Wait {
     pub pod: String,
-    pub app: String,
-    /// Refused attempts charged to this pod.
-    pub refusals: u64,
     pub first_refused_at: jiff::Timestamp,
-    pub last_refused_at: jiff::Timestamp,
     /// When it got its identity; `None`: it never did before the agents ended.
     pub allocated_at: Option<jiff::Timestamp>,
 }
