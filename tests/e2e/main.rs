@@ -51,6 +51,10 @@ mod cronjob;
 /// (tests/cilium): the seed's bug, then the plugin. Issue 25.
 mod operator_115;
 
+/// The identity range exhausted under Cilium 1.15.6's own allocator, left
+/// so by the real 1.15.6 operator, restored by the plugin. Issue 33, 3.
+mod exhaustion;
+
 /// Today's real cilium-operator with agents on its release's identity code:
 /// the seed's workload, the plugin next to it, heartbeat marks both ways.
 mod operator_current;

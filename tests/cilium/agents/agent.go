@@ -13,6 +13,7 @@ import (
 
 	"github.com/cilium/cilium/pkg/allocator"
 	"github.com/cilium/cilium/pkg/identity/key"
+	"github.com/cilium/cilium/pkg/idpool"
 	v2 "github.com/cilium/cilium/pkg/k8s/apis/cilium.io/v2"
 	"github.com/cilium/cilium/pkg/labels"
 )
@@ -45,7 +46,7 @@ type agent struct {
 }
 
 func newAgent(index int, cfg config, c clients, seed int64) (*agent, error) {
-	alloc, err := newAllocator(c.cilium, cfg.syncInterval)
+	alloc, err := newAllocator(c.cilium, cfg.syncInterval, cfg.minID, cfg.maxID)
 	if err != nil {
 		return nil, fmt.Errorf("cilium allocator: %w", err)
 	}
@@ -135,7 +136,7 @@ func (a *agent) startPod(churnCtx context.Context) {
 		return
 	}
 	k := a.identityKey(set)
-	id, isNew, _, err := a.alloc.Allocate(ctx, k)
+	id, isNew, err := a.allocate(churnCtx, name, app, k)
 	if err != nil {
 		a.mu.Lock()
 		a.stats.allocationErrors++
@@ -144,6 +145,9 @@ func (a *agent) startPod(churnCtx context.Context) {
 		a.deletePod(ctx, name)
 		return
 	}
+	// A wait may have outlasted the first context: the writes get their own.
+	ctx, cancelWrites := context.WithTimeout(context.WithoutCancel(churnCtx), time.Minute)
+	defer cancelWrites()
 	a.mu.Lock()
 	a.stats.allocations++
 	if isNew {
@@ -161,6 +165,29 @@ func (a *agent) startPod(churnCtx context.Context) {
 	a.pods = append(a.pods, pod{name: name, key: k, identity: int64(id)})
 	a.stats.podsStarted++
 	a.mu.Unlock()
+}
+
+// allocate is Allocator.Allocate of the pod's key within --allocate-timeout
+// (an agent's endpoint creation: a minute). With --wait-for-identity a
+// failed call is made again, as kubelet retries a sandbox whose CNI ADD
+// failed, until the churn ends: each call starts Cilium's backoff afresh.
+// Every refused attempt inside is counted (refusals.go).
+func (a *agent) allocate(churnCtx context.Context, pod, app string, k *key.GlobalIdentity) (idpool.ID, bool, error) {
+	w := refused.begin(pod, app, fmt.Sprint(k))
+	for {
+		parent := context.WithoutCancel(churnCtx)
+		if a.cfg.waitForIdentity {
+			parent = churnCtx
+		}
+		ctx, cancel := context.WithTimeout(parent, a.cfg.allocateTimeout)
+		id, isNew, _, err := a.alloc.Allocate(ctx, k)
+		cancel()
+		if err == nil || !a.cfg.waitForIdentity || churnCtx.Err() != nil {
+			refused.end(w, err == nil)
+			return id, isNew, err
+		}
+		a.logf("allocate identity for %s (waiting, trying again): %v", app, err)
+	}
 }
 
 // endpoint is the CiliumEndpoint an agent writes for a pod (owned by it,

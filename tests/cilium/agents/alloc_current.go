@@ -3,6 +3,8 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"sync/atomic"
@@ -19,10 +21,14 @@ const ciliumVersion = "current"
 
 // newAllocator builds the allocator an agent builds in
 // CachingIdentityAllocator.InitIdentityAllocator (pkg/identity/cache) in CRD
-// mode: the CRD backend, identities 256..65535 of cluster 0, master key
-// protection, the periodic key sync (WithSyncInterval).
-func newAllocator(client versioned.Interface, syncInterval time.Duration) (*allocator.Allocator, error) {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+// mode: the CRD backend, identities minID..maxID of cluster 0 (an agent:
+// 256..65535), master key protection, the periodic key sync
+// (WithSyncInterval).
+func newAllocator(client versioned.Interface, syncInterval time.Duration, minID, maxID int) (*allocator.Allocator, error) {
+	text := slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})
+	// The current allocator logs to the logger it is given: its handler
+	// sees each failed attempt (see attemptFailedMsg).
+	logger := slog.New(refusalHandler{text})
 	backend, err := identitybackend.NewCRDBackend(logger, identitybackend.CRDBackendConfiguration{
 		Store:    nil,
 		StoreSet: &atomic.Bool{},
@@ -33,8 +39,37 @@ func newAllocator(client versioned.Interface, syncInterval time.Duration) (*allo
 		return nil, err
 	}
 	return allocator.NewAllocator(logger, &key.GlobalIdentity{}, backend,
-		allocator.WithMax(idpool.ID(65535)), allocator.WithMin(idpool.ID(256)),
+		allocator.WithMax(idpool.ID(maxID)), allocator.WithMin(idpool.ID(minID)),
 		allocator.WithSyncInterval(syncInterval),
 		allocator.WithMasterKeyProtection(),
 		allocator.WithPrefixMask(idpool.ID(0)))
+}
+
+// refusalHandler passes every record on and counts the allocator's
+// "Key allocation attempt failed" warnings that carry the refusal error.
+type refusalHandler struct{ slog.Handler }
+
+func (h refusalHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == attemptFailedMsg {
+		var k, e string
+		r.Attrs(func(a slog.Attr) bool {
+			switch a.Key {
+			case "key":
+				k = fmt.Sprint(a.Value.Any())
+			case "error":
+				e = fmt.Sprint(a.Value.Any())
+			}
+			return true
+		})
+		refused.note(k, e)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h refusalHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return refusalHandler{h.Handler.WithAttrs(attrs)}
+}
+
+func (h refusalHandler) WithGroup(name string) slog.Handler {
+	return refusalHandler{h.Handler.WithGroup(name)}
 }

@@ -47,6 +47,10 @@ type config struct {
 	endAll       bool
 	seed         int64
 	qps          float64
+
+	minID, maxID    int
+	allocateTimeout time.Duration
+	waitForIdentity bool
 }
 
 func parseFlags() config {
@@ -63,7 +67,15 @@ func parseFlags() config {
 	flag.BoolVar(&c.endAll, "end-all", false, "end every pod (and release its identity) before exiting")
 	flag.Int64Var(&c.seed, "seed", 1, "seed of the random choices")
 	flag.Float64Var(&c.qps, "qps", 100, "client-side QPS limit of each agent's clients")
+	flag.IntVar(&c.minID, "min-id", 256, "lowest identity the allocator hands out (allocator.WithMin; an agent: 256)")
+	flag.IntVar(&c.maxID, "max-id", 65535, "highest identity the allocator hands out (allocator.WithMax; an agent: 65535); a small range fills quickly")
+	flag.DurationVar(&c.allocateTimeout, "allocate-timeout", time.Minute, "context of one Allocator.Allocate call (Cilium retries refused attempts inside it)")
+	flag.BoolVar(&c.waitForIdentity, "wait-for-identity", false, "a pod whose allocation failed calls Allocate again until the churn ends (as kubelet retries the sandbox) instead of being deleted")
 	flag.Parse()
+	if c.minID < 1 || c.maxID < c.minID || c.allocateTimeout <= 0 {
+		fmt.Fprintln(os.Stderr, "cilium-agents: need 1 <= --min-id <= --max-id, --allocate-timeout > 0")
+		os.Exit(2)
+	}
 	if c.agents < 1 || c.pods < 0 || c.labelSets < 1 || c.duration <= 0 || c.duration > time.Hour {
 		fmt.Fprintln(os.Stderr, "cilium-agents: need --agents >= 1, --pods >= 0, --label-sets >= 1, 0 < --duration <= 1h")
 		os.Exit(2)
@@ -85,6 +97,7 @@ func main() {
 	runCtx, stopChurn := context.WithTimeout(ctx, c.duration)
 	defer stopChurn()
 
+	started := time.Now()
 	counts := newCounter()
 	rng := rand.New(rand.NewSource(c.seed))
 	agents := make([]*agent, c.agents)
@@ -120,7 +133,7 @@ func main() {
 	for _, a := range agents {
 		a.close()
 	}
-	printSummary(agents, counts)
+	printSummary(agents, counts, started)
 }
 
 // clients are one agent's API clients; every request is counted.
@@ -154,10 +167,29 @@ type summary struct {
 	HeldIdentities   []int64        `json:"heldIdentities"`
 	PodsRunning      int            `json:"podsRunning"`
 	Requests         map[string]int `json:"requests"`
+	// AllocationRefusals counts every attempt Cilium's allocator refused with
+	// "no more available IDs in configured space" (refusals.go), not only the
+	// calls that failed in the end (allocationErrors).
+	AllocationRefusals int `json:"allocationRefusals"`
+	// Waits are the pods refused at least once: when, how often, and when
+	// (if ever) they got their identity.
+	Waits     []wait    `json:"waits"`
+	MinID     int       `json:"minId"`
+	MaxID     int       `json:"maxId"`
+	StartedAt time.Time `json:"startedAt"`
+	EndedAt   time.Time `json:"endedAt"`
 }
 
-func printSummary(agents []*agent, counts *counter) {
-	s := summary{Version: ciliumVersion, Agents: len(agents), Requests: counts.snapshot()}
+func printSummary(agents []*agent, counts *counter, started time.Time) {
+	s := summary{Version: ciliumVersion, Agents: len(agents), Requests: counts.snapshot(),
+		StartedAt: started, EndedAt: time.Now()}
+	s.AllocationRefusals, s.Waits = refused.snapshot()
+	if s.Waits == nil {
+		s.Waits = []wait{}
+	}
+	if len(agents) > 0 {
+		s.MinID, s.MaxID = agents[0].cfg.minID, agents[0].cfg.maxID
+	}
 	held := map[int64]bool{}
 	for _, a := range agents {
 		a.mu.Lock()

@@ -316,6 +316,22 @@ pub struct AgentsSummary {
     pub pods_running: u64,
     /// Requests by "VERB resource status", e.g. "PUT ciliumidentities 409".
     pub requests: BTreeMap<String, u64>,
+    /// Attempts Cilium's allocator refused with `no more available IDs in
+    /// configured space`, each attempt of its retries counted (read from its
+    /// "Key allocation attempt failed" log record).
+    pub allocation_refusals: u64,
+    /// Pods refused at least once, with when they got their identity.
+    pub waits: Vec<Wait>,
+}
+
+/// One pod's wait for an identity, as the agents recorded it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Wait {
+    pub pod: String,
+    pub first_refused_at: jiff::Timestamp,
+    /// When it got its identity; `None`: it never did before the agents ended.
+    pub allocated_at: Option<jiff::Timestamp>,
 }
 
 impl AgentsSummary {
@@ -340,6 +356,13 @@ pub struct Agents {
     pub sync_interval: Duration,
     pub end_all: bool,
     pub seed: u64,
+    /// The allocator's range (`allocator.WithMin/WithMax`; an agent's: 256..=65535).
+    pub ids: (u64, u64),
+    /// The context of one `Allocator.Allocate` call (an agent's: a minute).
+    pub allocate_timeout: Duration,
+    /// A refused pod calls `Allocate` again until the churn ends, rather
+    /// than being deleted (as kubelet retries a failed sandbox).
+    pub wait_for_identity: bool,
 }
 
 impl Default for Agents {
@@ -354,6 +377,9 @@ impl Default for Agents {
             sync_interval: Duration::from_secs(300),
             end_all: false,
             seed: 1,
+            ids: (256, 65535),
+            allocate_timeout: Duration::from_secs(60),
+            wait_for_identity: false,
         }
     }
 }
@@ -393,6 +419,10 @@ impl Agents {
             .args(["--sync-interval", &ms(self.sync_interval)])
             .args(["--seed", &self.seed.to_string()])
             .arg(format!("--end-all={}", self.end_all))
+            .args(["--min-id", &self.ids.0.to_string()])
+            .args(["--max-id", &self.ids.1.to_string()])
+            .args(["--allocate-timeout", &ms(self.allocate_timeout)])
+            .arg(format!("--wait-for-identity={}", self.wait_for_identity))
             .stderr(std::fs::File::create(&log).expect("agents log"))
             .kill_on_drop(true);
         let limit = self.duration + Duration::from_secs(120);
