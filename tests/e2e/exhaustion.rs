@@ -7,7 +7,6 @@
 //! waiting pod), the operator's log and the kube-apiserver's audit log.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
@@ -15,6 +14,7 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::Value;
 
+use crate::support::audit::Actor;
 use crate::support::cluster::Cluster;
 use crate::support::objects::{api, Kind};
 use crate::support::operator::{Agents, AgentsSummary, Operator, Version, World};
@@ -44,10 +44,7 @@ const CILIUM_BACKOFF: &str = "Cilium 1.15.6 pkg/allocator backoff: 16 attempts, 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_several_passes_and_the_plugin_gives_every_waiting_pod_an_identity(
 ) {
-    let audit = AuditLog::new();
-    let flags = audit.apiserver_flags();
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let Some(cluster) = Cluster::up(&flags) else {
+    let Some(cluster) = Cluster::up(&[]) else {
         return;
     };
     let Some(operator) = Operator::up(&cluster, Version::V115, &GC_FLAGS) else {
@@ -124,6 +121,8 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
     let agents = churning.await.expect("agents task");
     let after = World::read(&client).await;
     let verdict = Verdict {
+        started,
+        audit: cluster.audit(),
         report: report(&out),
         exit: out.status.code(),
         before,
@@ -163,12 +162,12 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
     // When, from the plugin's start: the first id freed (its first DELETE
     // answered 200, by the audit log), the first waiting pod allocated, and
     // the last identity it planned gone (by anyone, by the audit log).
-    let deletes = audit.identity_deletes();
+    let audit = &verdict.audit;
     let secs = |t: Timestamp| (t.as_millisecond() - started.as_millisecond()) as f64 / 1000.0;
-    let first_freed = deletes
-        .iter()
-        .filter(|d| d.user == "cilium-gc" && d.at >= started)
-        .map(|d| d.at)
+    let first_freed = audit
+        .identity_deletes()
+        .filter(|d| d.actor == Actor::Plugin && d.done >= started)
+        .map(|d| d.done)
         .min()
         .expect("the plugin's DELETEs are in the audit log");
     let first_allocated = waiting
@@ -182,10 +181,10 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
         .filter(|i| i["outcome"] == "deleted" || i["outcome"] == "already-gone")
         .filter_map(|i| i["name"].as_str())
         .collect();
-    let last_gone = deletes
-        .iter()
-        .filter(|d| d.at >= started && planned.contains(d.name.as_str()))
-        .map(|d| d.at)
+    let last_gone = audit
+        .identity_deletes()
+        .filter(|d| d.done >= started && planned.contains(d.name.as_str()))
+        .map(|d| d.done)
         .max()
         .expect("the planned identities' DELETEs are in the audit log");
     assert!(
@@ -380,78 +379,4 @@ fn spawn_groups(
         );
         vec![a, b]
     })
-}
-
-/// The kube-apiserver's audit log of identity writes (Metadata level), in
-/// a directory of its own that outlives the cluster's.
-struct AuditLog {
-    dir: tempfile::TempDir,
-}
-
-/// A DELETE of a CiliumIdentity the server answered 200.
-struct Delete {
-    at: Timestamp,
-    user: String,
-    name: String,
-}
-
-const AUDIT_POLICY: &str = r#"apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: ["RequestReceived"]
-rules:
-- level: Metadata
-  resources: [{group: "cilium.io", resources: ["ciliumidentities"]}]
-  verbs: ["create", "update", "patch", "delete"]
-- level: None
-"#;
-
-impl AuditLog {
-    fn new() -> AuditLog {
-        let dir = tempfile::Builder::new()
-            .prefix("kcg-audit.")
-            .tempdir()
-            .expect("tempdir");
-        std::fs::write(dir.path().join("policy.yaml"), AUDIT_POLICY).expect("audit policy");
-        AuditLog { dir }
-    }
-
-    fn path(&self) -> PathBuf {
-        self.dir.path().join("audit.log")
-    }
-
-    fn apiserver_flags(&self) -> Vec<String> {
-        vec![
-            format!(
-                "--audit-policy-file={}",
-                self.dir.path().join("policy.yaml").display()
-            ),
-            format!("--audit-log-path={}", self.path().display()),
-        ]
-    }
-
-    /// Every DELETE of a CiliumIdentity answered 200, in the log's order,
-    /// timed when the server completed its answer (`stageTimestamp`).
-    fn identity_deletes(&self) -> Vec<Delete> {
-        parse_deletes(&self.path())
-    }
-}
-
-fn parse_deletes(path: &Path) -> Vec<Delete> {
-    let text = std::fs::read_to_string(path).expect("audit log");
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| {
-            e["verb"] == "delete"
-                && e["stage"] == "ResponseComplete"
-                && e["objectRef"]["resource"] == "ciliumidentities"
-                && e["responseStatus"]["code"] == 200
-        })
-        .filter_map(|e| {
-            Some(Delete {
-                at: e["stageTimestamp"].as_str()?.parse().ok()?,
-                user: e["user"]["username"].as_str()?.to_string(),
-                name: e["objectRef"]["name"].as_str()?.to_string(),
-            })
-        })
-        .collect()
 }
