@@ -54,3 +54,7 @@ mod operator_current;
 /// `diagnose` reading the real operator's metrics through the pod proxy,
 /// inside a network namespace of the test's own.
 mod operator_metrics;
+
+/// Today's identity-management modes (`operator`, `both`) with the real
+/// current operator: why the plugin refuses them. Issue 36, item 4.
+mod identity_modes;
