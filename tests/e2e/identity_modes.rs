@@ -133,7 +133,9 @@ async fn refused_next_to_the_operator(mode: &str) {
     // mark's own update as a lifesign, identitygc/heartbeat.go isAlive).
     let out = delete_run(&cluster).await;
     let after = held(&client).await.expect("the identity is still there");
-    assert_eq!(after.uid, marked.uid, "the plugin deleted nothing");
+    // Same uid: the plugin deleted nothing; same mark and resourceVersion:
+    // neither it nor anyone else wrote it.
+    assert_eq!(after, marked, "the identity as it was at the mark");
     assert_refused(&out, mode);
 
     // The operator's GC then deletes it although the Pod still runs, and its
