@@ -1,67 +1,245 @@
-//! Today's real cilium-operator in `identity-management-mode=operator`
-//! (issue 36, 4): it allocates the identity of a Pod itself, and its
-//! heartbeat GC, which counts only CiliumEndpoints and CiliumEndpointSlices
-//! as usage, marks that identity while the Pod still exists, and nobody
-//! strips the mark (agents do not write identities in this mode). This is
-//! why the plugin keeps refusing the mode: a mark and a resourceVersion
-//! cannot tell such an identity from a stale one (docs/real-cilium.md).
+//! Today's identity-management modes (issue 36, item 4): the real current
+//! cilium-operator with `identity-management-mode` `operator` and `both`,
+//! a Pod on the server, and the plugin refusing next to it.
+//!
+//! What the test pins, from the server: the operator creates the Pod's
+//! identity itself; its heartbeat GC marks that identity although the Pod
+//! runs (no CiliumEndpoint yet); the mark stays and the resourceVersion
+//! does not move (nothing strips it in these modes), so the server accepts
+//! a delete with the marked {uid, resourceVersion} preconditions; the
+//! plugin refuses before any write and the identity keeps its uid; the
+//! operator then deletes and re-creates it under the same name. The
+//! reading of Cilium's code behind it is in docs/real-cilium.md.
 
+use std::process::Output;
 use std::time::Duration;
 
-use crate::support::cluster::Cluster;
-use crate::support::operator::{Operator, Version, World};
-use crate::support::workload::GC_FLAGS;
+use kube::api::{DeleteParams, DynamicObject, Preconditions};
 
-const POD: &str = r#"
-apiVersion: v1
-kind: Namespace
-metadata: {name: modes}
----
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: default, namespace: modes}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: web-0, namespace: modes, labels: {app: mode-web-1}}
-spec:
-  automountServiceAccountToken: false
-  containers: [{name: web, image: "example.invalid/web:1"}]
-"#;
+use crate::support::cluster::Cluster;
+use crate::support::objects::{api, Kind, HEARTBEAT};
+use crate::support::operator::{Operator, Version};
+use crate::support::workload::PLUGIN_TIMEOUT;
+use crate::support::{assert_exit, finish, plugin, report};
+
+/// The namespace of the test's Pod.
+const NS: &str = "modes";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn operator_mode_marks_the_identity_of_a_pod_that_still_exists() {
+async fn operator_mode_marks_a_running_pods_identity_and_the_plugin_refuses() {
+    refused_next_to_the_operator("operator").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_mode_marks_a_running_pods_identity_and_the_plugin_refuses() {
+    refused_next_to_the_operator("both").await;
+}
+
+/// The Pod's identity as the server holds it: name, uid, resourceVersion
+/// and its heartbeat mark.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Held {
+    name: String,
+    uid: String,
+    rv: String,
+    mark: Option<String>,
+}
+
+async fn refused_next_to_the_operator(mode: &str) {
     let Some(cluster) = Cluster::up(&[]) else {
         return;
     };
-    if crate::support::operator::build(Version::Current).is_none() {
-        return;
-    }
-    cluster.apply(POD);
-    let flags = [&GC_FLAGS[..], &["--identity-management-mode=operator"]].concat();
-    let _operator = Operator::up(&cluster, Version::Current, &flags).expect("operator");
-    let client = cluster.admin().await;
-    let (mut created, mut marked_while_pod_exists) = (false, false);
-    for _ in 0..60 {
-        let w = World::read(&client).await;
-        let mine: Vec<_> = w
-            .identities
-            .values()
-            .filter(|i| i.app == "mode-web-1")
-            .collect();
-        created |= !mine.is_empty();
-        marked_while_pod_exists |= mine.iter().any(|i| i.marked);
-        if marked_while_pod_exists {
-            break;
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
-    // The premise: in this mode the operator allocated the Pod's identity.
-    assert!(created, "the operator created no identity for the Pod");
-    let pod = cluster.kubectl(&["get", "pod", "web-0", "-n", "modes"]);
-    assert!(pod.status.success(), "the Pod still exists");
+    // cilium-config says the mode, as Helm writes it; the operator reads
+    // the same key as a flag (its ConfigMap is mounted as --config-dir).
+    let patch = format!(r#"{{"data":{{"identity-management-mode":"{mode}"}}}}"#);
+    let out = cluster.kubectl(&[
+        "-n",
+        "kube-system",
+        "patch",
+        "configmap",
+        "cilium-config",
+        "--type",
+        "merge",
+        "-p",
+        &patch,
+    ]);
     assert!(
-        marked_while_pod_exists,
-        "the operator's GC never marked the identity of an existing Pod"
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let flag = format!("--identity-management-mode={mode}");
+    let Some(operator) = Operator::up(&cluster, Version::Current, &[&flag]) else {
+        return;
+    };
+    // Premise: in this mode the operator runs both its CID controller and
+    // the heartbeat GC (the script's defaults: a pass every 10 s, 20 s).
+    let log = operator.log();
+    assert!(log.contains(&format!("--identity-management-mode='{mode}'")));
+    assert!(log.contains("Starting CID controller Operator"), "{log}");
+    assert!(log.contains("Starting CRD identity garbage collector"));
+
+    cluster.apply(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {NS}}}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {{name: web, namespace: {NS}, labels: {{app: web}}}}\n\
+         spec: {{containers: [{{name: c, image: web}}]}}\n"
+    ));
+    let client = cluster.admin().await;
+    // Premise: the operator created the Pod's identity (its field manager
+    // wrote it; no agent runs here).
+    let created = wait_for(&client, "the operator to create the Pod's identity", |h| {
+        h.is_some()
+    })
+    .await;
+    let ids = api(&client, Kind::Identity, None);
+    let obj = ids.get(&created.name).await.expect("identity read");
+    let managers: Vec<_> = obj
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert_eq!(managers, ["cilium-operator-generic"], "who wrote it");
+    assert_eq!(
+        creations(&operator.log(), &created.name),
+        1,
+        "its log says so"
+    );
+
+    // Its heartbeat GC marks it although the Pod runs: the operator's use
+    // is CiliumEndpoints and slices only (identitygc/crd_gc.go, gc).
+    let marked = wait_for(&client, "the operator's GC to mark it", |h| {
+        h.is_some_and(|h| h.uid == created.uid && h.mark.is_some())
+    })
+    .await;
+    assert!(pod_runs(&cluster), "the Pod is on the server");
+    // Nothing strips the mark: the server accepts a delete with the
+    // preconditions taken at the mark (dry run: nothing is deleted).
+    let dry = DeleteParams {
+        dry_run: true,
+        preconditions: Some(Preconditions {
+            uid: Some(marked.uid.clone()),
+            resource_version: Some(marked.rv.clone()),
+        }),
+        ..DeleteParams::default()
+    };
+    ids.delete(&marked.name, &dry)
+        .await
+        .expect("the server accepts the marked preconditions while the Pod runs");
+
+    // The plugin refuses before any write. The operator cannot delete the
+    // identity within 20 s of its mark (its heartbeat store records the
+    // mark's own update as a lifesign, identitygc/heartbeat.go isAlive).
+    let out = delete_run(&cluster).await;
+    let after = held(&client).await.expect("the identity is still there");
+    // Same uid: the plugin deleted nothing; same mark and resourceVersion:
+    // neither it nor anyone else wrote it.
+    assert_eq!(after, marked, "the identity as it was at the mark");
+    assert_refused(&out, mode);
+
+    // The operator's GC then deletes it although the Pod still runs, and its
+    // CID controller re-creates it under the same name (a new uid).
+    let again = wait_for(&client, "the operator to delete and re-create it", |h| {
+        h.is_some_and(|h| h.uid != marked.uid)
+    })
+    .await;
+    assert_eq!(again.name, marked.name);
+    assert!(pod_runs(&cluster), "the Pod is still on the server");
+    let creates = creations(&operator.log(), &marked.name);
+    eprintln!(
+        "identity-management-mode={mode}: identity {} of running Pod {NS}/web marked (uid {}), kept its mark and resourceVersion {}, then deleted and re-created by the operator (uid {}); Creating CID lines for it: {creates}",
+        marked.name, marked.uid, marked.rv, again.uid
+    );
+    assert!(creates >= 2, "created again: {}", operator.log());
+}
+
+/// `delete --yes` as the published RBAC's user, as against the agents.
+async fn delete_run(cluster: &Cluster) -> Output {
+    let mut cmd = plugin();
+    cmd.arg("--kubeconfig")
+        .arg(cluster.gc_kubeconfig())
+        .args(["delete", "--yes", "-o", "json"])
+        .args([
+            "--heartbeat-timeout",
+            PLUGIN_TIMEOUT,
+            "--allow-short-heartbeat-timeout",
+        ]);
+    finish(cmd).await
+}
+
+/// Exit 3, the allocation-mode check failed naming the mode and the reason,
+/// nothing deleted by the report's count either.
+fn assert_refused(out: &Output, mode: &str) {
+    assert_exit(out, 3);
+    let r = report(out);
+    let check = r["preflight"]["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["name"] == "allocation-mode")
+        .unwrap_or_else(|| panic!("no allocation-mode check: {}", r["preflight"]))
+        .clone();
+    assert_eq!(check["passed"], false);
+    let msg = check["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains(&format!("{mode:?}")) && msg.contains("strips"),
+        "{msg}"
+    );
+}
+
+/// The identity of the test's Pod (security label `k8s:app=web` in
+/// [`NS`]), if the server holds one.
+async fn held(client: &kube::Client) -> Option<Held> {
+    let list = api(client, Kind::Identity, None)
+        .list(&Default::default())
+        .await
+        .expect("identities listed");
+    list.items.into_iter().find_map(|o: DynamicObject| {
+        let sl = &o.data["security-labels"];
+        (sl["k8s:app"] == "web" && sl["k8s:io.kubernetes.pod.namespace"] == NS).then(|| Held {
+            name: o.metadata.name.clone().unwrap_or_default(),
+            uid: o.metadata.uid.clone().unwrap_or_default(),
+            rv: o.metadata.resource_version.clone().unwrap_or_default(),
+            mark: o
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(HEARTBEAT).cloned()),
+        })
+    })
+}
+
+/// Poll (every 500 ms, at most 120 s) until `ok` holds of the Pod's
+/// identity; return it.
+async fn wait_for(client: &kube::Client, what: &str, ok: impl Fn(Option<&Held>) -> bool) -> Held {
+    for _ in 0..240 {
+        let h = held(client).await;
+        if ok(h.as_ref()) {
+            return h.expect("an identity");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("waited 120 s for {what}: {:?}", held(client).await);
+}
+
+/// How many times the operator's log says its CID controller created the
+/// identity `name` for the Pod's labels.
+fn creations(log: &str, name: &str) -> usize {
+    let id = format!("ciliumIdentityName={name}");
+    log.lines()
+        .filter(|l| {
+            l.contains("msg=\"Creating CID\"")
+                && l.contains("k8s:app:web")
+                && l.split_whitespace().any(|w| w == id)
+        })
+        .count()
+}
+
+/// Whether the server holds the test's Pod.
+fn pod_runs(cluster: &Cluster) -> bool {
+    cluster
+        .kubectl(&["-n", NS, "get", "pod", "web", "-o", "name"])
+        .status
+        .success()
 }

@@ -71,6 +71,6 @@ mod diagnose_writers;
 /// Issue 36.
 mod diagnose_saved;
 
-/// The real current operator in identity-management-mode=operator: why the
-/// plugin refuses the mode. Issue 36.
+/// Today's identity-management modes (`operator`, `both`) with the real
+/// current operator: why the plugin refuses them. Issue 36, item 4.
 mod identity_modes;

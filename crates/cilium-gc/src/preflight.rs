@@ -311,7 +311,7 @@ pub(crate) fn evaluate(crds: Crds, s: &CiliumSettings, missing: &[Permission]) -
         } else if s.allocation_mode != "crd" {
             format!("identity-allocation-mode is {:?}: identities live in the kvstore, not in CiliumIdentity objects; this tool only handles crd mode", s.allocation_mode)
         } else if s.management_mode != "agent" {
-            format!("identity-management-mode is {:?}: cilium-operator allocates identities for Pods, and no agent strips the heartbeat mark when a Pod reuses one (only the agents' CRD allocator does, in agent mode), so a mark and a resourceVersion cannot tell a reused identity whose Pod has no CiliumEndpoint yet; refusing (docs/real-cilium.md)", s.management_mode)
+            management_refusal(&s.management_mode)
         } else {
             "identity-allocation-mode crd, managed by agents".into()
         },
@@ -327,6 +327,22 @@ pub(crate) fn evaluate(crds: Crds, s: &CiliumSettings, missing: &[Permission]) -
         },
     });
     checks
+}
+
+/// Why a management mode other than `agent` is refused. Read in Cilium
+/// v1.19.3 and seen with its real operator (docs/real-cilium.md): in
+/// `operator` and `both` the agents only read identities (the allocator's
+/// `operatorIDManagement` returns before any write), and the operator's
+/// CID controller hands an existing identity to a new Pod without writing
+/// it, so nothing strips a heartbeat mark or bumps the resourceVersion:
+/// the 409 that stops a delete of a reused identity in `agent` mode never
+/// comes, and a Pod's use shows in no CiliumEndpoint until its agent writes one.
+fn management_refusal(mode: &str) -> String {
+    format!(
+        "identity-management-mode is {mode:?}: cilium-operator allocates identities for Pods and nothing strips its heartbeat mark when one is reused \
+         (agents only read identities in this mode), so a delete's {{uid, resourceVersion}} preconditions cannot stop deleting an identity a Pod was just given; \
+         refusing (the operator's own identity GC collects them; see docs/real-cilium.md)"
+    )
 }
 
 /// `delete ciliumidentities.cilium.io (cluster-wide)`.
@@ -596,7 +612,14 @@ mod tests {
             None,
         );
         let refused = &evaluate(all, &op, &[])[2];
-        assert!(!refused.passed && refused.message.contains("strips the heartbeat mark"));
+        assert!(!refused.passed);
+        assert!(
+            refused.message.contains("\"operator\"") && refused.message.contains("strips"),
+            "{}",
+            refused.message
+        );
+        let both = settings_from_config(Some(&cfg(&[("identity-management-mode", "both")])), None);
+        assert!(!evaluate(all, &both, &[])[2].passed);
         let no_usage = Crds {
             identities: true,
             endpoints: false,
