@@ -686,7 +686,7 @@ mod tests {
     use super::*;
 
     /// The pacing sits inline in `options`, in the place and order its five
-    /// fields had before they became one struct (issue 27), and reads back.
+    /// fields had before they became one struct, and reads back.
     #[test]
     fn options_carry_the_pacing_inline() {
         let options = Options {

@@ -399,7 +399,7 @@ fn integrity_section(o: &mut String, d: &Diagnosis) {
     }
 }
 
-/// Who writes identities, from every managedFields entry (issue 36).
+/// Who writes identities, from every managedFields entry.
 fn writers_section(o: &mut String, d: &Diagnosis) {
     let Some(w) = &d.writers else { return };
     let _ = writeln!(o, "## Who writes identities\n");

@@ -260,7 +260,7 @@ fn modifiers(o: &mut String, d: &Diagnosis, p: &Paint) {
     }
 }
 
-/// Who writes identities, every managedFields entry (issue 36).
+/// Who writes identities, every managedFields entry.
 fn writers(o: &mut String, d: &Diagnosis, p: &Paint) {
     let Some(w) = &d.writers else { return };
     let _ = writeln!(o, "\n{}", p.bold("WHO WRITES IDENTITIES"));

@@ -223,7 +223,7 @@ pub async fn diagnose(
     Ok(d)
 }
 
-/// `--from PATH`: the diagnosis of saved objects (issue 36, 2). No client
+/// `--from PATH`: the diagnosis of saved objects. No client
 /// exists on this path, so nothing can be written; "now" is the capture
 /// time the files carry, and the diagnosis says what it rests on.
 pub fn diagnose_saved(

@@ -1,4 +1,4 @@
-//! The label keys network policies select on, for `--labels` (issue 36, 3):
+//! The label keys network policies select on, for `--labels`:
 //! a filter that drops a key a policy selects on makes the policy stop
 //! selecting those pods (cilium#18878). Read with an optional permission.
 //!

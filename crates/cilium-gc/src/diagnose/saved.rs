@@ -1,4 +1,4 @@
-//! `diagnose --from PATH` (issue 36, 2): the same diagnosis from saved
+//! `diagnose --from PATH`: the same diagnosis from saved
 //! objects, without a cluster. Read-only by construction: nothing here
 //! holds a client.
 //!

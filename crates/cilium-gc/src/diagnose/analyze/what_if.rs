@@ -1,4 +1,4 @@
-//! `--labels` (issue 36, 3): what a proposed Cilium `labels` filter would
+//! `--labels`: what a proposed Cilium `labels` filter would
 //! do to today's identities and policies, judged by [`LabelFilter`], which
 //! a test holds to Cilium's own `pkg/labelsfilter` of 1.15.6 and 1.19.3.
 //!

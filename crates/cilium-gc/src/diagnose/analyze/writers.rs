@@ -1,4 +1,4 @@
-//! Who writes the identities (issue 36, 1), from every `managedFields`
+//! Who writes the identities, from every `managedFields`
 //! entry: when an audit log cannot be read or reconfigured, the field
 //! managers are the only record of which program changed an identity.
 //!
