@@ -1,9 +1,7 @@
 //! The published schemas are what this crate's types generate: each
 //! committed `schema/*.json` is compared with the types, byte for byte.
 //! `UPDATE_SCHEMA=1 cargo test -p cilium-gc-documents --test schema`
-//! rewrites them instead (v1 may only gain optional fields). The fleet
-//! report's schema is the engine's (its clusters spool to disk): its drift
-//! test is `it::fleet::committed_fleet_schema_matches_the_types`.
+//! rewrites them instead (v1 may only gain optional fields).
 
 use std::path::PathBuf;
 
@@ -57,4 +55,9 @@ fn committed_fleet_diagnosis_schema_matches_the_types() {
         fleet::diagnosis_schema(),
         "fleet.rs",
     );
+}
+
+#[test]
+fn committed_fleet_schema_matches_the_types() {
+    assert_committed("schema/fleet-report-v1.json", fleet::schema(), "fleet.rs");
 }
