@@ -132,7 +132,7 @@ mod tests {
 
     #[test]
     fn report_has_verdict_tables_and_items() {
-        let r = crate::views::tests::sample();
+        let r = cilium_gc_testkit::samples::report();
         let md = crate::views::report::markdown(&r);
         assert!(md.starts_with("# kubectl cilium-gc delete\n"), "{md}");
         assert!(md.contains("**Verdict: 🟠 1 deleted, 1 failed"), "{md}");

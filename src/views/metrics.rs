@@ -537,8 +537,8 @@ fn mode_name(m: Mode) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::views::tests::sample;
     use cilium_gc::report::{Abort, AbortReason};
+    use cilium_gc_testkit::samples::report as sample;
 
     fn parsed(text: &str) -> prometheus_parse::Scrape {
         prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))

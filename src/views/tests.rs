@@ -1,126 +1,15 @@
-//! The report rendered byte for byte; `sample` is shared with the Markdown
-//! and metrics tests.
+//! The report rendered byte for byte, from the testkit's sample report
+//! (`cilium_gc_testkit::samples::report`), which the Markdown and metrics
+//! tests use too.
 
 use cilium_gc::policy::Reason;
 use cilium_gc::report::*;
 use cilium_gc::{human_duration, thousands};
+use cilium_gc_testkit::samples::{item, report as sample};
 
 use super::format::*;
 use super::next_steps::next_steps;
 use super::report::render;
-
-fn ts(s: &str) -> jiff::Timestamp {
-    s.parse().unwrap()
-}
-
-fn item(name: &str, reason: Reason, outcome: Outcome) -> Item {
-    Item {
-        name: name.into(),
-        id: name.parse().ok(),
-        namespace: Some("prod".into()),
-        created_at: Some(ts("2026-05-01T00:00:00Z")),
-        marked_at: None,
-        reason,
-        outcome,
-        attempts: 0,
-        conflicts: vec![],
-        last_error: None,
-    }
-}
-
-pub(crate) fn sample() -> Report {
-    let mut failed = item("70001", Reason::Stale, Outcome::Failed);
-    failed.attempts = 4;
-    failed.last_error = Some("503 Service Unavailable after 3 retries".into());
-    failed.conflicts = vec![Conflict {
-        expected_resource_version: "10".into(),
-        observed_resource_version: Some("11".into()),
-        manager: Some("cilium-agent".into()),
-        operation: Some("Update".into()),
-        time: Some(ts("2026-06-01T11:59:00Z")),
-    }];
-    let mut deleted = item("70002", Reason::Stale, Outcome::Deleted);
-    deleted.attempts = 1;
-    Report {
-        schema: SCHEMA_ID.into(),
-        api_version: API_VERSION.into(),
-        kind: KIND.into(),
-        tool: Tool {
-            name: "kubectl-cilium-gc".into(),
-            version: "0.1.0".into(),
-            commit: Some("abc123".into()),
-        },
-        cluster: ClusterInfo {
-            server: Some("https://10.0.0.1:6443".into()),
-            context: Some("prod-eu".into()),
-            kubernetes_version: Some("v1.33.1".into()),
-            cilium_config: vec![ConfigValue {
-                key: "identity-allocation-mode".into(),
-                value: "crd".into(),
-                source: ConfigSource::CiliumConfig,
-            }],
-        },
-        started_at: ts("2026-06-01T12:00:00Z"),
-        finished_at: ts("2026-06-01T12:00:12.5Z"),
-        duration_seconds: 12.5,
-        mode: Mode::Delete,
-        options: Options {
-            cilium_namespace: "kube-system".into(),
-            selector: None,
-            namespaces: vec![],
-            min_age_seconds: None,
-            heartbeat_timeout_seconds: 1800.0,
-            local_range: IdRange {
-                min: 256,
-                max: 65535,
-            },
-            page_size: 500,
-            pacing: Pacing {
-                concurrency: 4,
-                qps: 50.0,
-                burst: 10,
-                max_conflict_retries: 3,
-                max_retries: 5,
-            },
-            max_deletions: None,
-            max_percent: None,
-            mark: false,
-            force: false,
-            items: ItemsMode::Unused,
-            request_timeout_seconds: None,
-            identity_allocation_mode: None,
-            allow_short_heartbeat_timeout: false,
-            allow_unreadable_endpoints: false,
-        },
-        exit_code: 4,
-        interrupted: false,
-        aborted: None,
-        preflight: Preflight::default(),
-        summary: Summary {
-            scanned: 1_234_567,
-            reasons: ReasonCounts {
-                in_use: 1_000,
-                unmarked: 12_403,
-                stale: 2,
-                ..Default::default()
-            },
-            candidates: 2,
-            deleted: 1,
-            failed: 1,
-            conflicts: 1,
-            list_pages: 2_470,
-            list_restarts: 1,
-            delete_rate_per_second: 8.0,
-            ..Default::default()
-        },
-        items: vec![failed, deleted],
-        errors: vec![RunError {
-            kind: ErrorKind::MalformedObject,
-            message: "ciliumidentities/abc: missing security-labels".into(),
-        }],
-        next_steps: Vec::new(),
-    }
-}
 
 fn rendered(r: &Report, f: OutputFormat, color: bool) -> String {
     let mut out = Vec::new();

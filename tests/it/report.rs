@@ -5,7 +5,8 @@
 
 use serde_json::{json, Value};
 
-use crate::support::{example::full_report, schema};
+use crate::support::schema;
+use cilium_gc_testkit::samples::full_report;
 
 #[test]
 fn schema_is_valid_draft_2020_12() {

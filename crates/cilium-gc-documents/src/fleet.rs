@@ -4,23 +4,75 @@
 //! cluster's ordinary [`Report`] or [`Diagnosis`] unchanged.
 //!
 //! `schema/fleet-report-v1.json` and `schema/fleet-diagnosis-v1.json` are
-//! generated from these types (the fleet report itself is the engine's
-//! `cilium_gc::fleet::FleetReport`: its clusters may be spooled to disk)
-//! and a test fails when a committed file drifts. Same rules as the
-//! report's: v1 only ever gains optional fields.
+//! generated from these types and a test fails when a committed file
+//! drifts. Same rules as the report's: v1 only ever gains optional fields.
+//!
+//! [`FleetReport`] is generic over how it holds its clusters: a plain
+//! `Vec<ClusterEntry>` by default (what a reader deserializes), or the
+//! engine's `cilium_gc::fleet::Clusters`, which keeps finished clusters
+//! spooled on disk and serializes them back one at a time. Either way the
+//! document written, and its schema, is the same.
 
 use jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnosis::{Diagnosis, FindingCode, Severity};
-use crate::report::{Abort, AbortReason, ReasonCounts, Report, Tool};
+use crate::report::{Abort, AbortReason, Mode, ReasonCounts, Report, Tool};
 
 /// `kind` of the fleet report.
 pub const FLEET_KIND: &str = "CiliumIdentityGCFleetReport";
 /// `$id` of the published schema, also written as `$schema` in every fleet report.
 pub const FLEET_SCHEMA_ID: &str =
     "https://raw.githubusercontent.com/kubectl-cilium-gc/kubectl-cilium-gc/main/schema/fleet-report-v1.json";
+
+/// The result of one `kubectl cilium-gc` scan or delete over several
+/// clusters (`--context` repeated, `--all-contexts`, `--context-regex`).
+// `C` holds the clusters: any sequence that serializes as the entries (see
+// the module doc); the schema always says `Vec<ClusterEntry>`. (A plain
+// comment: a doc line here would change the published schema's text.)
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(title = "CiliumIdentityGCFleetReport", bound = "")]
+pub struct FleetReport<C = Vec<ClusterEntry>> {
+    /// The JSON Schema this document conforms to.
+    #[serde(rename = "$schema")]
+    pub schema: String,
+    /// Document version: `cilium-gc.kubectl.io/v1`.
+    pub api_version: String,
+    /// Always `CiliumIdentityGCFleetReport`.
+    pub kind: String,
+    /// The program that wrote the report.
+    pub tool: Tool,
+    /// When the fleet run started (RFC 3339, UTC).
+    pub started_at: Timestamp,
+    /// When the fleet report was written (RFC 3339, UTC).
+    pub finished_at: Timestamp,
+    /// Wall time of the whole fleet run, in seconds.
+    pub duration_seconds: f64,
+    /// What every cluster's run was allowed to do.
+    pub mode: Mode,
+    /// Clusters run at the same time (`--parallel`).
+    pub parallel: u32,
+    /// The process exit status: 0 only when every cluster's run succeeded,
+    /// else the most severe cluster's (order: 143, 130, 1, 4, 5, 3, 2).
+    pub exit_code: u8,
+    /// True when SIGINT or SIGTERM stopped the fleet run early.
+    pub interrupted: bool,
+    /// True when contexts and servers are replaced by keyed hashes
+    /// (`--redact`) everywhere in this document.
+    pub redacted: bool,
+    /// Counts over every cluster.
+    pub summary: FleetSummary,
+    /// One entry per selected context, in the order they were selected.
+    #[schemars(with = "Vec<ClusterEntry>")]
+    pub clusters: C,
+}
+
+/// The published JSON Schema of the fleet report.
+pub fn schema() -> serde_json::Value {
+    crate::report::publishable_schema(schemars::schema_for!(FleetReport), FLEET_SCHEMA_ID)
+}
 
 /// Counts over every cluster of the fleet run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]

@@ -17,7 +17,7 @@
 //!   [`Tool`](report::Tool), and [`publishable_schema`](report::publishable_schema),
 //!   the one way every document's schema is published;
 //! - [`diagnosis`]: the `diagnose` health report;
-//! - [`fleet`]: the fleet report's parts and the fleet diagnosis.
+//! - [`fleet`]: the fleet report and the fleet diagnosis.
 
 #![deny(missing_docs, unreachable_pub)]
 #![cfg_attr(not(test), deny(clippy::too_many_lines))]

@@ -1,9 +1,8 @@
 //! The published schemas are what this crate's types generate: each
 //! committed `schema/*.json` is compared with the types, byte for byte.
 //! `UPDATE_SCHEMA=1 cargo test -p cilium-gc-documents --test schema`
-//! rewrites them instead (v1 may only gain optional fields). The fleet
-//! report's schema is the engine's (its clusters spool to disk): its drift
-//! test is `it::fleet::committed_fleet_schema_matches_the_types`.
+//! rewrites them instead (v1 may only gain optional fields). Also how the
+//! testkit's sample report serializes where the shape is the contract.
 
 use std::path::PathBuf;
 
@@ -57,4 +56,33 @@ fn committed_fleet_diagnosis_schema_matches_the_types() {
         fleet::diagnosis_schema(),
         "fleet.rs",
     );
+}
+
+#[test]
+fn committed_fleet_schema_matches_the_types() {
+    assert_committed("schema/fleet-report-v1.json", fleet::schema(), "fleet.rs");
+}
+
+/// The pacing sits inline in `options`, in the place and order its five
+/// fields had before they became one struct (issue 27), and reads back.
+#[test]
+fn options_carry_the_pacing_inline() {
+    use report::{Options, Pacing};
+    let mut options = cilium_gc_testkit::samples::report().options;
+    options.pacing = Pacing {
+        concurrency: 8,
+        qps: 40.0,
+        burst: 40,
+        max_conflict_retries: 3,
+        max_retries: 5,
+    };
+    options.max_deletions = Some(100);
+    let json = serde_json::to_string(&options).unwrap();
+    assert_eq!(
+        json,
+        r#"{"ciliumNamespace":"kube-system","namespaces":[],"heartbeatTimeoutSeconds":1800.0,"localRange":{"min":256,"max":65535},"pageSize":500,"concurrency":8,"qps":40.0,"burst":40,"maxConflictRetries":3,"maxRetries":5,"maxDeletions":100,"mark":false,"force":false,"items":"unused"}"#
+    );
+    let back: Options = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.pacing, options.pacing);
+    assert_eq!(back.max_deletions, Some(100));
 }

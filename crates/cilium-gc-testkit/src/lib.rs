@@ -1,8 +1,9 @@
 //! What every test suite of the workspace needs and must not write again:
 //! where the repository is, whether this is CI, whether a tool a test needs
 //! is here, a simulated cluster with its kubeconfig ([`World`]; several as
-//! one kubeconfig's contexts: [`Fleet`]) and the committed schemas
-//! ([`schema`]). A dev-dependency only; it knows the simulator, never the
+//! one kubeconfig's contexts: [`Fleet`]), the committed schemas
+//! ([`schema`]) and the sample documents ([`samples`]). A dev-dependency
+//! only; it knows the simulator and the documents' types, never the
 //! engine, so the engine's tests and the plugin's each add how they run
 //! against the world.
 //!
@@ -14,6 +15,7 @@
 
 use std::path::PathBuf;
 
+pub mod samples;
 pub mod schema;
 mod world;
 

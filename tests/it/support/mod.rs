@@ -1,6 +1,5 @@
 //! Code shared by the integration tests.
 
-pub mod example;
 pub mod image;
 pub mod schema;
 pub mod tools;

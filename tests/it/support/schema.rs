@@ -3,8 +3,6 @@
 
 use serde_json::Value;
 
-use super::repo_path;
-
 /// Where the committed schema lives, relative to the repository.
 pub const SCHEMA_FILE: &str = cilium_gc_testkit::schema::REPORT_SCHEMA_FILE;
 
@@ -99,38 +97,12 @@ pub fn documentation_problems(schema: &Value, time_fields: &[&str]) -> Vec<Strin
     problems
 }
 
-/// Fails when the committed schema `file` differs from `want` (generated
-/// from the types in `source`); with `UPDATE_SCHEMA=1` rewrites it instead.
-pub fn assert_committed(file: &str, want: &str, source: &str, test: &str) {
-    let path = repo_path(file);
-    if std::env::var_os("UPDATE_SCHEMA").is_some_and(|v| !v.is_empty()) {
-        std::fs::write(&path, want).expect("write schema");
-        return;
-    }
-    let got = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        got == want,
-        "{file} is out of date with {source}.\n\
-         If the change is intended (v1 may only gain optional fields), regenerate it with\n\
-         \n    UPDATE_SCHEMA=1 cargo test --test it {test}\n\
-         \nand commit the result.",
-    );
-}
-
 /// Where the fleet report's schema lives, relative to the repository.
 pub const FLEET_SCHEMA_FILE: &str = "schema/fleet-report-v1.json";
 
 /// The committed fleet schema, parsed.
 pub fn committed_fleet() -> Value {
     cilium_gc_testkit::schema::committed(FLEET_SCHEMA_FILE)
-}
-
-/// The fleet schema exactly as it must be committed.
-pub fn generated_fleet_text() -> String {
-    let mut text =
-        serde_json::to_string_pretty(&cilium_gc::fleet::schema()).expect("schema serializes");
-    text.push('\n');
-    text
 }
 
 /// Where the fleet diagnosis' schema lives, relative to the repository.

@@ -1,70 +1,20 @@
-//! The fleet report: one document for a run over many clusters, holding
-//! each cluster's ordinary [`Report`] unchanged, plus what only the fleet
-//! view can say (which cluster is fullest, how many failed).
-//!
-//! `schema/fleet-report-v1.json` is generated from these types (see
-//! [`schema`]) and a test fails when the committed file drifts. Same rules
-//! as the report's: v1 only ever gains optional fields.
+//! How the engine builds the fleet report (whose type, and schema, are the
+//! documents crate's [`FleetReport`](cilium_gc_documents::fleet::FleetReport)):
+//! each cluster's entry from its run, what only the fleet view can say
+//! (which cluster is fullest, how many failed) and the fleet's exit code.
 
 use jiff::Timestamp;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
 
 use crate::diagnose::Diagnosis;
 use crate::diagnose::{DefectStatus, FindingCode};
 use crate::exit::Exit;
-use crate::report::{AbortReason, CountReasons as _, Mode, Report, Tool, API_VERSION};
+use crate::report::{AbortReason, CountReasons as _, Mode, Report, API_VERSION};
 
 use super::spool::Clusters;
 use super::{
-    ClusterEntry, ClusterError, ClusterStatus, FleetReason, FleetSummary, Fullest,
+    ClusterEntry, ClusterError, ClusterStatus, FleetReason, FleetReport, FleetSummary, Fullest,
     IdentitySpaceUse, WorstFinding, FLEET_KIND, FLEET_SCHEMA_ID,
 };
-
-/// The result of one `kubectl cilium-gc` scan or delete over several
-/// clusters (`--context` repeated, `--all-contexts`, `--context-regex`).
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-#[schemars(title = "CiliumIdentityGCFleetReport")]
-pub struct FleetReport {
-    /// The JSON Schema this document conforms to.
-    #[serde(rename = "$schema")]
-    pub schema: String,
-    /// Document version: `cilium-gc.kubectl.io/v1`.
-    pub api_version: String,
-    /// Always `CiliumIdentityGCFleetReport`.
-    pub kind: String,
-    /// The program that wrote the report.
-    pub tool: Tool,
-    /// When the fleet run started (RFC 3339, UTC).
-    pub started_at: Timestamp,
-    /// When the fleet report was written (RFC 3339, UTC).
-    pub finished_at: Timestamp,
-    /// Wall time of the whole fleet run, in seconds.
-    pub duration_seconds: f64,
-    /// What every cluster's run was allowed to do.
-    pub mode: Mode,
-    /// Clusters run at the same time (`--parallel`).
-    pub parallel: u32,
-    /// The process exit status: 0 only when every cluster's run succeeded,
-    /// else the most severe cluster's (order: 143, 130, 1, 4, 5, 3, 2).
-    pub exit_code: u8,
-    /// True when SIGINT or SIGTERM stopped the fleet run early.
-    pub interrupted: bool,
-    /// True when contexts and servers are replaced by keyed hashes
-    /// (`--redact`) everywhere in this document.
-    pub redacted: bool,
-    /// Counts over every cluster.
-    pub summary: FleetSummary,
-    /// One entry per selected context, in the order they were selected.
-    #[schemars(with = "Vec<ClusterEntry>")]
-    pub clusters: Clusters,
-}
-
-/// The published JSON Schema of the fleet report.
-pub fn schema() -> serde_json::Value {
-    crate::report::publishable_schema(schemars::schema_for!(FleetReport), FLEET_SCHEMA_ID)
-}
 
 /// The order of severity of exit codes, most severe first: a signal (the
 /// whole run was stopped), a bug, items that failed while deleting, a
@@ -307,40 +257,38 @@ pub(crate) fn summarize(entries: &[ClusterEntry]) -> FleetSummary {
     s
 }
 
-impl FleetReport {
-    /// The document for `entries`, however the fleet run ended.
-    pub(crate) fn new(
-        entries: Clusters,
-        mode: Mode,
-        parallel: u32,
-        started_at: Timestamp,
-        started: std::time::Instant,
-        interrupted: bool,
-    ) -> (Self, Exit) {
-        let exit = fleet_exit(
-            entries
-                .iter()
-                .map(|e| Exit::from_code(e.exit_code).unwrap_or(Exit::Unexpected))
-                .collect::<Vec<_>>(),
-        );
-        let report = FleetReport {
-            schema: FLEET_SCHEMA_ID.into(),
-            api_version: API_VERSION.into(),
-            kind: FLEET_KIND.into(),
-            tool: crate::report::Tool::current(),
-            started_at,
-            finished_at: Timestamp::now(),
-            duration_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
-            mode,
-            parallel,
-            exit_code: exit.code(),
-            interrupted,
-            redacted: false,
-            summary: summarize(&entries[..]),
-            clusters: entries,
-        };
-        (report, exit)
-    }
+/// The document for `entries`, however the fleet run ended.
+pub(crate) fn fleet_report(
+    entries: Clusters,
+    mode: Mode,
+    parallel: u32,
+    started_at: Timestamp,
+    started: std::time::Instant,
+    interrupted: bool,
+) -> (FleetReport, Exit) {
+    let exit = fleet_exit(
+        entries
+            .iter()
+            .map(|e| Exit::from_code(e.exit_code).unwrap_or(Exit::Unexpected))
+            .collect::<Vec<_>>(),
+    );
+    let report = FleetReport {
+        schema: FLEET_SCHEMA_ID.into(),
+        api_version: API_VERSION.into(),
+        kind: FLEET_KIND.into(),
+        tool: crate::report::Tool::current(),
+        started_at,
+        finished_at: Timestamp::now(),
+        duration_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+        mode,
+        parallel,
+        exit_code: exit.code(),
+        interrupted,
+        redacted: false,
+        summary: summarize(&entries[..]),
+        clusters: entries,
+    };
+    (report, exit)
 }
 
 #[cfg(test)]
@@ -386,7 +334,7 @@ mod tests {
             .join(", ");
         assert_eq!(order, "143, 130, 1, 4, 5, 3, 2");
         assert!(Exit::HELP.contains(&order), "{}", Exit::HELP);
-        let schema = schema().to_string();
+        let schema = crate::fleet::schema().to_string();
         assert!(schema.contains(&format!("(order: {order})")));
     }
 

@@ -30,18 +30,24 @@ use jiff::Timestamp;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use cilium_gc_documents::fleet::{
-    diagnosis_schema, ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FindingCounts,
-    FleetDiagnosis, FleetDiagnosisSummary, FleetReason, FleetSummary, Fullest, IdentitySpaceUse,
-    WorstFinding, FLEET_DIAGNOSIS_KIND, FLEET_DIAGNOSIS_SCHEMA_ID, FLEET_KIND, FLEET_SCHEMA_ID,
+    diagnosis_schema, schema, ClusterEntry, ClusterError, ClusterFailure, ClusterStatus,
+    FindingCounts, FleetDiagnosis, FleetDiagnosisSummary, FleetReason, FleetSummary, Fullest,
+    IdentitySpaceUse, WorstFinding, FLEET_DIAGNOSIS_KIND, FLEET_DIAGNOSIS_SCHEMA_ID, FLEET_KIND,
+    FLEET_SCHEMA_ID,
 };
 pub use diagnosis::diagnose_fleet;
-use document::BuildEntry as _;
-pub use document::{schema, FleetReport};
+use document::{fleet_report, BuildEntry as _};
 use redact::redact_entry;
 use runner::{each_cluster, interrupted, stop_exit, Cluster};
 pub use select::{ContextFilter, SelectError};
 pub use spool::Clusters;
 use spool::Spool;
+
+/// The fleet report as the engine holds it: the documents crate's
+/// [`FleetReport`](cilium_gc_documents::fleet::FleetReport) whose clusters
+/// are [`Clusters`] (finished ones spooled to disk). It serializes to the
+/// same document, against the same schema, as the plain one.
+pub type FleetReport = cilium_gc_documents::fleet::FleetReport<Clusters>;
 
 use crate::diagnose::redact::Redactor;
 use crate::diagnose::DiagnoseSettings;
@@ -144,7 +150,7 @@ pub async fn run_fleet(
     };
     let entries = each_cluster(kube, &fleet.contexts, &slots, stop, job, redact_crashed).await;
     let interrupted = interrupted(stop);
-    let (mut report, exit) = FleetReport::new(
+    let (mut report, exit) = fleet_report(
         Clusters::new(entries, spool),
         s.mode,
         parallel,

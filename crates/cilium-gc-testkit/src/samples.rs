@@ -1,13 +1,127 @@
-//! A fully populated [`Report`]: every optional field set, every enum value
-//! that fits used somewhere, several items with conflicts. Schema tests and
-//! docs examples start from it.
+//! The sample documents every crate's tests start from, built once here:
+//! [`report`], a small delete the renderers' tests print byte for byte, and
+//! [`full_report`], every optional field set, for the schema tests. They
+//! are the documents crate's types, as the engine re-exports them.
 
-use cilium_gc::policy::Reason;
-use cilium_gc::report::*;
+use cilium_gc_documents::report::*;
 use jiff::Timestamp;
 
 fn ts(s: &str) -> Timestamp {
-    s.parse().expect("test timestamp")
+    s.parse().expect("sample timestamp")
+}
+
+/// An item of [`report`]'s kind: named `name` (its id when a number), in
+/// `prod`, not yet attempted.
+pub fn item(name: &str, reason: Reason, outcome: Outcome) -> Item {
+    Item {
+        name: name.into(),
+        id: name.parse().ok(),
+        namespace: Some("prod".into()),
+        created_at: Some(ts("2026-05-01T00:00:00Z")),
+        marked_at: None,
+        reason,
+        outcome,
+        attempts: 0,
+        conflicts: vec![],
+        last_error: None,
+    }
+}
+
+/// A delete that deleted one identity and failed one (exit code 4), with
+/// large counts: the renderers' byte-for-byte tests (text, JSON, YAML,
+/// Markdown, metrics) assert its numbers.
+pub fn report() -> Report {
+    let mut failed = item("70001", Reason::Stale, Outcome::Failed);
+    failed.attempts = 4;
+    failed.last_error = Some("503 Service Unavailable after 3 retries".into());
+    failed.conflicts = vec![Conflict {
+        expected_resource_version: "10".into(),
+        observed_resource_version: Some("11".into()),
+        manager: Some("cilium-agent".into()),
+        operation: Some("Update".into()),
+        time: Some(ts("2026-06-01T11:59:00Z")),
+    }];
+    let mut deleted = item("70002", Reason::Stale, Outcome::Deleted);
+    deleted.attempts = 1;
+    Report {
+        schema: SCHEMA_ID.into(),
+        api_version: API_VERSION.into(),
+        kind: KIND.into(),
+        tool: Tool {
+            name: "kubectl-cilium-gc".into(),
+            version: "0.1.0".into(),
+            commit: Some("abc123".into()),
+        },
+        cluster: ClusterInfo {
+            server: Some("https://10.0.0.1:6443".into()),
+            context: Some("prod-eu".into()),
+            kubernetes_version: Some("v1.33.1".into()),
+            cilium_config: vec![ConfigValue {
+                key: "identity-allocation-mode".into(),
+                value: "crd".into(),
+                source: ConfigSource::CiliumConfig,
+            }],
+        },
+        started_at: ts("2026-06-01T12:00:00Z"),
+        finished_at: ts("2026-06-01T12:00:12.5Z"),
+        duration_seconds: 12.5,
+        mode: Mode::Delete,
+        options: Options {
+            cilium_namespace: "kube-system".into(),
+            selector: None,
+            namespaces: vec![],
+            min_age_seconds: None,
+            heartbeat_timeout_seconds: 1800.0,
+            local_range: IdRange {
+                min: 256,
+                max: 65535,
+            },
+            page_size: 500,
+            pacing: Pacing {
+                concurrency: 4,
+                qps: 50.0,
+                burst: 10,
+                max_conflict_retries: 3,
+                max_retries: 5,
+            },
+            max_deletions: None,
+            max_percent: None,
+            mark: false,
+            force: false,
+            items: ItemsMode::Unused,
+            request_timeout_seconds: None,
+            identity_allocation_mode: None,
+            allow_short_heartbeat_timeout: false,
+            allow_unreadable_endpoints: false,
+        },
+        exit_code: 4,
+        interrupted: false,
+        aborted: None,
+        preflight: Preflight::default(),
+        summary: Summary {
+            scanned: 1_234_567,
+            reasons: ReasonCounts {
+                in_use: 1_000,
+                unmarked: 12_403,
+                stale: 2,
+                ..Default::default()
+            },
+            candidates: 2,
+            deleted: 1,
+            failed: 1,
+            conflicts: 1,
+            list_pages: 2_470,
+            list_restarts: 1,
+            delete_rate_per_second: 8.0,
+            ..Default::default()
+        },
+        items: vec![failed, deleted],
+        errors: vec![RunError {
+            kind: ErrorKind::MalformedObject,
+            message: "ciliumidentities/abc: missing security-labels".into(),
+        }],
+        next_steps: Vec::new(),
+    }
 }
 
 fn conflict(expected: &str, observed: &str, manager: &str, at: &str) -> Conflict {
@@ -20,7 +134,7 @@ fn conflict(expected: &str, observed: &str, manager: &str, at: &str) -> Conflict
     }
 }
 
-fn item(id: u64, reason: Reason, outcome: Outcome) -> Item {
+fn full_item(id: u64, reason: Reason, outcome: Outcome) -> Item {
     Item {
         name: id.to_string(),
         id: Some(id),
@@ -35,9 +149,11 @@ fn item(id: u64, reason: Reason, outcome: Outcome) -> Item {
     }
 }
 
-/// Every optional field set; several items with conflicts.
+/// A fully populated report: every optional field set, every enum value
+/// that fits used somewhere, several items with conflicts. The schema
+/// tests and the docs' examples start from it.
 pub fn full_report() -> Report {
-    let mut reclaimed = item(70_003, Reason::InUse, Outcome::Reclaimed);
+    let mut reclaimed = full_item(70_003, Reason::InUse, Outcome::Reclaimed);
     reclaimed.attempts = 2;
     reclaimed.conflicts = vec![conflict(
         "4711",
@@ -45,18 +161,18 @@ pub fn full_report() -> Report {
         "cilium-agent",
         "2026-06-01T12:00:03Z",
     )];
-    let mut failed = item(70_004, Reason::Stale, Outcome::Failed);
+    let mut failed = full_item(70_004, Reason::Stale, Outcome::Failed);
     failed.attempts = 4;
     failed.conflicts = vec![
         conflict("5001", "5002", "cilium-operator", "2026-06-01T12:00:04Z"),
         conflict("5002", "5003", "kubectl-edit", "2026-06-01T12:00:05Z"),
     ];
     failed.last_error = Some("503 Service Unavailable: etcdserver: request timed out".into());
-    let mut marked = item(70_005, Reason::Unmarked, Outcome::Marked);
+    let mut marked = full_item(70_005, Reason::Unmarked, Outcome::Marked);
     marked.marked_at = Some(ts("2026-06-01T12:00:06Z"));
-    let mut not_attempted = item(70_006, Reason::Stale, Outcome::NotAttempted);
+    let mut not_attempted = full_item(70_006, Reason::Stale, Outcome::NotAttempted);
     not_attempted.attempts = 0;
-    let mut gone = item(70_007, Reason::Stale, Outcome::AlreadyGone);
+    let mut gone = full_item(70_007, Reason::Stale, Outcome::AlreadyGone);
     gone.conflicts = vec![Conflict {
         expected_resource_version: "6001".into(),
         observed_resource_version: None,
@@ -64,9 +180,9 @@ pub fn full_report() -> Report {
         operation: None,
         time: None,
     }];
-    let mut skipped = item(70_008, Reason::MalformedMark, Outcome::Skipped);
+    let mut skipped = full_item(70_008, Reason::MalformedMark, Outcome::Skipped);
     skipped.attempts = 0;
-    let mut would = item(70_009, Reason::Stale, Outcome::WouldDelete);
+    let mut would = full_item(70_009, Reason::Stale, Outcome::WouldDelete);
     would.attempts = 0;
 
     Report {
@@ -209,7 +325,7 @@ pub fn full_report() -> Report {
             retry_after_wait_seconds: Some(3.0),
         },
         items: vec![
-            item(70_001, Reason::Stale, Outcome::Deleted),
+            full_item(70_001, Reason::Stale, Outcome::Deleted),
             would,
             reclaimed,
             failed,
