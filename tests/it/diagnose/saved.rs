@@ -102,3 +102,27 @@ async fn a_sysdump_directory_is_diagnosed_without_a_cluster() {
     }
     assert_eq!(d["redacted"], true);
 }
+
+/// Nothing to judge because the one identities file is malformed: the
+/// usage error (exit 2) is one line on stderr and names that file.
+#[tokio::test]
+async fn a_malformed_identities_file_alone_is_named_in_a_one_line_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("ciliumidentities.yaml"),
+        "items: [\n- {a: 1\n",
+    )
+    .unwrap();
+    let mut cmd = binary();
+    cmd.args(["diagnose", "-o", "json", "--from"])
+        .arg(dir.path());
+    let out = cmd.output().await.unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stdout.is_empty(), "no document on stdout");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(
+        err.contains("ciliumidentities.yaml"),
+        "names the file: {err}"
+    );
+}

@@ -223,8 +223,11 @@ impl Found {
                     self.object(d, kind_by_name(&name));
                 }
             }
+            // The YAML parser's message draws the offending line below its
+            // first; a warning stays one line.
             Err(e) => self.warnings.push(format!(
-                "{shown}: not YAML or JSON objects ({e}): skipped, the diagnosis goes on without it"
+                "{shown}: not YAML or JSON objects ({}): skipped, the diagnosis goes on without it",
+                e.to_string().lines().next().unwrap_or_default()
             )),
         }
     }
@@ -304,10 +307,17 @@ pub(crate) fn collect(
         (Some(t), newest) => (t.max(newest.unwrap_or(t)), CaptureTimeFrom::SysdumpFileName),
         (None, Some(t)) => (t, CaptureTimeFrom::NewestObject),
         (None, None) => {
+            // Name what was skipped: a malformed identities file is the
+            // likeliest reason there is nothing to judge.
+            let skipped = if f.warnings.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", f.warnings.join("; "))
+            };
             return Err(DiagnoseError::Flag(format!(
-                "--from {}: no CiliumIdentity objects with times and no sysdump file names: nothing to judge ages by",
+                "--from {}: no CiliumIdentity objects with times and no sysdump file names: nothing to judge ages by{skipped}",
                 path.display()
-            )))
+            )));
         }
     };
     let input = build(&mut f, now, labels);
