@@ -504,8 +504,10 @@ fn main() {
     if !quick && only.is_none() {
         std::fs::write(repo("benches/results/results-real.json"), text + "\n").unwrap();
     } else if !quick {
+        // A smaller exhaustion space keeps its own file beside the full one.
+        let max_id = value("--max-id").map_or(String::new(), |m| format!("-max-id-{m}"));
         let name = format!(
-            "benches/results/results-real-{}.json",
+            "benches/results/results-real-{}{max_id}.json",
             only.unwrap_or_default().replace(',', "-")
         );
         std::fs::write(repo(&name), text + "\n").unwrap();

@@ -184,6 +184,58 @@ fn diagnose(cluster: &Cluster) -> Value {
            "identitySpaceNearlyFullIsFirst": first_is_full})
 }
 
+/// Run the plugin with `args` to its end, sent SIGTERM after `limit` if
+/// it is still running: its report, exit code and rusage.
+fn run_plugin(
+    cluster: &Cluster,
+    args: &[&str],
+    limit: Option<Duration>,
+) -> (Value, i32, libc::rusage) {
+    common::reset_peak_rss();
+    let mut child = plugin(cluster, args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        stdout.read_to_end(&mut v).unwrap();
+        v
+    });
+    let pid = child.id() as i32;
+    let (ended, ended_rx) = std::sync::mpsc::channel::<()>();
+    let stopper = limit.map(|l| {
+        std::thread::spawn(move || {
+            if ended_rx.recv_timeout(l).is_err() {
+                // SAFETY: kill(2) on our own child's pid, not yet reaped:
+                // wait4 below returns only after `ended` is sent.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+        })
+    });
+    // Blocks until the child has ended, leaving it unreaped (WNOWAIT), so
+    // the stopper can never signal a reused pid; wait4 then reaps it.
+    // SAFETY: waitid on our own child; siginfo_t is plain data.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT,
+        )
+    };
+    let _ = ended.send(());
+    if let Some(s) = stopper {
+        s.join().unwrap();
+    }
+    let (exit, usage) = common::wait4(child);
+    assert_eq!(r, 0, "waitid");
+    let report = serde_json::from_slice(&reader.join().unwrap()).unwrap_or(Value::Null);
+    (report, exit, usage)
+}
+
 /// One plugin run beside the refused agents; stopped after `limit`.
 fn one_run(
     cluster: &Cluster,
@@ -199,32 +251,9 @@ fn one_run(
     let mut args = vec!["delete", "--yes", "-o", "json"];
     args.extend(flags);
     let started = Timestamp::now();
-    common::reset_peak_rss();
-    let mut child = plugin(cluster, &args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        stdout.read_to_end(&mut v).unwrap();
-        v
-    });
-    let pid = child.id() as i32;
-    let stopper = limit.map(|l| {
-        std::thread::spawn(move || {
-            std::thread::sleep(l);
-            // SAFETY: kill(2) on our own child's pid; a pid already reaped
-            // is not reused within the few ms this races with.
-            unsafe { libc::kill(pid, libc::SIGTERM) };
-        })
-    });
-    let (exit, usage) = common::wait4(child);
+    let (report, exit, usage) = run_plugin(cluster, &args, limit);
     let wall = started.duration_until(Timestamp::now()).as_secs_f64();
-    let report: Value = serde_json::from_slice(&reader.join().unwrap()).unwrap_or(Value::Null);
     let stopped = limit.is_some_and(|l| wall >= l.as_secs_f64() - 0.5);
-    drop(stopper);
     // Pods already waiting try again on Cilium's backoff.
     std::thread::sleep(Duration::from_secs(20));
     let summary = agents.stop();
