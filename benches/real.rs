@@ -26,6 +26,9 @@
 //!
 //! *APF* (`apf`): see [`apf`].
 //!
+//! *Exhaustion* (`-- --only exhaustion`, only when named; `--max-id N` for
+//! a smaller full space than 256..=65535): see [`exhaustion`].
+//!
 //! Prints Markdown tables on stderr and the figures as JSON on stdout;
 //! `benches/results/results-real.json` keeps the last full run.
 
@@ -41,6 +44,8 @@ mod common;
 use common::{load, measure, median, r3, Cost};
 
 mod apf;
+
+mod exhaustion;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-cilium_gc");
 
@@ -104,6 +109,23 @@ fn resource(g: &str, v: &str, k: &str, plural: &str) -> ApiResource {
 /// exempt priority level), ids from `first`; the namespace is created when
 /// `namespace`. Returns the seconds it took.
 async fn seed_from(cluster: &Cluster, first: u64, n: u64, stale: u64, namespace: bool) -> f64 {
+    let stale: Vec<u64> = (first + n..first + n + stale).collect();
+    seed(cluster, first..first + n, &stale, namespace).await
+}
+
+/// Seed identities `stale`, marked an hour ago, as [`seed_from`] does.
+async fn seed_ids(cluster: &Cluster, stale: &[u64]) -> f64 {
+    seed(cluster, 0..0, stale, false).await
+}
+
+/// Identities `in_use` with a CiliumEndpoint each and `stale` ones marked
+/// an hour ago (see [`seed_from`]).
+async fn seed(
+    cluster: &Cluster,
+    in_use: std::ops::Range<u64>,
+    stale: &[u64],
+    namespace: bool,
+) -> f64 {
     let kc = kube::config::Kubeconfig::read_from(cluster.kubeconfig("admin")).unwrap();
     let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
         .await
@@ -142,13 +164,12 @@ async fn seed_from(cluster: &Cluster, first: u64, n: u64, stale: u64, namespace:
             .unwrap();
     }
     let hour = (jiff::Timestamp::now() - jiff::SignedDuration::from_hours(1)).to_string();
-    let objects = (0..n + stale).flat_map(|i| {
-        let id = first + i;
+    let objects = in_use.clone().chain(stale.iter().copied()).map(|id| {
         let mut identity = json!({"apiVersion": "cilium.io/v2", "kind": "CiliumIdentity",
             "metadata": {"name": id.to_string(), "labels": {"io.kubernetes.pod.namespace": "bench", "app": format!("app-{id}")}},
             "security-labels": {"k8s:io.kubernetes.pod.namespace": "bench", "k8s:app": format!("app-{id}")}});
         let mut v = vec![(ids.clone(), None, identity.take())];
-        if i < n {
+        if in_use.contains(&id) {
             v.push((ceps.clone(), Some("bench"), json!({"apiVersion": "cilium.io/v2", "kind": "CiliumEndpoint",
                 "metadata": {"name": format!("pod-{id}"), "namespace": "bench"},
                 "status": {"identity": {"id": id}, "networking": {"addressing": [{"ipv4": "10.0.0.1"}], "node": "192.168.0.1"}}})));
@@ -157,7 +178,7 @@ async fn seed_from(cluster: &Cluster, first: u64, n: u64, stale: u64, namespace:
         }
         v
     });
-    stream::iter(objects)
+    stream::iter(objects.flatten())
         .map(|(ar, ns, v)| create(ar, ns, v))
         .buffer_unordered(64)
         .try_collect::<Vec<()>>()
@@ -469,14 +490,24 @@ fn main() {
     if wants("apf") {
         result["apf"] = apf::run(&rt, &refclient, quick);
     }
+    // Only when named: it takes a cluster of its own for many minutes.
+    if only
+        .as_deref()
+        .is_some_and(|o| o.split(',').any(|p| p == "exhaustion"))
+    {
+        let max_id = value("--max-id").map_or(65_535, |v| v.parse().expect("--max-id N"));
+        result["exhaustion"] = exhaustion::run(&rt, max_id);
+    }
     result["load1After"] = json!(load());
     let text = serde_json::to_string_pretty(&result).unwrap();
     println!("{text}");
     if !quick && only.is_none() {
         std::fs::write(repo("benches/results/results-real.json"), text + "\n").unwrap();
     } else if !quick {
+        // A smaller exhaustion space keeps its own file beside the full one.
+        let max_id = value("--max-id").map_or(String::new(), |m| format!("-max-id-{m}"));
         let name = format!(
-            "benches/results/results-real-{}.json",
+            "benches/results/results-real-{}{max_id}.json",
             only.unwrap_or_default().replace(',', "-")
         );
         std::fs::write(repo(&name), text + "\n").unwrap();

@@ -1,0 +1,419 @@
+//! The seed's incident at its scale (issue 33, 4): the whole local identity
+//! space (ids 256..=`--max-id`, 65,535 by default: 65,280 ids) full on the
+//! real kube-apiserver + etcd, ~1,000 identities in use (a CiliumEndpoint
+//! each) and the rest stale and marked, agents on Cilium 1.15.6's own
+//! allocator (`tests/cilium/build.sh v1.15`, `cilium-agents`) refusing new
+//! pods with its own error; then `kubectl cilium-gc delete` as the
+//! least-privileged user `cilium-gc`, at the default settings and at
+//! `--qps 0`.
+//!
+//! The stale identities are *seeded* marked, as the operator would leave
+//! them (`io.cilium.heartbeat` an hour old, beyond every heartbeat
+//! timeout): running the real operator to mark 64k identities would take
+//! longer than the bench itself, and the operator's marks are what
+//! `tests/e2e/exhaustion.rs` judges.
+//!
+//! Figures, each from the server's or the agents' own record, in seconds
+//! from the plugin's start: the first id freed (the first DELETE of a
+//! CiliumIdentity by `cilium-gc` answered 200, audit log), the first
+//! identity created after it (audit log) and the first waiting pod
+//! allocated (the agents' summary, `waits[].allocatedAt`), the last seeded
+//! stale identity gone (audit log); and the plugin's peak RSS (`wait4`).
+//!
+//! The default settings delete at 40/s (64k identities: about 27 minutes),
+//! so that run is stopped by SIGTERM after [`DEFAULT_RUN`] (the plugin
+//! ends the run with its report); its time to clear is computed from its
+//! measured rate and says so. Then the identities it freed are seeded
+//! again (the space is full again), a fresh agents process is refused
+//! again, and the `--qps 0` run clears the space.
+//!
+//! Before the first run, `diagnose -o json` as `cilium-gc` on the exhausted
+//! cluster: its findings (code, severity) in order, and the
+//! `identity-space-nearly-full` finding whole.
+
+use std::io::{BufRead, Read, Seek};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use serde_json::{json, Value};
+
+use super::{common, plugin, seed_from, Cluster};
+use common::{load, r3};
+
+/// Ids in use (a CiliumEndpoint each), from 256.
+const IN_USE: u64 = 1_000;
+
+/// How long the run at default settings goes before it is stopped.
+const DEFAULT_RUN: Duration = Duration::from_secs(90);
+
+/// 1.15.6's `pkg/allocator` retries inside `Allocate`: pods already waiting
+/// try again on that schedule, so their time is reported with it named.
+const CILIUM_BACKOFF: &str =
+    "Cilium 1.15.6 pkg/allocator backoff: 16 attempts, 20 ms doubling, no cap";
+
+/// The whole part: one cluster, diagnose, the two runs.
+pub fn run(rt: &tokio::runtime::Runtime, max_id: u64) -> Value {
+    const FIRST: u64 = 256;
+    let space = max_id - FIRST + 1;
+    let stale = space - IN_USE;
+    let agents_dir = cilium_v115();
+    eprintln!(
+        "exhaustion: ids {FIRST}..={max_id} ({space}): seeding {IN_USE} in use + {stale} stale marked"
+    );
+    let cluster = Cluster::up(&[]);
+    let seed_seconds = rt.block_on(seed_from(&cluster, FIRST, IN_USE, stale, true));
+    eprintln!("exhaustion: seeded in {seed_seconds:.0} s");
+    let (agents, refused_at) = Agents::start(&cluster, &agents_dir, max_id, "new");
+    let diagnose = diagnose(&cluster);
+    let default = one_run(&cluster, agents, refused_at, &[], Some(DEFAULT_RUN), max_id);
+    let refilled = rt.block_on(refill(&cluster, FIRST, max_id));
+    eprintln!("exhaustion: {refilled} freed ids seeded again");
+    let (agents, refused_at) = Agents::start(&cluster, &agents_dir, max_id, "later");
+    let qps0 = one_run(&cluster, agents, refused_at, &["--qps", "0"], None, max_id);
+    json!({
+        "ids": {"first": FIRST, "last": max_id, "space": space},
+        "inUse": IN_USE, "staleSeeded": stale, "seedSeconds": r3(seed_seconds),
+        "marks": "seeded: io.cilium.heartbeat one hour before the seed, as cilium-operator marks an unused identity",
+        "agents": "tests/cilium/agents built against Cilium v1.15.6 (pkg/allocator, CRD backend), 2 agents, 10 pods each, --wait-for-identity",
+        "ciliumBackoff": CILIUM_BACKOFF,
+        "diagnose": diagnose,
+        "defaultSettings": default,
+        "refilledBetweenRuns": refilled,
+        "qps0": qps0,
+    })
+}
+
+/// `tests/cilium/build.sh v1.15`: the directory holding `bin/cilium-agents`.
+fn cilium_v115() -> PathBuf {
+    let out = Command::new(super::repo("tests/cilium/build.sh"))
+        .arg("v1.15")
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("tests/cilium/build.sh runs");
+    assert!(out.status.success(), "building cilium v1.15 failed");
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// A running `cilium-agents` process (Cilium 1.15.6's allocator).
+struct Agents {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Agents {
+    /// Start 2 agents whose pods each want a label set of their own (so a
+    /// new identity) in ids 256..=`max_id`, waiting when refused; returns
+    /// once Cilium's allocator has refused one (its own log line), with
+    /// that time.
+    fn start(cluster: &Cluster, dir: &Path, max_id: u64, prefix: &str) -> (Agents, Timestamp) {
+        let log = cluster.dir.join(format!("agents-{prefix}.log"));
+        let child = Command::new(dir.join("bin/cilium-agents"))
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig("admin"))
+            .args(["--agents", "2", "--pods", "10", "--churn", "2s"])
+            .args(["--duration", "30m", "--label-sets", "1000000"])
+            .args(["--label-prefix", prefix, "--wait-for-identity=true"])
+            .args(["--min-id", "256", "--max-id", &max_id.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("cilium-agents runs");
+        let agents = Agents { child, log };
+        let started = Instant::now();
+        loop {
+            let text = std::fs::read_to_string(&agents.log).unwrap_or_default();
+            if text.contains("no more available IDs in configured space") {
+                eprintln!("exhaustion: Cilium's allocator refuses new pods");
+                return (agents, Timestamp::now());
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(300),
+                "no refusal from Cilium's allocator in 300 s (log {})",
+                agents.log.display()
+            );
+            std::thread::sleep(Duration::from_millis(500));
+        }
+    }
+
+    /// SIGTERM, then the summary the agents print when they end.
+    fn stop(mut self) -> Value {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let mut out = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        let _ = self.child.wait();
+        serde_json::from_str(&out)
+            .unwrap_or_else(|e| panic!("no agents summary ({e}); log {}", self.log.display()))
+    }
+}
+
+/// `diagnose -o json` as `cilium-gc`: exit, the findings' codes and
+/// severities in order, and the `identity-space-nearly-full` finding.
+fn diagnose(cluster: &Cluster) -> Value {
+    let out = plugin(cluster, &["diagnose", "-o", "json"])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let findings = d["findings"].as_array().cloned().unwrap_or_default();
+    let order: Vec<Value> = findings
+        .iter()
+        .map(|f| json!({"code": f["code"], "severity": f["severity"]}))
+        .collect();
+    let full = findings
+        .iter()
+        .find(|f| f["code"] == "identity-space-nearly-full")
+        .cloned();
+    let first_is_full = findings
+        .first()
+        .is_some_and(|f| f["code"] == "identity-space-nearly-full");
+    eprintln!(
+        "exhaustion: diagnose -o json as cilium-gc: exit {:?}, first finding {} ({}), identity-space-nearly-full first: {first_is_full}",
+        out.status.code(),
+        findings.first().map_or(Value::Null, |f| f["code"].clone()),
+        findings.first().map_or(Value::Null, |f| f["severity"].clone()),
+    );
+    json!({"exit": out.status.code(), "findings": order, "identitySpaceNearlyFull": full,
+           "identitySpaceNearlyFullIsFirst": first_is_full})
+}
+
+/// Run the plugin with `args` to its end, sent SIGTERM after `limit` if
+/// it is still running: its report, exit code and rusage.
+fn run_plugin(
+    cluster: &Cluster,
+    args: &[&str],
+    limit: Option<Duration>,
+) -> (Value, i32, libc::rusage) {
+    common::reset_peak_rss();
+    let mut child = plugin(cluster, args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        stdout.read_to_end(&mut v).unwrap();
+        v
+    });
+    let pid = child.id() as i32;
+    let (ended, ended_rx) = std::sync::mpsc::channel::<()>();
+    let stopper = limit.map(|l| {
+        std::thread::spawn(move || {
+            if ended_rx.recv_timeout(l).is_err() {
+                // SAFETY: kill(2) on our own child's pid, not yet reaped:
+                // wait4 below returns only after `ended` is sent.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+        })
+    });
+    // Blocks until the child has ended, leaving it unreaped (WNOWAIT), so
+    // the stopper can never signal a reused pid; wait4 then reaps it.
+    // SAFETY: waitid on our own child; siginfo_t is plain data.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT,
+        )
+    };
+    let _ = ended.send(());
+    if let Some(s) = stopper {
+        s.join().unwrap();
+    }
+    let (exit, usage) = common::wait4(child);
+    assert_eq!(r, 0, "waitid");
+    let report = serde_json::from_slice(&reader.join().unwrap()).unwrap_or(Value::Null);
+    (report, exit, usage)
+}
+
+/// One plugin run beside the refused agents; stopped after `limit`.
+fn one_run(
+    cluster: &Cluster,
+    agents: Agents,
+    refused_at: Timestamp,
+    flags: &[&str],
+    limit: Option<Duration>,
+    max_id: u64,
+) -> Value {
+    let audit_path = cluster.dir.join("audit.log");
+    let offset = std::fs::metadata(&audit_path).map_or(0, |m| m.len());
+    let load1 = load();
+    let mut args = vec!["delete", "--yes", "-o", "json"];
+    args.extend(flags);
+    let started = Timestamp::now();
+    let (report, exit, usage) = run_plugin(cluster, &args, limit);
+    let wall = started.duration_until(Timestamp::now()).as_secs_f64();
+    let stopped = limit.is_some_and(|l| wall >= l.as_secs_f64() - 0.5);
+    // Pods already waiting try again on Cilium's backoff.
+    std::thread::sleep(Duration::from_secs(20));
+    let summary = agents.stop();
+    let events = audit_from(&audit_path, offset);
+    let figures = figures(&events, &summary, started, refused_at, max_id);
+    let rate = report["summary"]["deleteRatePerSecond"]
+        .as_f64()
+        .unwrap_or(0.0);
+    let deleted = report["summary"]["deleted"].as_u64().unwrap_or(0);
+    let rss = usage.ru_maxrss as f64 / 1024.0;
+    let secs = |k: &str| {
+        figures[k]
+            .as_f64()
+            .map_or("-".into(), |s| format!("{s:.1} s"))
+    };
+    let clear = if stopped {
+        let left = (max_id - 256 + 1 - IN_USE).saturating_sub(deleted) as f64;
+        format!(
+            "stopped at {wall:.0} s by SIGTERM with {deleted} deleted: clear computed at {:.0} s from its rate, not measured",
+            wall + left / rate.max(1e-9)
+        )
+    } else {
+        format!(
+            "the last stale identity gone at {}",
+            secs("lastStaleGoneSeconds")
+        )
+    };
+    eprintln!(
+        "exhaustion ({} ids full, {IN_USE} in use; agents on Cilium 1.15.6's allocator refused {} attempts in all, {} pods waiting at its start): delete --yes {}as cilium-gc: first id freed at {}, first identity created at {}, first waiting pod allocated at {} ({CILIUM_BACKOFF}), {clear}; {deleted} deleted at {rate:.0}/s, peak RSS {rss:.1} MiB, load1 {load1:.2}",
+        max_id - 256 + 1,
+        figures["allocationRefusalsInAll"],
+        figures["waitingAtStart"],
+        flags.iter().map(|f| format!("{f} ")).collect::<String>(),
+        secs("firstFreedSeconds"),
+        secs("firstCreatedSeconds"),
+        secs("firstWaitingAllocatedSeconds"),
+    );
+    json!({
+        "flags": flags, "load1": load1, "load1After": load(),
+        "exit": exit, "wallSeconds": r3(wall), "stoppedBySigterm": stopped,
+        "cpuSeconds": r3(common::cpu_seconds(&usage)), "peakRssKiB": usage.ru_maxrss,
+        "deleted": deleted, "deleteRatePerSecond": rate,
+        "summary": report["summary"], "figures": figures,
+        "agentsRefusedFirstAt": refused_at.to_string(),
+        "agents": {"allocationRefusals": summary["allocationRefusals"], "allocations": summary["allocations"],
+                   "allocationErrors": summary["allocationErrors"], "podsStarted": summary["podsStarted"],
+                   "waits": summary["waits"]},
+    })
+}
+
+/// One CiliumIdentity write in the audit log.
+struct Event {
+    verb: String,
+    name: String,
+    code: u64,
+    plugin: bool,
+    agents: bool,
+    done: Timestamp,
+}
+
+/// The CiliumIdentity writes the audit log holds from byte `offset` on.
+fn audit_from(path: &Path, offset: u64) -> Vec<Event> {
+    let mut file = std::fs::File::open(path).expect("the cluster's audit log");
+    file.seek(std::io::SeekFrom::Start(offset)).unwrap();
+    let mut events = Vec::new();
+    for line in std::io::BufReader::new(file).lines() {
+        let line = line.unwrap();
+        if !line.contains("\"ciliumidentities\"") {
+            continue;
+        }
+        let Ok(e) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if e["objectRef"]["resource"] != "ciliumidentities" || e["stage"] != "ResponseComplete" {
+            continue;
+        }
+        let user = e["user"]["username"].as_str().unwrap_or_default();
+        let agent = e["userAgent"].as_str().unwrap_or_default();
+        events.push(Event {
+            verb: e["verb"].as_str().unwrap_or_default().to_owned(),
+            name: e["objectRef"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            code: e["responseStatus"]["code"].as_u64().unwrap_or(0),
+            plugin: user == "cilium-gc",
+            agents: agent.starts_with("cilium-agents"),
+            done: e["stageTimestamp"].as_str().unwrap().parse().unwrap(),
+        });
+    }
+    events
+}
+
+/// The run's figures, in seconds from `started`.
+fn figures(
+    events: &[Event],
+    agents: &Value,
+    started: Timestamp,
+    refused_at: Timestamp,
+    max_id: u64,
+) -> Value {
+    let secs = |t: Timestamp| r3((t.as_millisecond() - started.as_millisecond()) as f64 / 1000.0);
+    let stale = |name: &str| {
+        name.parse::<u64>()
+            .is_ok_and(|n| (256 + IN_USE..=max_id).contains(&n))
+    };
+    let deletes = || {
+        events
+            .iter()
+            .filter(|e| e.verb == "delete" && e.code == 200)
+    };
+    let first_freed = deletes().filter(|e| e.plugin).map(|e| e.done).min();
+    let last_stale_gone = deletes().filter(|e| stale(&e.name)).map(|e| e.done).max();
+    let stale_deletes = deletes().filter(|e| stale(&e.name)).count();
+    let first_created = events
+        .iter()
+        .filter(|e| e.verb == "create" && e.code == 201 && e.agents && e.done >= started)
+        .map(|e| e.done)
+        .min();
+    let time = |w: &Value, k: &str| w[k].as_str().and_then(|s| s.parse::<Timestamp>().ok());
+    let waits = agents["waits"].as_array().cloned().unwrap_or_default();
+    let waiting: Vec<&Value> = waits
+        .iter()
+        .filter(|w| time(w, "firstRefusedAt").is_some_and(|t| t < started))
+        .filter(|w| time(w, "allocatedAt").is_none_or(|t| t > started))
+        .collect();
+    let allocated: Vec<Timestamp> = waiting
+        .iter()
+        .filter_map(|w| time(w, "allocatedAt"))
+        .collect();
+    json!({
+        "firstFreedSeconds": first_freed.map(secs),
+        "firstCreatedSeconds": first_created.map(secs),
+        "firstWaitingAllocatedSeconds": allocated.iter().min().copied().map(secs),
+        "lastWaitingAllocatedSeconds": allocated.iter().max().copied().map(secs),
+        "lastStaleGoneSeconds": last_stale_gone.map(secs),
+        "staleDeletesAudited": stale_deletes,
+        "pluginDeletesAudited": deletes().filter(|e| e.plugin).count(),
+        "firstRefusalBeforeStartSeconds": secs(refused_at),
+        "allocationRefusalsInAll": agents["allocationRefusals"],
+        "waitingAtStart": waiting.len(),
+        "waitingAllocated": allocated.len(),
+    })
+}
+
+/// Seed again, stale and marked, every id of `first..=last` the server no
+/// longer holds (those the default run freed and the agents did not take):
+/// the space is full again. Returns how many.
+async fn refill(cluster: &Cluster, first: u64, last: u64) -> u64 {
+    let out = cluster.admin(&["get", "ciliumidentities", "-o", "name"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let held: std::collections::BTreeSet<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.rsplit('/').next()?.parse().ok())
+        .collect();
+    let missing: Vec<u64> = (first..=last).filter(|n| !held.contains(n)).collect();
+    super::seed_ids(cluster, &missing).await;
+    missing.len() as u64
+}
