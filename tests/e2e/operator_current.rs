@@ -112,9 +112,11 @@ async fn plugin_next_to_the_current_operator_already_gone_are_its_deletes_and_ou
         return;
     };
     let old = seed_old(&cluster, Version::Current).await;
-    // Let the operator mark them (2 s unused, then a pass) and start deleting.
-    wait_marked(&cluster, &old).await;
-    // Past our timeout (5 s) for the plugin; the operator deletes meanwhile.
+    // Let the operator start marking (2 s unused, then a pass) and deleting
+    // (4/s). Waiting for all its marks let it delete every old identity
+    // first on a loaded machine (the plugin then had nothing to judge), so
+    // the plugin starts once the first mark is past its timeout (5 s).
+    wait_first_marked(&cluster, &old).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let verdict = plugin_under_churn(&cluster, Version::Current, &old, &[]).await;
     eprintln!("{verdict}");
@@ -256,6 +258,23 @@ async fn wait_marked(cluster: &Cluster, old: &BTreeSet<String>) {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     panic!("the operator did not mark the stale identities within 60 s");
+}
+
+/// Until the operator has marked at least one of `old` (the premise of a
+/// run next to it: it is collecting them).
+async fn wait_first_marked(cluster: &Cluster, old: &BTreeSet<String>) {
+    let client = cluster.admin().await;
+    for _ in 0..120 {
+        let w = World::read(&client).await;
+        if old
+            .iter()
+            .any(|n| w.identities.get(n).is_some_and(|i| i.marked))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("the operator marked none of the old identities within 60 s");
 }
 
 /// Each identity's decision in a `scan` report.
