@@ -3,29 +3,8 @@
 
 use crate::scale::seed;
 use crate::support::cluster::Cluster;
+use crate::support::objects::cilium_workloads;
 use crate::support::{assert_exit, report, run};
-
-const CILIUM_1_15: &str = r#"
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: cilium-operator, namespace: kube-system}
-spec:
-  selector: {matchLabels: {io.cilium/app: operator}}
-  template:
-    metadata: {labels: {io.cilium/app: operator}}
-    spec:
-      containers: [{name: cilium-operator, image: "quay.io/cilium/operator-generic:v1.15.3"}]
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: cilium, namespace: kube-system}
-spec:
-  selector: {matchLabels: {k8s-app: cilium}}
-  template:
-    metadata: {labels: {k8s-app: cilium}}
-    spec:
-      containers: [{name: cilium-agent, image: "quay.io/cilium/cilium:v1.15.3"}]
-"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn diagnose_reads_the_real_version_and_the_operator_defect() {
@@ -33,7 +12,7 @@ async fn diagnose_reads_the_real_version_and_the_operator_defect() {
         return;
     };
     let seeded = seed(&cluster, 500).await;
-    cluster.apply(CILIUM_1_15);
+    cluster.apply(&cilium_workloads("v1.15.3"));
     let out = run(&cluster.gc_kubeconfig(), &["diagnose", "-o", "json"]).await;
     assert_exit(&out, 0);
     let d = report(&out);

@@ -16,6 +16,7 @@ use serde_json::Value;
 
 use crate::support::audit::Actor;
 use crate::support::cluster::Cluster;
+use crate::support::objects::cilium_workloads;
 use crate::support::objects::{api, Kind};
 use crate::support::operator::{Agents, AgentsSummary, Operator, Version, World};
 use crate::support::workload::{churn, Verdict, GC_FLAGS, PLUGIN_TIMEOUT};
@@ -211,37 +212,13 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
     );
 }
 
-/// The operator's release, as a cluster shows it (the binary runs outside
-/// the cluster; its Deployment and the agents' DaemonSet name the images).
-const CILIUM_1_15_6: &str = r#"
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: cilium-operator, namespace: kube-system}
-spec:
-  selector: {matchLabels: {io.cilium/app: operator}}
-  template:
-    metadata: {labels: {io.cilium/app: operator}}
-    spec:
-      containers: [{name: cilium-operator, image: "quay.io/cilium/operator-generic:v1.15.6"}]
----
-apiVersion: apps/v1
-kind: DaemonSet
-metadata: {name: cilium, namespace: kube-system}
-spec:
-  selector: {matchLabels: {k8s-app: cilium}}
-  template:
-    metadata: {labels: {k8s-app: cilium}}
-    spec:
-      containers: [{name: cilium-agent, image: "quay.io/cilium/cilium:v1.15.6"}]
-"#;
-
 /// `diagnose -o json` as `cilium-gc` on the exhausted cluster says why the
 /// operator is not keeping up: its release abandons a pass at a 409 on a
 /// delete (cilium#33142), and stale identities are piling up. (It judges
 /// Cilium's local range, 65,280 ids, not this test's 400-id allocator
 /// range: `identity-space-nearly-full` is not expected here.)
 async fn diagnose_names_the_operator(cluster: &Cluster) {
-    cluster.apply(CILIUM_1_15_6);
+    cluster.apply(&cilium_workloads("v1.15.6"));
     // The operator's GC settings (GC_FLAGS), as a cluster's cilium-config
     // carries them: diagnose judges marks by this heartbeat timeout.
     let out = cluster.kubectl(&[

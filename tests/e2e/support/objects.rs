@@ -140,3 +140,32 @@ pub async fn identity_names(client: &kube::Client) -> BTreeSet<String> {
 pub fn ago(age: std::time::Duration) -> Timestamp {
     Timestamp::now() - jiff::SignedDuration::try_from(age).expect("duration")
 }
+
+/// The cilium-operator Deployment and cilium DaemonSet as a cluster shows
+/// them (the operator binary runs outside the cluster; these name the
+/// release `diagnose` reads from their images).
+pub fn cilium_workloads(version: &str) -> String {
+    format!(
+        r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: cilium-operator, namespace: kube-system}}
+spec:
+  selector: {{matchLabels: {{io.cilium/app: operator}}}}
+  template:
+    metadata: {{labels: {{io.cilium/app: operator}}}}
+    spec:
+      containers: [{{name: cilium-operator, image: "quay.io/cilium/operator-generic:{version}"}}]
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {{name: cilium, namespace: kube-system}}
+spec:
+  selector: {{matchLabels: {{k8s-app: cilium}}}}
+  template:
+    metadata: {{labels: {{k8s-app: cilium}}}}
+    spec:
+      containers: [{{name: cilium-agent, image: "quay.io/cilium/cilium:{version}"}}]
+"#
+    )
+}
