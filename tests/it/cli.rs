@@ -96,6 +96,38 @@ async fn early_aborts_in_text_print_the_error_and_what_to_try_next_only() {
     }
 }
 
+/// A kubeconfig that cannot be read or parsed is named once, in one line,
+/// whether it came from `--kubeconfig` or from `$KUBECONFIG` (kube's own
+/// text quoted the path twice and named no file for `$KUBECONFIG`).
+#[tokio::test]
+async fn an_unreadable_or_unparsable_kubeconfig_is_named_once_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let garbage = dir.path().join("garbage");
+    std::fs::write(&garbage, "- not\n- a kubeconfig\n").unwrap();
+    let flag = binary()
+        .arg("scan")
+        .arg("--kubeconfig")
+        .arg(&missing)
+        .output()
+        .await
+        .unwrap();
+    let from_env = binary()
+        .arg("scan")
+        .env("KUBECONFIG", &garbage)
+        .output()
+        .await
+        .unwrap();
+    for (out, file) in [(&flag, &missing), (&from_env, &garbage)] {
+        assert_eq!(out.status.code(), Some(2));
+        assert_error_and_hint_only(out, "kubeconfig: ");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let name = file.display().to_string();
+        assert_eq!(err.matches(&name).count(), 1, "named once: {err}");
+    }
+    assert!(String::from_utf8_lossy(&flag.stderr).contains("No such file"));
+}
+
 #[tokio::test]
 async fn delete_help_groups_flags_under_headings_connection_last() {
     let out = binary().args(["delete", "--help"]).output().await.unwrap();

@@ -5,17 +5,30 @@
 
 use std::path::PathBuf;
 
+/// A kubeconfig failure in one line: an unreadable file is named once with
+/// the system's reason (kube's own text quotes the path twice, the second
+/// time in Debug form); anything else goes through
+/// `crate::secrets::describe`.
+fn kubeconfig_message(
+    path: Option<&std::path::Path>,
+    source: &kube::config::KubeconfigError,
+) -> String {
+    if let kube::config::KubeconfigError::ReadConfig(io, read) = source {
+        return format!("{}: {io}", read.display());
+    }
+    let prefix = path
+        .map(|p| format!("{}: ", p.display()))
+        .unwrap_or_default();
+    format!("{prefix}{}", crate::secrets::describe(source))
+}
+
 /// Failures to set up a connection. All are configuration errors (exit 2).
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
     /// The kubeconfig could not be read or used. Displayed through
     /// `crate::secrets::describe`, as an exec plugin's failure carries
     /// its env, arguments and output.
-    #[error(
-        "kubeconfig: {}{}",
-        .path.as_ref().map(|p| format!("{}: ", p.display())).unwrap_or_default(),
-        crate::secrets::describe(.source)
-    )]
+    #[error("kubeconfig: {}", kubeconfig_message(.path.as_deref(), .source))]
     Kubeconfig {
         /// The file given with `--kubeconfig`, if one was.
         path: Option<std::path::PathBuf>,

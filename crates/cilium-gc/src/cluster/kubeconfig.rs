@@ -58,9 +58,10 @@ pub fn kubeconfig_contexts(
             source,
         })?,
         None if kubeconfig_missing() => return Err(ConnectError::NoConfig),
-        None => {
-            Kubeconfig::read().map_err(|source| ConnectError::Kubeconfig { path: None, source })?
-        }
+        None => Kubeconfig::read().map_err(|source| ConnectError::Kubeconfig {
+            path: Some(default_kubeconfig_path()),
+            source,
+        })?,
     };
     let names = k.contexts.iter().map(|c| c.name.clone()).collect();
     Ok((names, k.current_context))
@@ -142,7 +143,10 @@ fn read_kubeconfig(args: &ConnectSettings) -> Result<Option<Kubeconfig>, Connect
                 tracing::debug!("no kubeconfig: {e}");
                 Ok(None)
             }
-            Err(source) => Err(ConnectError::Kubeconfig { path: None, source }),
+            Err(source) => Err(ConnectError::Kubeconfig {
+                path: Some(default_kubeconfig_path()),
+                source,
+            }),
         },
     }
 }
@@ -196,6 +200,20 @@ fn register_credentials(config: &Config) {
         for v in p.config.values() {
             crate::secrets::register(v);
         }
+    }
+}
+
+/// Where kube read the kubeconfig from when `--kubeconfig` was not given
+/// (`$KUBECONFIG` as set, else `~/.kube/config`), so a file that does not
+/// parse is named in the error as kubectl names it.
+fn default_kubeconfig_path() -> PathBuf {
+    match std::env::var_os("KUBECONFIG") {
+        Some(paths) if !paths.is_empty() => PathBuf::from(paths),
+        _ => std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_default()
+            .join(".kube")
+            .join("config"),
     }
 }
 
