@@ -32,7 +32,17 @@ pub fn parse_namespace(s: &str) -> Result<String, String> {
 
 /// Parse a `--context-regex`.
 pub fn parse_regex(s: &str) -> Result<regex::Regex, String> {
-    regex::Regex::new(s).map_err(|e| format!("not a regular expression: {e}"))
+    regex::Regex::new(s).map_err(|e| match e {
+        // The regex crate's syntax error spans three lines; keep its reason.
+        regex::Error::Syntax(text) => {
+            let reason = text
+                .lines()
+                .rev()
+                .find_map(|l| l.trim().strip_prefix("error: "));
+            format!("not a regular expression: {}", reason.unwrap_or(&text))
+        }
+        other => format!("not a regular expression: {other}"),
+    })
 }
 
 /// Parse a `--cluster-label CONTEXT=LABEL`.

@@ -526,7 +526,7 @@ async fn selection_mistakes_are_usage_errors() {
         ),
         (
             &["scan", "--context-regex", "("],
-            "not a regular expression",
+            "not a regular expression: unclosed group",
         ),
     ] {
         let out = f.run(args).await;

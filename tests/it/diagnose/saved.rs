@@ -126,3 +126,28 @@ async fn a_malformed_identities_file_alone_is_named_in_a_one_line_error() {
         "names the file: {err}"
     );
 }
+
+/// A `--labels` pattern Cilium would refuse is a usage error in one line
+/// that names the pattern and the regex's reason (the regex crate's own
+/// text spans three lines), before anything is read.
+#[tokio::test]
+async fn a_labels_pattern_that_is_not_a_regex_is_a_one_line_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for (pattern, reason) in [
+        ("[", "unclosed character class"),
+        ("k8s:(", "unclosed group"),
+    ] {
+        let out = binary()
+            .args(["diagnose", "--labels", pattern, "--from"])
+            .arg(dir.path())
+            .output()
+            .await
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert!(out.stdout.is_empty(), "no document on stdout");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+        assert!(err.contains(&format!("{pattern:?}")), "names it: {err}");
+        assert!(err.contains(reason), "says why: {err}");
+    }
+}

@@ -21,7 +21,7 @@ pub(super) enum PatternError {
     #[error("{0:?}: empty pattern")]
     Empty(String),
     /// The prefix is not a regular expression.
-    #[error("{pattern:?}: {cause}")]
+    #[error("{pattern:?}: not a regular expression: {}", crate::humanize::regex_error(.cause))]
     Regex {
         /// The pattern as written.
         pattern: String,
