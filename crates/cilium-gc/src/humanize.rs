@@ -39,6 +39,21 @@ pub fn human_duration(seconds: f64) -> String {
     out
 }
 
+/// A regular expression's error in one line: the regex crate's syntax
+/// errors span three (the pattern, a caret under the fault, the reason),
+/// and an error message here is one line. Keeps the reason.
+pub(crate) fn regex_error(e: &regex::Error) -> String {
+    match e {
+        regex::Error::Syntax(text) => text
+            .lines()
+            .rev()
+            .find_map(|l| l.trim().strip_prefix("error: "))
+            .unwrap_or(text.as_str())
+            .to_owned(),
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -54,20 +69,5 @@ mod tests {
         assert_eq!(human_duration(1800.0), "30m");
         assert_eq!(human_duration(5400.0), "1h30m");
         assert_eq!(human_duration(2.0 * 86_400.0 + 45.0), "2d45s");
-    }
-}
-
-/// A regular expression's error in one line: the regex crate's syntax
-/// errors span three (the pattern, a caret under the fault, the reason),
-/// and an error message here is one line. Keeps the reason.
-pub(crate) fn regex_error(e: &regex::Error) -> String {
-    match e {
-        regex::Error::Syntax(text) => text
-            .lines()
-            .rev()
-            .find_map(|l| l.trim().strip_prefix("error: "))
-            .unwrap_or(text.as_str())
-            .to_owned(),
-        other => other.to_string(),
     }
 }
