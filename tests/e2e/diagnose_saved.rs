@@ -177,6 +177,10 @@ async fn saved_dumps_under_churn_give_the_live_diagnosis() {
 
     let saved = from(&as_sysdump(&dir, &live), &[]).await;
     assert_same(&live, &saved);
+    assert!(
+        live.get("source").is_none(),
+        "a live diagnosis has no source"
+    );
     let source = &saved["source"];
     assert_eq!(source["capturedAtFrom"], "sysdump-file-name", "{source}");
     assert_eq!(
