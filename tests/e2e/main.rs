@@ -67,10 +67,15 @@ mod operator_metrics;
 /// real current operator and a third writer. Issue 36.
 mod diagnose_writers;
 
-/// `diagnose --from` on `kubectl get` dumps against the live diagnosis.
+/// `diagnose --from` on `kubectl get` dumps taken at the moment of a live
+/// `diagnose`, under the agents' churn and the real current operator.
 /// Issue 36.
 mod diagnose_saved;
 
 /// Today's identity-management modes (`operator`, `both`) with the real
 /// current operator: why the plugin refuses them. Issue 36, item 4.
 mod identity_modes;
+
+/// `diagnose --labels` reading the network policies of a live server, with
+/// and without the optional permission. Issue 36, item 3.
+mod diagnose_labels;

@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod cluster;
+pub mod freeze;
 pub mod objects;
 pub mod operator;
 pub mod runs;

@@ -77,8 +77,13 @@ const CONFIG_KEYS: [(&str, &str); 8] = [
     ("labels", ""),
 ];
 
-/// Build the diagnosis of `input` as of `now` (the server's clock).
+/// Build the diagnosis of `input` as of `now` (the server's clock), judged
+/// at its whole second: saved objects state their capture time in seconds
+/// (a sysdump's `<ts>`), so a live diagnosis and `--from` on objects saved
+/// at that moment judge every age alike (a mark's age in an evidence line,
+/// an age bucket's edge), and a sub-second says nothing about GC anyway.
 pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
+    let now = Timestamp::from_second(now.as_second()).unwrap_or(now);
     let settings = preflight::settings_from_config(input.config.as_ref(), None);
     let mut warnings = input.warnings.clone();
     warnings.extend(settings.warnings.iter().cloned());

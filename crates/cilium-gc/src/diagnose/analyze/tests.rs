@@ -682,3 +682,37 @@ fn writers_after_the_mark_are_counted_per_manager() {
     }
     assert!(!codes(&analyze(&i, now())).contains(&FindingCode::ConflictWriters));
 }
+
+/// A diagnosis is judged at the whole second of its "now": a saved capture
+/// time (a sysdump's `<ts>`) has no sub-second, and the live diagnosis of
+/// the same moment must judge alike. Here a mark sits 0.4 s inside the
+/// "3x overdue" edge (3 x (30m + 15m)) at the second, and past it 0.9 s later.
+#[test]
+fn a_diagnosis_is_judged_at_its_whole_second() {
+    let edge = jiff::SignedDuration::from_millis(8_100_000 - 400);
+    let mut late = ident(1000, "a", DAY);
+    late.identity.mark = Some(now().checked_sub(edge).unwrap().to_string());
+    let i = input(vec![late, marked(ident(1001, "a", DAY), 9_000)]);
+    let at_second = analyze(&i, now());
+    let later = now()
+        .checked_add(jiff::SignedDuration::from_millis(900))
+        .unwrap();
+    let within = analyze(&i, later);
+    assert_eq!(within.generated_at, now());
+    let buckets = |d: &Diagnosis| {
+        let h = d.gc_health.as_ref().unwrap();
+        h.overdue_distribution
+            .iter()
+            .map(|b| b.count)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        buckets(&at_second),
+        [0, 1, 1, 0],
+        "the premise: one mark under 3x"
+    );
+    assert_eq!(
+        serde_json::to_value(&within).unwrap(),
+        serde_json::to_value(&at_second).unwrap()
+    );
+}
