@@ -27,7 +27,9 @@
 //! *APF* (`apf`): see [`apf`].
 //!
 //! *Exhaustion* (`-- --only exhaustion`, only when named; `--max-id N` for
-//! a smaller full space than 256..=65535): see [`exhaustion`].
+//! a smaller full space than 256..=65535): see [`exhaustion`]; the same
+//! cluster left to the real cilium-operator v1.19.3 (`-- --only
+//! exhaustion-operator`): see [`exhaustion::operator`].
 //!
 //! Prints Markdown tables on stderr and the figures as JSON on stdout;
 //! `benches/results/results-real.json` keeps the last full run.
@@ -497,6 +499,13 @@ fn main() {
     {
         let max_id = value("--max-id").map_or(65_535, |v| v.parse().expect("--max-id N"));
         result["exhaustion"] = exhaustion::run(&rt, max_id);
+    }
+    if only
+        .as_deref()
+        .is_some_and(|o| o.split(',').any(|p| p == "exhaustion-operator"))
+    {
+        let max_id = value("--max-id").map_or(65_535, |v| v.parse().expect("--max-id N"));
+        result["exhaustionOperator"] = exhaustion::operator::run(&rt, max_id);
     }
     result["load1After"] = json!(load());
     let text = serde_json::to_string_pretty(&result).unwrap();

@@ -40,6 +40,8 @@ use jiff::Timestamp;
 use serde_json::{json, Value};
 
 use super::{common, plugin, seed_from, Cluster};
+
+pub(crate) mod operator;
 use common::{load, r3};
 
 /// Ids in use (a CiliumEndpoint each), from 256.

@@ -19,7 +19,7 @@ use kube::api::{DeleteParams, DynamicObject, Preconditions};
 use crate::support::cluster::Cluster;
 use crate::support::objects::{api, Kind, HEARTBEAT};
 use crate::support::operator::{Operator, Version};
-use crate::support::workload::PLUGIN_TIMEOUT;
+use crate::support::workload::{record, PLUGIN_TIMEOUT};
 use crate::support::{assert_exit, finish, plugin, report};
 
 /// The namespace of the test's Pod.
@@ -147,11 +147,18 @@ async fn refused_next_to_the_operator(mode: &str) {
     assert_eq!(again.name, marked.name);
     assert!(pod_runs(&cluster), "the Pod is still on the server");
     let creates = creations(&operator.log(), &marked.name);
-    eprintln!(
+    let line = format!(
         "identity-management-mode={mode}: identity {} of running Pod {NS}/web marked (uid {}), kept its mark and resourceVersion {}, then deleted and re-created by the operator (uid {}); Creating CID lines for it: {creates}",
         marked.name, marked.uid, marked.rv, again.uid
     );
+    eprintln!("{line}");
     assert!(creates >= 2, "created again: {}", operator.log());
+    record(
+        &format!("identity_modes_{mode}"),
+        serde_json::json!({"mode": mode, "identity": marked.name, "markedUid": marked.uid,
+               "resourceVersion": marked.rv, "recreatedUid": again.uid,
+               "creatingCidLines": creates, "printed": [line]}),
+    );
 }
 
 /// `delete --yes` as the published RBAC's user, as against the agents.

@@ -15,11 +15,11 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::support::cluster::Cluster;
 use crate::support::operator::{Agents, Operator, Version};
-use crate::support::workload::{churn_until_a_1_15_pass_conflicts, seed_old, GC_FLAGS};
+use crate::support::workload::{churn_until_a_1_15_pass_conflicts, record, seed_old, GC_FLAGS};
 use crate::support::{assert_exit, report, run, tool_or_skip};
 
 /// Set in the re-run inside the network namespace.
@@ -193,6 +193,14 @@ async fn diagnose(cluster: &Cluster) -> Value {
     report(&out)
 }
 
+/// Seconds the operator had been up at `diagnose`'s first read of its
+/// metrics (`cilium_operator_process_start_time_seconds` to the read).
+fn up_seconds(first: &Value) -> Option<f64> {
+    let at = |k: &str| first[k].as_str()?.parse::<jiff::Timestamp>().ok();
+    let (started, read) = (at("processStartedAt")?, at("readAt")?);
+    Some(started.duration_until(read).as_secs_f64())
+}
+
 fn codes(d: &Value) -> Vec<&str> {
     d["findings"]
         .as_array()
@@ -214,7 +222,8 @@ async fn diagnose_sees_the_real_1_15_operators_passes_not_completing() {
     operator_pod(&cluster, "v1.15.6");
     let old = seed_old(&cluster, Version::V115).await;
     // The premise, from the operator's own log: a pass ended at a 409.
-    churn_until_a_1_15_pass_conflicts(&cluster, &operator, &old, Duration::from_secs(30)).await;
+    let churn =
+        churn_until_a_1_15_pass_conflicts(&cluster, &operator, &old, Duration::from_secs(30)).await;
     let metrics = operator.metrics();
     let d = diagnose(&cluster).await;
     let h = &d["gcHealth"];
@@ -239,6 +248,29 @@ async fn diagnose_sees_the_real_1_15_operators_passes_not_completing() {
         codes(&d).contains(&"gc-passes-failing"),
         "{:#}",
         d["findings"]
+    );
+    // The figures the line prints, each asserted: the passes 409s ended
+    // (its log), how long the churn ran, what diagnose read and expected.
+    let log = operator.passes();
+    let churned = churn.samples.last().expect("churn samples").at.as_secs();
+    assert!(churned >= 30, "the churn ran at least 30 s: {churned}");
+    let completed = pod["completedPasses"].as_u64().expect("completedPasses");
+    let expected = pod["expectedPasses"].as_f64().expect("expectedPasses");
+    assert!((completed as f64) < expected, "{m:#}");
+    // Our own read came first; the counter only grows.
+    assert!(metrics.successful_runs() <= completed as f64, "{m:#}");
+    let up = up_seconds(&pod["first"]).expect("the operator's uptime at diagnose's read");
+    let line = format!(
+        "diagnose on the real cilium-operator v1.15.6 under the churn: its log: passes ended at a 409 on delete {}, on mark {}, after {churned} s of churn; diagnose as cilium-gc read identity_gc_runs{{outcome=success}} {completed} after {up:.0} s up, about {expected:.0} passes expected at a 2 s interval: verdict not-completing, gcErrors {}, no lastPassSeconds, finding gc-passes-failing, passEvidence operator-metrics",
+        log.delete_errors.conflict, log.mark_errors.conflict, pod["first"]["gcErrors"],
+    );
+    eprintln!("{line}");
+    record(
+        "operator_metrics_115",
+        json!({"passesEndedAt409OnDelete": log.delete_errors.conflict,
+               "passesEndedAt409OnMark": log.mark_errors.conflict, "churnSeconds": churned,
+               "directRunsSuccess": metrics.successful_runs(), "upSeconds": up,
+               "operatorMetrics": m, "findings": codes(&d), "printed": [line]}),
     );
 }
 
@@ -303,5 +335,24 @@ async fn diagnose_sees_the_current_operators_passes_completing() {
         !codes(&d).contains(&"gc-passes-failing"),
         "{:#}",
         d["findings"]
+    );
+    // The figures the line prints, each asserted.
+    let log = operator.passes();
+    assert_eq!(log.passes_ended(), 0, "no pass ended by an error: {log:?}");
+    assert!(seeded.new_identities > 0, "the agents allocated identities");
+    let completed = pod["completedPasses"].as_u64().expect("completedPasses");
+    let expected = pod["expectedPasses"].as_f64().expect("expectedPasses");
+    assert!(completed >= 15, "{m:#}");
+    let up = up_seconds(&pod["first"]).expect("the operator's uptime at diagnose's read");
+    let line = format!(
+        "diagnose on the real cilium-operator {release}, {} identities left by agents whose pods all ended, no churn: its log: {} passes ended by an error; diagnose as cilium-gc read identity_gc_runs{{outcome=success}} {completed} after {up:.0} s up, about {expected:.0} passes expected at a 2 s interval, the last pass {} s: verdict completing, no gc-passes-failing, passEvidence operator-metrics",
+        seeded.new_identities, log.passes_ended(), last_pass,
+    );
+    eprintln!("{line}");
+    record(
+        "operator_metrics_current",
+        json!({"release": release, "newIdentities": seeded.new_identities,
+               "passesEnded": log.passes_ended(), "directRunsSuccess": metrics.successful_runs(),
+               "upSeconds": up, "operatorMetrics": m, "findings": codes(&d), "printed": [line]}),
     );
 }
