@@ -417,13 +417,13 @@ async fn diagnose_from_a_sysdump_names_the_refusals(
         Some(fill.allocation_refusals + churn.iter().sum::<u64>())
     );
     let evidence = first["evidence"].to_string();
-    assert!(
-        first["message"]
-            .as_str()
-            .is_some_and(|m| m.contains(&format!(
-                "refused {} allocation attempts",
-                thousands(refusals["total"].as_u64().unwrap_or(0))
-            ))),
+    let pods = 1 + churn.iter().filter(|n| **n > 0).count();
+    assert_eq!(
+        first["message"].as_str(),
+        Some(format!(
+            "Cilium's allocator refused {} allocation attempts in {pods} agent pods' logs (no more available IDs in configured space): new pods wait for an identity, without networking",
+            thousands(fill.allocation_refusals + churn.iter().sum::<u64>())
+        ).as_str()),
         "{first}"
     );
     assert!(
@@ -438,8 +438,12 @@ async fn diagnose_from_a_sysdump_names_the_refusals(
     assert_eq!(failing["severity"], "warning", "{failing}");
     assert_eq!(d["gcHealth"]["passEvidence"], "operator-metrics");
     eprintln!(
-        "diagnose --from the exhausted cluster's sysdump: first finding {} ({}): {}",
-        first["code"], first["severity"], first["message"]
+        "diagnose --from the exhausted cluster's sysdump: first finding {} ({}): {}; the fill's log {} refusals, its allocator {}; why: gc-passes-failing",
+        first["code"],
+        first["severity"],
+        first["message"],
+        of("cilium-fill"),
+        fill.allocation_refusals
     );
     Saved { churn }
 }
