@@ -35,6 +35,9 @@ const WARM_LABEL_SETS: u32 = 50;
 /// starts: several (and at least 60 s of churn).
 const MIN_PASSES: f64 = 3.0;
 
+/// The fill's agents' seed, so its log is `agents-61.log`.
+const FILL_SEED: u64 = 61;
+
 /// 1.15.6's `pkg/allocator` retries a refused attempt inside `Allocate`:
 /// 16 attempts, waiting 20 ms doubling after each (40 ms first, no cap),
 /// within the caller's context (an agent's endpoint creation: a minute).
@@ -76,7 +79,9 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
         label_sets: 100_000,
         label_prefix: "old".into(),
         end_all: true,
-        seed: 51,
+        // Not 50 or 51: the churn's groups log to agents-50.log and
+        // agents-51.log, and each group's log is read as its own pod's.
+        seed: FILL_SEED,
         ids: IDS,
         allocate_timeout: Duration::from_secs(1),
         ..Agents::default()
@@ -100,7 +105,8 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
     // The real 1.15.6 operator under the churn: at least a minute and
     // MIN_PASSES passes, then on until pods are seen waiting.
     let exhausted = exhausted_under_the_operator(&client, &operator, &old).await;
-    diagnose_names_the_operator(&cluster).await;
+    diagnose_live_names_the_operator(&cluster).await;
+    let saved = diagnose_from_a_sysdump_names_the_refusals(&cluster, &operator, &fill).await;
 
     // The plugin, as `cilium-gc`, beside the operator and the churn.
     let before = World::read(&client).await;
@@ -146,6 +152,14 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
         exhausted.waiting_pods
     );
     let churn_refusals: u64 = agents.iter().map(|a| a.allocation_refusals).sum();
+    for (group, summary) in agents.iter().enumerate() {
+        let in_log = saved.churn[group];
+        assert!(
+            in_log <= summary.allocation_refusals,
+            "the churn group {group}'s log at the capture held {in_log} refusals, at most the {} its allocator counted by the end",
+            summary.allocation_refusals
+        );
+    }
     assert!(
         churn_refusals >= waiting.len() as u64,
         "each waiting pod was refused at least once: {churn_refusals} refused attempts"
@@ -212,15 +226,11 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
     );
 }
 
-/// `diagnose -o json` as `cilium-gc` on the exhausted cluster says why the
-/// operator is not keeping up: its release abandons a pass at a 409 on a
-/// delete (cilium#33142), and stale identities are piling up. (It judges
-/// Cilium's local range, 65,280 ids, not this test's 400-id allocator
-/// range: `identity-space-nearly-full` is not expected here.)
-async fn diagnose_names_the_operator(cluster: &Cluster) {
+/// The Cilium workloads and the operator's GC settings (GC_FLAGS) as a
+/// cluster's cilium-config carries them: diagnose judges marks by this
+/// heartbeat timeout and passes by this interval.
+fn show_cilium(cluster: &Cluster) {
     cluster.apply(&cilium_workloads("v1.15.6"));
-    // The operator's GC settings (GC_FLAGS), as a cluster's cilium-config
-    // carries them: diagnose judges marks by this heartbeat timeout.
     let out = cluster.kubectl(&[
         "-n",
         "kube-system",
@@ -237,12 +247,32 @@ async fn diagnose_names_the_operator(cluster: &Cluster) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The findings of a diagnosis, and one by its code.
+fn findings(d: &Value) -> Vec<Value> {
+    d["findings"].as_array().cloned().unwrap_or_default()
+}
+fn with<'a>(findings: &'a [Value], code: &str) -> Option<&'a Value> {
+    findings.iter().find(|f| f["code"] == code)
+}
+
+/// Live `diagnose -o json` as `cilium-gc` on the exhausted cluster says why
+/// the operator is not keeping up: its release abandons a pass at a 409 on
+/// a delete (cilium#33142), and stale identities are piling up. It judges
+/// the local range cilium-config gives (`cluster-id` 0, no
+/// `max-connected-clusters`: Cilium's default 255, so 256-65535), not this
+/// test's 400-id allocator range (a flag of the agents program, which no
+/// cilium-config key sets): `identity-space-nearly-full` cannot fire here.
+/// Live, no pod logs are read (this cluster has no kubelet to serve
+/// `pods/log`), so the refusals are not in it: the sysdump's logs are.
+async fn diagnose_live_names_the_operator(cluster: &Cluster) {
+    show_cilium(cluster);
     let out = crate::support::run(&cluster.gc_kubeconfig(), &["diagnose", "-o", "json"]).await;
     crate::support::assert_exit(&out, 0);
     let d = report(&out);
-    let findings = d["findings"].as_array().cloned().unwrap_or_default();
-    let with = |code: &str| findings.iter().find(|f| f["code"] == code);
-    let defect = with("known-gc-defect")
+    let findings = findings(&d);
+    let defect = with(&findings, "known-gc-defect")
         .map(Value::to_string)
         .unwrap_or_default();
     assert!(
@@ -250,9 +280,185 @@ async fn diagnose_names_the_operator(cluster: &Cluster) {
         "diagnose names 1.15's abandoned passes (cilium#33142): {findings:?}"
     );
     assert!(
-        with("stale-backlog").is_some(),
+        with(&findings, "stale-backlog").is_some(),
         "diagnose sees the stale backlog: {findings:?}"
     );
+    let space = &d["identitySpace"];
+    assert_eq!(
+        (&space["localRange"]["min"], &space["localRange"]["max"]),
+        (&Value::from(256), &Value::from(65535)),
+        "Cilium's default range: {space}"
+    );
+    assert_eq!(
+        space["localRangeFrom"],
+        serde_json::json!({"clusterId": 0, "clusterIdSource": "cilium-config", "maxConnectedClusters": 255, "maxConnectedClustersSource": "default"}),
+        "the range says where it came from"
+    );
+    assert!(
+        with(&findings, "identity-space-nearly-full").is_none()
+            && with(&findings, "identity-allocation-refused").is_none()
+            && d.get("allocationRefusals").is_none(),
+        "live: the 400-id range is not cilium-config's and no pod log is read: {findings:?}"
+    );
+}
+
+/// What the saved agents' logs held at the capture.
+struct Saved {
+    /// Refusals in each churn group's log (warm, job).
+    churn: [u64; 2],
+}
+
+/// A directory in a cilium sysdump's layout (cilium-cli's file names, `<ts>`
+/// the capture time in UTC): `kubectl get -o yaml` of the identities (with
+/// their managedFields), endpoints, cilium-config, the operator Deployment
+/// and the agents' DaemonSet; the real operator's `/metrics` text; and, as
+/// each agent pod's log, each agents program's stderr with Cilium 1.15.6's
+/// allocator's own lines (the fill's, ended, and each churn group's so
+/// far). `diagnose --from` on it says first that the allocator refuses
+/// (critical, the fill's refusals exactly as its allocator counted them),
+/// and why the operator does not keep up, from its own metrics.
+async fn diagnose_from_a_sysdump_names_the_refusals(
+    cluster: &Cluster,
+    operator: &Operator,
+    fill: &AgentsSummary,
+) -> Saved {
+    let ts = Timestamp::now().strftime("%Y%m%d-%H%M%S").to_string();
+    let dir = cluster.dir().join(format!("cilium-sysdump-{ts}"));
+    std::fs::create_dir_all(&dir).expect("sysdump dir");
+    let save = |file: &str, args: &[&str]| {
+        let out = cluster.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::write(dir.join(format!("{file}-{ts}.yaml")), &out.stdout).expect("save");
+    };
+    save(
+        "ciliumidentities",
+        &[
+            "get",
+            "ciliumidentities",
+            "-o",
+            "yaml",
+            "--show-managed-fields",
+        ],
+    );
+    save(
+        "ciliumendpoints",
+        &["get", "ciliumendpoints", "-A", "-o", "yaml"],
+    );
+    let ns = ["-n", "kube-system", "-o", "yaml"];
+    save(
+        "cilium-configmap",
+        &[&["get", "configmap", "cilium-config"][..], &ns].concat(),
+    );
+    save(
+        "cilium-operator-deployment",
+        &[&["get", "deployment", "cilium-operator"][..], &ns].concat(),
+    );
+    save(
+        "cilium-daemonset",
+        &[&["get", "daemonset", "cilium"][..], &ns].concat(),
+    );
+    std::fs::write(
+        dir.join(format!(
+            "metrics-cilium-operator-0-cilium-operator-{ts}.txt"
+        )),
+        operator.metrics_text(),
+    )
+    .expect("save metrics");
+    let log = |seed: u64, pod: &str| {
+        let from = cluster.dir().join(format!("agents-{seed}.log"));
+        let to = dir.join(format!("logs-{pod}-cilium-agent-{ts}.log"));
+        std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    };
+    log(FILL_SEED, "cilium-fill");
+    log(50, "cilium-warm");
+    log(51, "cilium-job");
+
+    let out = crate::support::run(
+        &cluster.gc_kubeconfig(),
+        &["diagnose", "--from", dir.to_str().unwrap(), "-o", "json"],
+    )
+    .await;
+    crate::support::assert_exit(&out, 0);
+    let d = report(&out);
+    let findings = findings(&d);
+    let first = &findings[0];
+    assert_eq!(
+        (first["severity"].as_str(), first["code"].as_str()),
+        (Some("critical"), Some("identity-allocation-refused")),
+        "the first finding is the allocator's refusals: {findings:?}"
+    );
+    let refusals = &d["allocationRefusals"];
+    let of = |pod: &str| -> u64 {
+        refusals["byPod"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["pod"] == pod)
+            .and_then(|p| p["refusals"].as_u64())
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        of("cilium-fill"),
+        fill.allocation_refusals,
+        "the fill's refusals in its log, as diagnose counts them, are those its allocator counted: {refusals}"
+    );
+    let churn = [of("cilium-warm"), of("cilium-job")];
+    assert!(
+        churn.iter().sum::<u64>() > 0,
+        "pods of the churn were waiting, refused: {refusals}"
+    );
+    assert_eq!(refusals["logsRead"], 3);
+    assert_eq!(
+        refusals["total"].as_u64(),
+        Some(fill.allocation_refusals + churn.iter().sum::<u64>())
+    );
+    let evidence = first["evidence"].to_string();
+    let pods = 1 + churn.iter().filter(|n| **n > 0).count();
+    assert_eq!(
+        first["message"].as_str(),
+        Some(format!(
+            "Cilium's allocator refused {} allocation attempts in {pods} agent pods' logs (no more available IDs in configured space): new pods wait for an identity, without networking",
+            thousands(fill.allocation_refusals + churn.iter().sum::<u64>())
+        ).as_str()),
+        "{first}"
+    );
+    assert!(
+        evidence.contains("no more available IDs in configured space"),
+        "one of the allocator's lines is quoted: {first}"
+    );
+    assert!(
+        evidence.contains("why GC is not keeping up: gc-passes-failing"),
+        "the operator's own metrics say its passes do not complete, named in the first finding: {first}"
+    );
+    let failing = with(&findings, "gc-passes-failing").expect("gc-passes-failing");
+    assert_eq!(failing["severity"], "warning", "{failing}");
+    assert_eq!(d["gcHealth"]["passEvidence"], "operator-metrics");
+    eprintln!(
+        "diagnose --from the exhausted cluster's sysdump: first finding {} ({}): {}; the fill's log {} refusals, its allocator {}; why: gc-passes-failing",
+        first["code"],
+        first["severity"],
+        first["message"],
+        of("cilium-fill"),
+        fill.allocation_refusals
+    );
+    Saved { churn }
+}
+
+/// `12,345` as the diagnosis writes counts.
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// What the operator phase showed.

@@ -71,13 +71,22 @@ pub struct Policy {
 /// Smallest identity a cluster allocates; below are reserved identities.
 pub(crate) const MIN_LOCAL_IDENTITY: u64 = 256;
 
-/// The local identity range of a cluster, as Cilium computes it: the cluster id
-/// takes the bits above the local identity bits (16 with up to 255 connected
-/// clusters, 15 with 511).
+/// The local identity range of a cluster, as Cilium's allocator computes it
+/// (`GetMinimalAllocationIdentity`, `GetMaximumAllocationIdentity` and
+/// `initClusterIDShift` in `pkg/identity/numericidentity.go`, v1.15.6 and
+/// v1.19.3 alike): the cluster id takes the bits above the local identity
+/// bits (16 with up to 255 connected clusters, 15 with 511); cluster 0
+/// starts at 256 (the ids below are reserved), cluster N > 0 at N shifted
+/// by those bits (no well-known identities to reserve there).
 pub fn local_range(cluster_id: u64, max_connected_clusters: u64) -> RangeInclusive<u64> {
     let shift = if max_connected_clusters > 255 { 15 } else { 16 };
     let base = cluster_id << shift;
-    (base + MIN_LOCAL_IDENTITY)..=(base + (1u64 << shift) - 1)
+    let min = if cluster_id == 0 {
+        MIN_LOCAL_IDENTITY
+    } else {
+        base
+    };
+    min..=(base + (1u64 << shift) - 1)
 }
 
 /// The plan-time verdict: [`decide`] on the cluster's rules, then the
@@ -445,13 +454,25 @@ mod tests {
         }
     }
 
+    /// The values Cilium's own functions give, worked from their code
+    /// (`pkg/identity/numericidentity.go`): `initClusterIDShift` sets the
+    /// shift to `NumericIdentityBitlength` (24) minus log2(ClusterIDMax+1),
+    /// 16 for 255 and 15 for 511; `GetMinimalAllocationIdentity` is
+    /// `MinimalNumericIdentity` (256) for cluster 0, else
+    /// `(1 << shift) * clusterID`; `GetMaximumAllocationIdentity` is
+    /// `(1 << shift) * (clusterID + 1) - 1`.
     #[test]
     fn local_ranges_match_cilium() {
         assert_eq!(local_range(0, 255), 256..=65535);
-        assert_eq!(local_range(1, 255), 65792..=131071);
+        assert_eq!(local_range(1, 255), 65536..=131071);
+        assert_eq!(local_range(255, 255), 16_711_680..=16_777_215);
         assert_eq!(local_range(0, 511), 256..=32767);
-        assert_eq!(local_range(2, 511), 65792..=98303);
+        assert_eq!(local_range(1, 511), 32768..=65535);
+        assert_eq!(local_range(2, 511), 65536..=98303);
+        assert_eq!(local_range(511, 511), 16_744_448..=16_777_215);
         assert_eq!(local_range(0, 255).count(), 65280);
+        assert_eq!(local_range(0, 511).count(), 32512);
+        assert_eq!(local_range(1, 255).count(), 65536);
     }
 
     #[test]

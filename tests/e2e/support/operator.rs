@@ -161,12 +161,17 @@ impl Operator {
     /// Its identity GC metrics now: `cilium_operator_identity_gc_runs` and
     /// `cilium_operator_identity_gc_entries`, by label set.
     pub fn metrics(&self) -> GcMetrics {
+        GcMetrics::parse(&self.metrics_text())
+    }
+
+    /// Its whole `/metrics` text now, as a sysdump saves it.
+    pub fn metrics_text(&self) -> String {
         let out = Command::new("curl")
             .args(["-sf", "--max-time", "10", &self.metrics_url])
             .output()
             .expect("curl runs");
         assert!(out.status.success(), "metrics of the operator unreachable");
-        GcMetrics::parse(&String::from_utf8_lossy(&out.stdout))
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 }
 

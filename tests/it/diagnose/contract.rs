@@ -2,7 +2,14 @@
 
 use super::*;
 
-const TIME_FIELDS: [&str; 4] = ["generatedAt", "exhaustedAt", "time", "latest"];
+const TIME_FIELDS: [&str; 6] = [
+    "generatedAt",
+    "exhaustedAt",
+    "time",
+    "latest",
+    "firstAt",
+    "lastAt",
+];
 
 #[test]
 fn schema_is_valid_draft_2020_12() {
@@ -148,6 +155,17 @@ fn full_example() -> diagnose::Diagnosis {
             }],
             problems: vec!["no permission to list networkpolicies (optional)".into()],
         }),
+        allocation_refusals: Some(diagnose::AllocationRefusals {
+            logs_read: 2,
+            total: 16,
+            by_pod: vec![diagnose::PodRefusals {
+                pod: "cilium-a1b2c".into(),
+                refusals: 16,
+                first_at: Some(ts("2026-06-01T11:58:00Z")),
+                last_at: Some(ts("2026-06-01T11:59:00Z")),
+                example: r#"level=warning msg="Key allocation attempt failed" error="no more available IDs in configured space""#.into(),
+            }],
+        }),
     };
     let mut d = analyze(&input, ts("2026-06-01T12:00:00Z"));
     d.cluster.kubernetes_version = Some("v1.32.0".into());
@@ -198,6 +216,18 @@ fn full_example_conforms() {
         (
             "labelsWhatIf.policiesProblem",
             &d["labelsWhatIf"]["policiesProblem"],
+        ),
+        (
+            "identitySpace.localRangeFrom",
+            &d["identitySpace"]["localRangeFrom"],
+        ),
+        (
+            "allocationRefusals.byPod[0].firstAt",
+            &d["allocationRefusals"]["byPod"][0]["firstAt"],
+        ),
+        (
+            "allocationRefusals.byPod[0].lastAt",
+            &d["allocationRefusals"]["byPod"][0]["lastAt"],
         ),
     ] {
         assert!(!v.is_null(), "example misses {path}");

@@ -20,6 +20,7 @@ use crate::support::world::{assert_ok, binary, Binary, World, TEST_TIMEOUT};
 mod contract;
 mod labels_filter;
 mod operator_metrics;
+mod refusals;
 mod saved;
 mod views;
 

@@ -73,6 +73,43 @@ pub struct Diagnosis {
     /// Present when the diagnosis was made from saved objects (`--from`), not a live cluster: where they came from, the capture time used as "now", and what evidence was missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<SavedSource>,
+    /// Present when cilium-agent logs were read (`--from` a sysdump's `logs-<pod>-<container>-<ts>.log`): every attempt Cilium's allocator refused because its range had no free id, per pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocation_refusals: Option<AllocationRefusals>,
+}
+
+/// The refused allocation attempts the agents' own logs record: each
+/// `Key allocation attempt failed` warning carrying `no more available IDs
+/// in configured space` (`Allocator.Allocate` and `lockedAllocate`,
+/// `pkg/allocator/allocator.go`, in v1.15.6 and v1.19.3 alike). One line per
+/// attempt: a pod's single allocation may be refused up to 16 times.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AllocationRefusals {
+    /// Log files read.
+    pub logs_read: u64,
+    /// Refused attempts in all of them.
+    pub total: u64,
+    /// Per log file's pod, most refusals first; only pods with at least one.
+    pub by_pod: Vec<PodRefusals>,
+}
+
+/// One agent pod's refused attempts, from its log.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodRefusals {
+    /// The pod (and container) the log file names.
+    pub pod: String,
+    /// Refused attempts in its log.
+    pub refusals: u64,
+    /// The first refused attempt's time, when the line carries one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_at: Option<Timestamp>,
+    /// The last refused attempt's time, when the line carries one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_at: Option<Timestamp>,
+    /// One refused attempt's log line, as written (at most 400 characters; with `--redact`, the message and error only).
+    pub example: String,
 }
 
 /// Evidence on whether cilium-operator's identity GC keeps up, and why not.
@@ -403,6 +440,8 @@ pub enum FindingCode {
     ConflictWriters,
     /// The proposed `labels` filter (`--labels`) drops keys that network policies select on.
     LabelsFilterBreaksPolicies,
+    /// The agents' logs show Cilium's allocator refusing new identities: its range has no free id, and new pods wait without networking.
+    IdentityAllocationRefused,
 }
 
 impl FindingCode {
@@ -432,6 +471,7 @@ impl FindingCode {
             FindingCode::GcPassesFailing => "gc-passes-failing",
             FindingCode::ConflictWriters => "conflict-writers",
             FindingCode::LabelsFilterBreaksPolicies => "labels-filter-breaks-policies",
+            FindingCode::IdentityAllocationRefused => "identity-allocation-refused",
         }
     }
 }
@@ -485,6 +525,28 @@ pub struct IdentitySpace {
     pub headroom: u64,
     /// ok under 80%, warning from 80%, critical from 95%.
     pub level: Level,
+    /// What `localRange` was computed from, as Cilium computes it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_range_from: Option<LocalRangeFrom>,
+}
+
+/// The settings the local identity range follows from, as Cilium's
+/// allocator computes it (`GetMinimalAllocationIdentity` and
+/// `GetMaximumAllocationIdentity`, `pkg/identity/numericidentity.go`):
+/// `max-connected-clusters` 255 leaves 16 bits to a cluster's ids, 511
+/// leaves 15; cluster 0 starts at 256 (below are reserved), cluster N > 0
+/// at N shifted by those bits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LocalRangeFrom {
+    /// `cluster-id`.
+    pub cluster_id: u64,
+    /// Where `cluster-id` came from.
+    pub cluster_id_source: crate::report::ConfigSource,
+    /// `max-connected-clusters`.
+    pub max_connected_clusters: u64,
+    /// Where `max-connected-clusters` came from.
+    pub max_connected_clusters_source: crate::report::ConfigSource,
 }
 
 /// Identities per state. Every identity is counted once.

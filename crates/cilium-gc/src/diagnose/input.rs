@@ -54,6 +54,9 @@ pub struct Input {
     pub proposed_labels: Option<String>,
     /// The network policies' selector keys, read only for `--labels`.
     pub policies: Option<Policies>,
+    /// The allocator's refusals the agents' logs record; `None` when no
+    /// agent log was read (live, or no log among the saved files).
+    pub allocation_refusals: Option<super::types::AllocationRefusals>,
 }
 
 /// The selector keys of every network policy read, and why some could not

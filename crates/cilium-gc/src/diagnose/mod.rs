@@ -12,6 +12,7 @@
 //! flag, kubeconfig, connection and permission problems; 3 when the
 //! CiliumIdentity CRD is not installed; 130/143 on SIGINT/SIGTERM.
 
+mod agent_logs;
 mod analyze;
 mod gc_health;
 mod input;
@@ -30,13 +31,13 @@ pub use crate::model::Change;
 pub use crate::preflight::Crds;
 pub use analyze::{analyze, FilterDefaults, LabelFilter};
 pub use cilium_gc_documents::diagnosis::{
-    schema, AffectedPolicy, AgeAndRate, AgeBucket, CaptureTimeFrom, Churn, CiliumWorkloads,
-    Configuration, DefectStatus, DiagnosedCluster, Diagnosis, DroppedKey, DuplicateGroup,
-    Duplicates, Finding, FindingCode, GcCounters, GcHealth, IdentitySpace, Integrity, KnownDefect,
-    LabelKeyStat, LabelsWhatIf, Level, ManagerActivity, Modifiers, NamespaceCount, NamespaceStat,
-    OperatorGcMetrics, OperatorMetricsRead, OperatorPodStatus, PassEvidence, PassVerdict,
-    PolicyKind, SavedSource, Severity, StateCounts, StripExample, WriterActivity, WriterRole,
-    Writers, KIND, SCHEMA_ID,
+    schema, AffectedPolicy, AgeAndRate, AgeBucket, AllocationRefusals, CaptureTimeFrom, Churn,
+    CiliumWorkloads, Configuration, DefectStatus, DiagnosedCluster, Diagnosis, DroppedKey,
+    DuplicateGroup, Duplicates, Finding, FindingCode, GcCounters, GcHealth, IdentitySpace,
+    Integrity, KnownDefect, LabelKeyStat, LabelsWhatIf, Level, LocalRangeFrom, ManagerActivity,
+    Modifiers, NamespaceCount, NamespaceStat, OperatorGcMetrics, OperatorMetricsRead,
+    OperatorPodStatus, PassEvidence, PassVerdict, PodRefusals, PolicyKind, SavedSource, Severity,
+    StateCounts, StripExample, WriterActivity, WriterRole, Writers, KIND, SCHEMA_ID,
 };
 pub use input::{IdentityRecord, Input, Policies, PolicySelectors, Workloads, Write};
 // The documents crate's module, by the name this module's parts use.
@@ -348,6 +349,9 @@ pub(crate) async fn collect(
             Some(_) => Some(policies::fetch(api).await),
             None => None,
         },
+        // Pod logs are not read live (no test cluster here serves them): a
+        // sysdump's agent logs give them to `--from`.
+        allocation_refusals: None,
     })
 }
 

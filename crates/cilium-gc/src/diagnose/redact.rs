@@ -125,6 +125,17 @@ pub(crate) fn redact_with(r: &Redactor, input: &mut Input, extra_namespaces: &[&
     if let Some(p) = &mut input.policies {
         p.problems = p.problems.iter().map(|s| text.scrub(s)).collect();
     }
+    if let Some(refusals) = &mut input.allocation_refusals {
+        for p in &mut refusals.by_pod {
+            p.pod = r.token("pod", &p.pod);
+            // The line names the pod's labels (its key): keep what it says.
+            p.example = format!(
+                "{}: {}",
+                super::agent_logs::ATTEMPT_FAILED,
+                super::agent_logs::NO_MORE_IDS
+            );
+        }
+    }
     input.warnings = input.warnings.iter().map(|s| text.scrub(s)).collect();
     input.malformed = input.malformed.iter().map(|s| text.scrub(s)).collect();
     input.redacted = true;

@@ -57,6 +57,9 @@ struct Found {
     saw_policies: bool,
     sysdump_time: Option<Timestamp>,
     warnings: Vec<String>,
+    /// Refusals in the container logs read, by pod (`agent_logs`).
+    logs: BTreeMap<String, super::agent_logs::Tally>,
+    logs_read: u64,
 }
 
 /// Every regular file under `dir`, sorted.
@@ -72,12 +75,15 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Whether an archive member is worth unpacking: objects and metrics only
-/// (a sysdump also holds logs, bugtool archives and profiles).
+/// Whether an archive member is worth unpacking: objects, metrics and the
+/// containers' logs (`logs-*.log`, for the agents' refusals); not the
+/// bugtool archives and profiles a sysdump also holds.
 fn wanted(name: &str) -> bool {
+    let file = name.rsplit(['/', '\\']).next().unwrap_or(name);
     [".yaml", ".yml", ".json", ".txt", ".prom"]
         .iter()
         .any(|e| name.ends_with(e))
+        || super::agent_logs::log_pod(file).is_some()
 }
 
 /// Unpack a `.zip` (a sysdump) or a `.tar.gz`/`.tgz` into a temporary
@@ -132,14 +138,23 @@ fn unpack(path: &Path) -> Result<tempfile::TempDir, String> {
     Ok(dir)
 }
 
-/// A sysdump file's `<ts>` (`20060102-150405`), read as UTC.
+/// Whether `ts` is a sysdump's `<ts>` (`20060102-150405`).
+pub(super) fn is_sysdump_ts(ts: &str) -> bool {
+    ts.split_once('-').is_some_and(|(d, t)| {
+        d.len() == 8 && t.len() == 6 && d.bytes().chain(t.bytes()).all(|b| b.is_ascii_digit())
+    })
+}
+
+/// A sysdump file's `<ts>` (`20060102-150405`), read as UTC; a previous
+/// run's log (`-<ts>-prev.log`) carries it too.
 fn sysdump_time(name: &str) -> Option<Timestamp> {
     let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
+    let stem = stem.strip_suffix("-prev").unwrap_or(stem);
     let ts = stem.get(stem.len().checked_sub(15)?..)?;
-    let (d, t) = ts.split_once('-')?;
-    if d.len() != 8 || t.len() != 6 || !d.bytes().chain(t.bytes()).all(|b| b.is_ascii_digit()) {
+    if !is_sysdump_ts(ts) {
         return None;
     }
+    let (d, t) = ts.split_once('-')?;
     let iso = format!(
         "{}-{}-{}T{}:{}:{}Z",
         &d[0..4],
@@ -199,6 +214,10 @@ impl Found {
         if size > MAX_FILE {
             return;
         }
+        if let Some(pod) = super::agent_logs::log_pod(&name) {
+            self.read_log(path, shown, pod);
+            return;
+        }
         let is_metrics = name.ends_with(".txt") || name.ends_with(".prom");
         let is_object = [".yaml", ".yml", ".json"].iter().any(|e| name.ends_with(e));
         if !is_metrics && !is_object {
@@ -230,6 +249,18 @@ impl Found {
                 e.to_string().lines().next().unwrap_or_default()
             )),
         }
+    }
+
+    /// Count the allocator's refusals in one container log, line by line.
+    fn read_log(&mut self, path: &Path, shown: &str, pod: String) {
+        let mut tally = super::agent_logs::Tally::default();
+        let read = std::fs::File::open(path).and_then(|f| tally.read(std::io::BufReader::new(f)));
+        if let Err(e) = read {
+            self.warnings.push(format!("{shown}: cannot read: {e}"));
+            return;
+        }
+        self.logs_read += 1;
+        self.logs.entry(pod).or_default().merge(tally);
     }
 
     /// File one object (or each item of a list) by its kind.
@@ -337,6 +368,10 @@ pub(crate) fn collect(
         ("the cilium DaemonSet", f.daemonset.is_none()),
         ("cilium-operator Pods", f.pods.is_empty()),
         ("cilium-operator metrics", f.metrics.is_empty()),
+        (
+            "cilium-agent logs (`logs-<pod>-cilium-agent-<ts>.log`): the allocator's refusals are unknown",
+            f.logs_read == 0,
+        ),
         ("network policies", labels.is_some() && !f.saw_policies),
     ] {
         if absent {
@@ -414,6 +449,8 @@ fn build(f: &mut Found, now: Timestamp, labels: Option<&str>) -> Input {
                 .collect(),
             problems: Vec::new(),
         }),
+        allocation_refusals: (f.logs_read > 0)
+            .then(|| super::agent_logs::summarize(std::mem::take(&mut f.logs), f.logs_read)),
     }
 }
 
@@ -482,8 +519,8 @@ mod tests {
     const IDENTITY: &str = "items:\n- metadata: {name: \"1000\", uid: u, resourceVersion: \"1\", creationTimestamp: \"2026-06-01T10:00:00Z\"}\n  security-labels: {\"k8s:app\": web}\n";
 
     /// The same files as a directory, a sysdump `.zip` and a `.tar.gz`
-    /// give the same input and capture time; a log in the archive is not
-    /// unpacked; anything else is refused.
+    /// give the same input and capture time; a bugtool archive in it is
+    /// not unpacked; anything else is refused.
     #[test]
     fn archives_read_as_their_directory() {
         use std::io::Write as _;
@@ -500,7 +537,7 @@ mod tests {
         z.start_file(name, stored).unwrap();
         z.write_all(IDENTITY.as_bytes()).unwrap();
         z.start_file(
-            "cilium-sysdump-20260601-120000/logs-cilium-operator.log",
+            "cilium-sysdump-20260601-120000/cilium-bugtool-cilium-x-20260601-120000.tar",
             stored,
         )
         .unwrap();
@@ -537,5 +574,49 @@ mod tests {
         let other = dir.path().join("notes.rar");
         std::fs::write(&other, "x").unwrap();
         assert!(collect(&other, None).is_err());
+    }
+
+    /// An agent's log and its previous run's count for one pod; another
+    /// container's log without refusals is read and names no pod; without
+    /// any log the diagnosis says the refusals are unknown.
+    #[test]
+    fn agent_logs_give_the_refusals_per_pod() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("ciliumidentities-20260601-120000.yaml"),
+            IDENTITY,
+        )
+        .unwrap();
+        let (input, _, source) = collect(dir.path(), None).unwrap();
+        assert_eq!(input.allocation_refusals, None);
+        assert!(source
+            .missing
+            .iter()
+            .any(|m| m.contains("cilium-agent logs")));
+        let line = r#"time="2026-06-01T11:59:00Z" level=warning msg="Key allocation attempt failed" attempt=0 error="no more available IDs in configured space" key="k8s:app=web;" subsys=allocator"#;
+        let write = |name: &str, text: String| std::fs::write(dir.path().join(name), text).unwrap();
+        write(
+            "logs-cilium-abcde-cilium-agent-20260601-120000.log",
+            format!("level=info msg=start\n{line}\n{line}\n"),
+        );
+        write(
+            "logs-cilium-abcde-cilium-agent-20260601-120000-prev.log",
+            format!("{line}\n"),
+        );
+        write(
+            "logs-cilium-operator-x-cilium-operator-20260601-120000.log",
+            "level=info msg=\"Starting GC\"\n".into(),
+        );
+        let (input, _, source) = collect(dir.path(), None).unwrap();
+        let r = input.allocation_refusals.expect("logs read");
+        assert_eq!((r.logs_read, r.total), (3, 3));
+        assert_eq!(r.by_pod.len(), 1);
+        assert_eq!(r.by_pod[0].pod, "cilium-abcde");
+        assert_eq!(r.by_pod[0].refusals, 3);
+        assert_eq!(r.by_pod[0].example, line);
+        assert!(!source
+            .missing
+            .iter()
+            .any(|m| m.contains("cilium-agent logs")));
     }
 }

@@ -73,7 +73,8 @@ pub(super) fn findings(
         delete_hint,
     };
     let mut out = Findings::default();
-    let all: [fn(&Evidence, &mut Findings); 13] = [
+    let all: [fn(&Evidence, &mut Findings); 14] = [
+        allocation_refused,
         usage_unknown,
         identity_space_nearly_full,
         exhaustion_soon,
@@ -161,10 +162,86 @@ pub(super) fn identity_space_nearly_full(c: &Evidence, out: &mut Findings) {
                     thousands(st.unused_marked),
                     thousands(st.unused_unmarked)
                 ),
+                range_line(sp),
             ],
             Some(delete_hint.clone()),
         ),
     }
+}
+
+/// Which range the counts judge, and where it came from.
+pub(super) fn range_line(sp: &IdentitySpace) -> String {
+    let r = &sp.local_range;
+    let Some(from) = &sp.local_range_from else {
+        return format!("local range {}-{}", r.min, r.max);
+    };
+    let source = |s: ConfigSource| match s {
+        ConfigSource::CiliumConfig => "cilium-config",
+        _ => "Cilium's default",
+    };
+    format!(
+        "local range {}-{} as Cilium's allocator computes it (GetMinimalAllocationIdentity, GetMaximumAllocationIdentity) from cluster-id {} ({}) and max-connected-clusters {} ({})",
+        r.min,
+        r.max,
+        from.cluster_id,
+        source(from.cluster_id_source),
+        from.max_connected_clusters,
+        source(from.max_connected_clusters_source)
+    )
+}
+
+/// The agents' own logs show Cilium's allocator refusing new identities:
+/// whatever the counts say, pods are waiting. First of all: it is the
+/// incident itself, not a forecast.
+pub(super) fn allocation_refused(c: &Evidence, out: &mut Findings) {
+    let Evidence {
+        input,
+        d,
+        space_line,
+        delete_hint,
+        ..
+    } = c;
+    let Some(r) = input.allocation_refusals.as_ref().filter(|r| r.total > 0) else {
+        return;
+    };
+    let mut evidence: Vec<String> = r
+        .by_pod
+        .iter()
+        .take(10)
+        .map(|p| {
+            let when = match (p.first_at, p.last_at) {
+                (Some(f), Some(l)) => format!(", {f} to {l}"),
+                _ => String::new(),
+            };
+            format!(
+                "{}: {} refused attempts{when}",
+                p.pod,
+                thousands(p.refusals)
+            )
+        })
+        .collect();
+    if r.by_pod.len() > 10 {
+        evidence.push(format!("and {} more pods", r.by_pod.len() - 10));
+    }
+    if let Some(p) = r.by_pod.first() {
+        evidence.push(format!("{}: {}", p.pod, p.example));
+    }
+    evidence.push(format!("by the identities: {space_line}"));
+    evidence.push(range_line(&d.identity_space));
+    out.add(
+        Severity::Critical,
+        FindingCode::IdentityAllocationRefused,
+        format!(
+            "Cilium's allocator refused {} allocation attempts in {} agent pods' logs ({}): new pods wait for an identity, without networking",
+            thousands(r.total),
+            r.by_pod.len(),
+            super::super::agent_logs::NO_MORE_IDS
+        ),
+        evidence,
+        Some(format!(
+            "free ids now: {delete_hint}; then see below why cilium-operator's GC is not keeping up"
+        )),
+    );
 }
 
 /// At the last day's creation rate, when the range runs out.

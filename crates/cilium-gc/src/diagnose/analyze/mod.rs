@@ -106,7 +106,8 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
         .map(|r| state_of(r, input, &policy, young_window, now))
         .collect();
 
-    let identity_space = identity_space(input, &states, &range);
+    let mut identity_space = identity_space(input, &states, &range);
+    identity_space.local_range_from = Some(range_from(input, &settings));
     let age = age_and_rate(input, &identity_space, settings.heartbeat_timeout, now);
     let churn = churn(input, &states);
     let integrity = integrity(input, &states, &range);
@@ -134,6 +135,7 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
             .then(|| writers::writers(input, settings.heartbeat_timeout, now)),
         labels_what_if: None,
         source: None,
+        allocation_refusals: input.allocation_refusals.clone(),
     };
     let health = gc_health(input, &states, settings.heartbeat_timeout, gc_interval, now);
     d.labels_what_if = labels_what_if(input, &health);
@@ -146,12 +148,53 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
         now,
     );
     d.findings.extend(gc_findings);
+    why_not_keeping_up(&mut d.findings);
     d.findings.sort_by_key(|f| f.severity);
     if let Some(p) = &health.workloads_problem {
         d.warnings.push(p.clone());
     }
     d.gc_health = Some(health);
     d
+}
+
+/// The refusals' finding names the findings that say why cilium-operator's
+/// GC does not free ids as fast as the agents need them, so that the first
+/// finding a reader meets says both what happens and why.
+fn why_not_keeping_up(findings: &mut [Finding]) {
+    const WHY: [FindingCode; 8] = [
+        FindingCode::GcPassesFailing,
+        FindingCode::GcNotCompleting,
+        FindingCode::KnownGcDefect,
+        FindingCode::GcDisabled,
+        FindingCode::StaleBacklog,
+        FindingCode::MarkStripLoop,
+        FindingCode::ConflictWriters,
+        FindingCode::OperatorRestarts,
+    ];
+    let why: Vec<String> = WHY
+        .iter()
+        .filter_map(|code| findings.iter().find(|f| f.code == *code))
+        .map(|f| {
+            format!(
+                "why GC is not keeping up: {} ({}): {}",
+                f.code.as_str(),
+                f.severity.as_str(),
+                f.message
+            )
+        })
+        .collect();
+    if let Some(f) = findings
+        .iter_mut()
+        .find(|f| f.code == FindingCode::IdentityAllocationRefused)
+    {
+        if why.is_empty() {
+            f.evidence.push(
+                "why GC is not keeping up: no finding below says (no stale backlog, no failing pass seen): the churn outruns the range"
+                    .into(),
+            );
+        }
+        f.evidence.extend(why);
+    }
 }
 
 /// The cluster as the input saw it.
@@ -369,5 +412,21 @@ fn identity_space(
         utilisation_percent: percent(allocated, capacity),
         headroom: capacity.saturating_sub(allocated),
         level,
+        local_range_from: None,
+    }
+}
+
+/// The settings the range follows from, and whether cilium-config set them
+/// or Cilium's defaults (cluster 0, 255 clusters) stand in.
+fn range_from(input: &Input, settings: &preflight::CiliumSettings) -> LocalRangeFrom {
+    let source = |key: &str| match config_value(input, key) {
+        Some(_) => ConfigSource::CiliumConfig,
+        None => ConfigSource::Default,
+    };
+    LocalRangeFrom {
+        cluster_id: settings.cluster_id,
+        cluster_id_source: source("cluster-id"),
+        max_connected_clusters: settings.max_connected_clusters,
+        max_connected_clusters_source: source("max-connected-clusters"),
     }
 }

@@ -126,12 +126,14 @@ fn every_state_is_counted_once() {
 
 #[test]
 fn utilisation_levels_and_headroom() {
-    // cluster-id 1 with 511 clusters: range 33024..=65535 (32,512 ids).
+    // cluster-id 1 with 511 clusters: range 32768..=65535 (32,768 ids), as
+    // Cilium's GetMinimalAllocationIdentity and GetMaximumAllocationIdentity
+    // (pkg/identity/numericidentity.go) give it: no reserved ids above cluster 0.
     let build = |count: u64| {
         let mut i = input(
             (0..count)
                 .map(|k| {
-                    let mut r = ident(32768 + 256 + k, "a", 30 * DAY);
+                    let mut r = ident(32768 + k, "a", 30 * DAY);
                     r.security_labels.clear();
                     r
                 })
@@ -140,7 +142,7 @@ fn utilisation_levels_and_headroom() {
         cfg(&mut i, "cluster-id", "1");
         cfg(&mut i, "max-connected-clusters", "511");
         for k in 0..count {
-            i.refs.insert(32768 + 256 + k, 1);
+            i.refs.insert(32768 + k, 1);
         }
         analyze(&i, now())
     };
@@ -148,27 +150,36 @@ fn utilisation_levels_and_headroom() {
     assert_eq!(
         d.identity_space.local_range,
         IdRange {
-            min: 33024,
+            min: 32768,
             max: 65535
         }
     );
-    assert_eq!(d.identity_space.capacity, 32_512);
+    assert_eq!(d.identity_space.capacity, 32_768);
+    assert_eq!(
+        d.identity_space.local_range_from,
+        Some(LocalRangeFrom {
+            cluster_id: 1,
+            cluster_id_source: ConfigSource::CiliumConfig,
+            max_connected_clusters: 511,
+            max_connected_clusters_source: ConfigSource::CiliumConfig,
+        })
+    );
     assert_eq!(d.identity_space.level, Level::Ok);
     assert!(!codes(&d).contains(&FindingCode::IdentitySpaceNearlyFull));
-    let d = build(26_010); // 80.0%
+    let d = build(26_215); // 80.0%
     assert_eq!(d.identity_space.level, Level::Warning);
     assert_eq!(d.identity_space.utilisation_percent, 80.0);
     assert_eq!(
         finding(&d, FindingCode::IdentitySpaceNearlyFull).severity,
         Severity::Warning
     );
-    let d = build(30_887); // 95.0%
+    let d = build(31_130); // 95.0%
     assert_eq!(d.identity_space.level, Level::Critical);
-    assert_eq!(d.identity_space.headroom, 32_512 - 30_887);
+    assert_eq!(d.identity_space.headroom, 32_768 - 31_130);
     let f = finding(&d, FindingCode::IdentitySpaceNearlyFull);
     assert_eq!(f.severity, Severity::Critical);
     assert!(
-        f.evidence[0].contains("30,887 of 32,512"),
+        f.evidence[0].contains("31,130 of 32,768"),
         "{:?}",
         f.evidence
     );
