@@ -21,6 +21,7 @@ mod contract;
 mod labels_filter;
 mod operator_metrics;
 mod saved;
+mod sysdump_real;
 mod views;
 
 pub(crate) use views::markdown_tables;
