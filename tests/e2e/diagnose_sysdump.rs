@@ -87,12 +87,29 @@ fn server_count(cluster: &Cluster, resource: &str) -> u64 {
 
 /// The objects a cluster with Cilium shows, beyond what cluster.sh sets up:
 /// a Node (cilium-cli refuses a cluster without one), the operator's
-/// Deployment and the agents' DaemonSet (cilium-cli picks it by label).
+/// Deployment and the agents' DaemonSet (cilium-cli picks it by label), and
+/// an operator Pod with the operator's flags (never scheduled: no kubelet
+/// runs it, so neither cilium-cli nor `diagnose` can read its metrics).
 fn cilium_objects(cluster: &Cluster) {
-    cluster.apply(&cilium_workloads(&release(Version::Current)));
+    let release = release(Version::Current);
+    cluster.apply(&cilium_workloads(&release));
     cluster.apply(
         "apiVersion: v1\nkind: Node\nmetadata: {name: node-1, labels: {kubernetes.io/hostname: node-1}}\n",
     );
+    let args = SLOW_GC.map(|a| format!("\"{a}\"")).join(", ");
+    cluster.apply(&format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: cilium-operator-5d8f7c9b4-x2x7q, namespace: kube-system, labels: {{io.cilium/app: operator, name: cilium-operator}}}}
+spec:
+  containers:
+  - name: cilium-operator
+    image: "quay.io/cilium/operator-generic:{release}"
+    args: [{args}]
+    ports: [{{name: prometheus, containerPort: 9963}}]
+"#
+    ));
 }
 
 /// `kubectl patch --field-manager=label-sync` of [`PATCHED`] identities the
@@ -234,6 +251,12 @@ async fn a_real_cilium_sysdump_gives_the_live_findings() {
         states["unusedMarked"].as_u64().unwrap() + states["staleCandidates"].as_u64().unwrap();
     assert!(marked > old.len() as u64 / 2, "{}", live["identitySpace"]);
 
+    let pods = &live["gcHealth"]["cilium"]["operatorPods"];
+    assert_eq!(
+        pods.as_array().map(Vec::len),
+        Some(1),
+        "the operator Pod, live: {pods}"
+    );
     let codes: BTreeSet<String> = findings(&live).into_iter().map(|(c, _)| c).collect();
     for code in [
         "known-gc-defect",
@@ -260,6 +283,7 @@ async fn a_real_cilium_sysdump_gives_the_live_findings() {
             "total": live["identitySpace"]["total"],
             "writers": live["writers"],
             "endpointSliceCrd": live["cluster"]["endpointSliceCrd"],
+            "operatorPods": live["gcHealth"]["cilium"]["operatorPods"],
         },
     });
     assert_saved_matches(&saved, &expected);

@@ -66,14 +66,17 @@ pub fn assert_saved_matches(saved: &Value, expected: &Value) {
         live["endpointSliceCrd"]
     );
     // What a quick sysdump of this cluster leaves out, and only that: it
-    // saves managedFields, the config, the Deployment and the DaemonSet.
+    // saves managedFields, the config, the Deployment, the DaemonSet and
+    // the Pods.
     let missing: BTreeSet<String> = serde_json::from_value(source["missing"].clone()).unwrap();
     assert_eq!(
         missing,
-        ["cilium-operator Pods", "cilium-operator metrics"]
-            .map(String::from)
-            .into(),
+        ["cilium-operator metrics"].map(String::from).into(),
         "{source}"
+    );
+    assert_eq!(
+        saved["gcHealth"]["cilium"]["operatorPods"], live["operatorPods"],
+        "the operator Pods, from k8s-pods-<ts>.yaml"
     );
     // Nothing in the archive was unreadable.
     let warnings = saved["warnings"].to_string();
