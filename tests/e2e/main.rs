@@ -72,6 +72,11 @@ mod diagnose_writers;
 /// Issue 36.
 mod diagnose_saved;
 
+/// `diagnose --from` on an archive the real `cilium sysdump` wrote, against
+/// the live diagnosis; records the archive the integration suite reads.
+/// Run by hand (cilium-cli is not on the module proxy). Issue 36.
+mod diagnose_sysdump;
+
 /// Today's identity-management modes (`operator`, `both`) with the real
 /// current operator: why the plugin refuses them. Issue 36, item 4.
 mod identity_modes;

@@ -12,6 +12,11 @@ pub mod workload;
 #[path = "../../it/support/tools.rs"]
 pub mod tools;
 
+/// What a diagnosis of a real cilium-cli archive must say, shared with the
+/// integration test that reads the recorded one.
+#[path = "../../it/support/sysdump.rs"]
+pub mod sysdump;
+
 /// The container image `.ci/image` builds, and a loopback registry, shared
 /// with the integration suite.
 #[path = "../../it/support/image.rs"]

@@ -143,7 +143,8 @@ pub fn ago(age: std::time::Duration) -> Timestamp {
 
 /// The cilium-operator Deployment and cilium DaemonSet as a cluster shows
 /// them (the operator binary runs outside the cluster; these name the
-/// release `diagnose` reads from their images).
+/// release `diagnose` reads from their images). The DaemonSet carries the
+/// label `cilium sysdump` finds it by, as Cilium's chart sets it.
 pub fn cilium_workloads(version: &str) -> String {
     format!(
         r#"
@@ -159,7 +160,7 @@ spec:
 ---
 apiVersion: apps/v1
 kind: DaemonSet
-metadata: {{name: cilium, namespace: kube-system}}
+metadata: {{name: cilium, namespace: kube-system, labels: {{k8s-app: cilium}}}}
 spec:
   selector: {{matchLabels: {{k8s-app: cilium}}}}
   template:

@@ -22,6 +22,7 @@ mod labels_filter;
 mod operator_metrics;
 mod refusals;
 mod saved;
+mod sysdump_real;
 mod views;
 
 pub(crate) use views::markdown_tables;

@@ -55,6 +55,9 @@ struct Found {
     metrics: Vec<(String, String)>,
     policies: Vec<(types::PolicyKind, Value)>,
     saw_policies: bool,
+    /// The kinds a file was saved of, even with no items: cilium-cli writes
+    /// an empty list when the CRD is served and no file when it is not.
+    saved_kinds: HashSet<&'static str>,
     sysdump_time: Option<Timestamp>,
     warnings: Vec<String>,
     /// Refusals in the container logs read, by pod (`agent_logs`).
@@ -190,6 +193,20 @@ fn kind_by_name(name: &str) -> Option<&'static str> {
         .map(|(_, k)| *k)
 }
 
+/// The kinds whose saved files say what was served, by their own name.
+fn known_kind(kind: &str) -> Option<&'static str> {
+    ["CiliumIdentity", "CiliumEndpoint", "CiliumEndpointSlice"]
+        .into_iter()
+        .find(|k| *k == kind)
+}
+
+/// Whether a file is Prometheus exposition text (its first line a `# HELP`
+/// or `# TYPE` comment), whatever its name says.
+fn is_exposition(text: &str) -> bool {
+    let first = text.trim_start().lines().next().unwrap_or_default();
+    first.starts_with("# HELP ") || first.starts_with("# TYPE ")
+}
+
 /// The documents of a YAML or JSON file.
 fn documents(text: &str) -> Result<Vec<Value>, String> {
     if text.trim_start().starts_with('{') {
@@ -201,6 +218,12 @@ fn documents(text: &str) -> Result<Vec<Value>, String> {
 }
 
 impl Found {
+    /// Whether a file of this kind was saved (an empty list counts: it
+    /// says the kind was served and had no objects).
+    fn saved(&self, kind: &str) -> bool {
+        self.saved_kinds.contains(kind)
+    }
+
     /// Read one file; a problem is a warning naming it.
     fn read(&mut self, path: &Path, shown: &str) {
         let name = path
@@ -230,7 +253,10 @@ impl Found {
                 return;
             }
         };
-        if is_metrics {
+        // cilium-cli saves the kube-apiserver's `/metrics` text as
+        // `k8s-metrics-<ts>.yaml`: exposition text is read as such, whatever
+        // the file is named.
+        if is_metrics || is_exposition(&text) {
             if text.contains("cilium_operator_") {
                 self.metrics.push((name, text));
             }
@@ -238,6 +264,9 @@ impl Found {
         }
         match documents(&text) {
             Ok(docs) => {
+                if let Some(kind) = kind_by_name(&name) {
+                    self.saved_kinds.insert(kind);
+                }
                 for d in docs {
                     self.object(d, kind_by_name(&name));
                 }
@@ -266,6 +295,10 @@ impl Found {
     /// File one object (or each item of a list) by its kind.
     fn object(&mut self, v: Value, by_name: Option<&'static str>) {
         if let Some(items) = v.get("items").and_then(Value::as_array) {
+            let list_of = v["kind"].as_str().and_then(|k| k.strip_suffix("List"));
+            if let Some(kind) = list_of.and_then(known_kind) {
+                self.saved_kinds.insert(kind);
+            }
             for i in items.clone() {
                 self.object(i, by_name);
             }
@@ -274,6 +307,9 @@ impl Found {
         let kind = v["kind"].as_str().map(str::to_owned);
         let kind = kind.as_deref().or(by_name).unwrap_or_default();
         let name = v["metadata"]["name"].as_str().unwrap_or_default();
+        if let Some(k) = known_kind(kind) {
+            self.saved_kinds.insert(k);
+        }
         match kind {
             "CiliumIdentity" => self.identities.push(v),
             "CiliumEndpoint" => self.endpoints.push(v),
@@ -282,7 +318,11 @@ impl Found {
                 self.config = serde_json::from_value(v["data"].clone()).ok();
             }
             "Deployment" if name == "cilium-operator" => self.operator = Some(v),
-            "DaemonSet" if name == "cilium" => self.daemonset = Some(v),
+            // cilium-cli picks the agents' DaemonSet by its label
+            // (`k8s-app=cilium`), whatever its name.
+            "DaemonSet" if name == "cilium" || by_name == Some("DaemonSet") => {
+                self.daemonset = Some(v);
+            }
             "Pod" if v["metadata"]["labels"]["io.cilium/app"] == "operator" => self.pods.push(v),
             k => {
                 if let Some(kind) = policies::kind_of(k) {
@@ -360,9 +400,9 @@ pub(crate) fn collect(
         );
     }
     for (what, absent) in [
-        ("ciliumidentities", f.identities.is_empty()),
-        ("ciliumendpoints", f.endpoints.is_empty()),
-        ("ciliumendpointslices", f.slices.is_empty()),
+        ("ciliumidentities", !f.saved("CiliumIdentity")),
+        ("ciliumendpoints", !f.saved("CiliumEndpoint")),
+        ("ciliumendpointslices", !f.saved("CiliumEndpointSlice")),
         ("the cilium-config ConfigMap", f.config.is_none()),
         ("the cilium-operator Deployment", f.operator.is_none()),
         ("the cilium DaemonSet", f.daemonset.is_none()),
@@ -429,8 +469,8 @@ fn build(f: &mut Found, now: Timestamp, labels: Option<&str>) -> Input {
         // diagnosis cannot tell "not served" from "not saved", and says so.
         crds: Crds {
             identities: true,
-            endpoints: !f.endpoints.is_empty() || f.slices.is_empty(),
-            slices: !f.slices.is_empty(),
+            endpoints: f.saved("CiliumEndpoint") || !f.saved("CiliumEndpointSlice"),
+            slices: f.saved("CiliumEndpointSlice"),
             slices_v2: false,
         },
         config: f.config.clone(),
@@ -514,6 +554,52 @@ mod tests {
             kind_by_name("cilium-configmap-20260601-120000.yaml"),
             Some("ConfigMap")
         );
+    }
+
+    /// What the real cilium-cli writes (docs/diagnose.md, "A real
+    /// cilium-cli archive"): an empty list for a served CRD, the API
+    /// server's metrics text as `k8s-metrics-<ts>.yaml`, the agents'
+    /// DaemonSet as a list without kinds, found by label not name.
+    #[test]
+    fn real_sysdump_shapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let ts = "20260601-120000";
+        for (name, text) in [
+            ("ciliumidentities", IDENTITY),
+            (
+                "ciliumendpointslices",
+                "apiVersion: cilium.io/v2alpha1\nitems: []\nkind: CiliumEndpointSliceList\nmetadata:\n  resourceVersion: \"5\"\n",
+            ),
+            (
+                "k8s-metrics",
+                "# HELP a_total A.\n# TYPE a_total counter\na_total{name=\"v1.\"} 0\n",
+            ),
+            (
+                "cilium-daemonset",
+                "apiVersion: apps/v1\nitems:\n- metadata: {name: cilium-agent, labels: {k8s-app: cilium}}\n  spec: {template: {spec: {containers: [{name: cilium-agent, image: \"quay.io/cilium/cilium:v1.19.3\"}]}}}\nkind: DaemonSetList\n",
+            ),
+        ] {
+            std::fs::write(dir.path().join(format!("{name}-{ts}.yaml")), text).unwrap();
+        }
+        let (input, _, source) = collect(dir.path(), None).unwrap();
+        assert!(input.warnings.is_empty(), "{:?}", input.warnings);
+        assert!(input.crds.slices && !input.crds.endpoints);
+        assert_eq!(
+            input.workloads.unwrap().agent_images,
+            ["quay.io/cilium/cilium:v1.19.3"]
+        );
+        for saved in [
+            "ciliumidentities",
+            "ciliumendpointslices",
+            "the cilium DaemonSet",
+        ] {
+            assert!(
+                !source.missing.iter().any(|m| m == saved),
+                "{saved}: {:?}",
+                source.missing
+            );
+        }
+        assert!(source.missing.iter().any(|m| m == "ciliumendpoints"));
     }
 
     const IDENTITY: &str = "items:\n- metadata: {name: \"1000\", uid: u, resourceVersion: \"1\", creationTimestamp: \"2026-06-01T10:00:00Z\"}\n  security-labels: {\"k8s:app\": web}\n";
