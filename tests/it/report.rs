@@ -64,7 +64,7 @@ fn full_example_report_conforms() {
 fn minimal_report_conforms() {
     let mut r = full_report();
     r.aborted = None;
-    r.tool.commit = None;
+    r.header.tool.commit = None;
     r.cluster = Default::default();
     r.items.clear();
     r.errors.clear();

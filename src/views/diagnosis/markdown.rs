@@ -20,7 +20,7 @@ pub fn diagnosis(d: &Diagnosis) -> String {
         vec!["Context".into(), opt(c.context.as_deref())],
         vec!["Kubernetes".into(), opt(c.kubernetes_version.as_deref())],
         vec!["Generated at".into(), d.generated_at.to_string()],
-        vec!["Tool".into(), tool_line(&d.tool)],
+        vec!["Tool".into(), tool_line(&d.header.tool)],
         vec![
             "Endpoints".into(),
             format!(
@@ -57,7 +57,7 @@ pub fn diagnosis(d: &Diagnosis) -> String {
     let _ = writeln!(
         o,
         "<sub>Written by {} at {}; the same diagnosis as JSON: `kubectl cilium-gc diagnose -o json`.</sub>",
-        tool_line(&d.tool),
+        tool_line(&d.header.tool),
         d.generated_at
     );
     o

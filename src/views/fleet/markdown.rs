@@ -46,12 +46,12 @@ pub fn fleet(f: &FleetReport) -> String {
     about(
         &mut o,
         About {
-            started_at: f.started_at,
-            duration_seconds: f.duration_seconds,
+            started_at: f.span.started_at,
+            duration_seconds: f.span.duration_seconds,
             parallel: f.parallel,
             exit_code: f.exit_code,
             redacted: f.redacted,
-            tool: &f.tool,
+            tool: &f.header.tool,
         },
     );
     let _ = writeln!(o, "## Clusters\n");
@@ -122,12 +122,12 @@ pub fn fleet_diagnosis(f: &FleetDiagnosis) -> String {
     about(
         &mut o,
         About {
-            started_at: f.started_at,
-            duration_seconds: f.duration_seconds,
+            started_at: f.span.started_at,
+            duration_seconds: f.span.duration_seconds,
             parallel: f.parallel,
             exit_code: f.exit_code,
             redacted: f.redacted,
-            tool: &f.tool,
+            tool: &f.header.tool,
         },
     );
     let _ = writeln!(o, "## Clusters\n");

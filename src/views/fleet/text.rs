@@ -139,7 +139,7 @@ pub fn fleet_text(f: &FleetReport, style: Style) -> String {
         },
         thousands(s.identities),
         thousands(s.reasons.stale),
-        run_duration(f.duration_seconds),
+        run_duration(f.span.duration_seconds),
     );
     if let Some(full) = &s.fullest {
         let _ = writeln!(
@@ -267,7 +267,7 @@ pub fn fleet_diagnosis_text(f: &FleetDiagnosis, style: Style) -> String {
         s.findings.critical,
         s.findings.warning,
         s.findings.info,
-        run_duration(f.duration_seconds),
+        run_duration(f.span.duration_seconds),
     );
     if let Some(full) = &s.fullest {
         let _ = writeln!(

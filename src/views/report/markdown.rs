@@ -45,10 +45,13 @@ fn report_headline(o: &mut String, r: &Report) {
                 "Kubernetes".into(),
                 opt(r.cluster.kubernetes_version.as_deref()),
             ],
-            vec!["Started at".into(), r.started_at.to_string()],
-            vec!["Duration".into(), format!("{:.1}s", r.duration_seconds)],
+            vec!["Started at".into(), r.span.started_at.to_string()],
+            vec![
+                "Duration".into(),
+                format!("{:.1}s", r.span.duration_seconds),
+            ],
             vec!["Exit code".into(), r.exit_code.to_string()],
-            vec!["Tool".into(), tool_line(&r.tool)],
+            vec!["Tool".into(), tool_line(&r.header.tool)],
         ],
     );
 }
@@ -231,8 +234,8 @@ fn report_footer(o: &mut String, r: &Report) {
     let _ = writeln!(
         o,
         "<sub>Written by {} at {}; the full report as JSON: `-o json` or `--report-file`.</sub>",
-        tool_line(&r.tool),
-        r.finished_at
+        tool_line(&r.header.tool),
+        r.span.finished_at
     );
 }
 

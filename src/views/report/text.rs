@@ -57,7 +57,7 @@ pub(super) fn header(o: &mut String, report: &Report, p: &Paint) {
         p.bold("cilium-gc"),
         p.bold(mode),
         cluster,
-        run_duration(report.duration_seconds),
+        run_duration(report.span.duration_seconds),
     );
     if report.mode == Mode::DryRunServer {
         let _ = writeln!(
