@@ -26,7 +26,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use cilium_gc::policy::Reason;
-use cilium_gc::report::{Mode, Report};
+use cilium_gc::report::Report;
+use cilium_gc_documents::report::Mode;
 
 /// Prefix of every metric name.
 pub const PREFIX: &str = "cilium_gc";
@@ -172,7 +173,7 @@ impl Run<'_> {
     }
 
     /// What the run found and did, one gauge per count.
-    fn counts(&mut self, s: &cilium_gc::report::Summary) {
+    fn counts(&mut self, s: &cilium_gc_documents::report::Summary) {
         for (name, help, v) in [
             (
                 "candidate_identities",
@@ -537,7 +538,7 @@ fn mode_name(m: Mode) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cilium_gc::report::{Abort, AbortReason};
+    use cilium_gc_documents::report::{Abort, AbortReason};
     use cilium_gc_testkit::samples::report as sample;
 
     fn parsed(text: &str) -> prometheus_parse::Scrape {

@@ -17,7 +17,7 @@ fn schema_is_valid_draft_2020_12() {
         "not a valid draft 2020-12 schema:\n{errors:#?}"
     );
     assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
-    assert_eq!(s["$id"], cilium_gc::report::SCHEMA_ID);
+    assert_eq!(s["$id"], cilium_gc_documents::report::SCHEMA_ID);
 }
 
 /// Every property and definition says what it is; enums list their

@@ -5,13 +5,12 @@
 
 use std::fmt::Write as _;
 
-use cilium_gc::report::{Mode, Tool};
 use cilium_gc::thousands;
+use cilium_gc_documents::report::{Mode, Tool};
 
 use crate::views::markdown::*;
-use cilium_gc::fleet::{
-    ClusterEntry, ClusterStatus, FleetDiagnosis, FleetDiagnosisSummary, FleetReport,
-};
+use cilium_gc::fleet::{FleetDiagnosis, FleetReport};
+use cilium_gc_documents::fleet::{ClusterEntry, ClusterStatus, FleetDiagnosisSummary};
 
 /// The fleet report as Markdown.
 pub fn fleet(f: &FleetReport) -> String {

@@ -2,8 +2,9 @@
 
 use std::fmt::Write as _;
 
-use cilium_gc::report::{Mode, Outcome, Report};
+use cilium_gc::report::Report;
 use cilium_gc::thousands;
+use cilium_gc_documents::report::{Mode, Outcome};
 
 use crate::views::markdown::*;
 use crate::views::next_steps::next_steps;

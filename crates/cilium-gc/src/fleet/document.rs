@@ -330,7 +330,7 @@ mod tests {
             .join(", ");
         assert_eq!(order, "143, 130, 1, 4, 5, 3, 2");
         assert!(Exit::HELP.contains(&order), "{}", Exit::HELP);
-        let schema = crate::fleet::schema().to_string();
+        let schema = cilium_gc_documents::fleet::schema().to_string();
         assert!(schema.contains(&format!("(order: {order})")));
     }
 
