@@ -4,8 +4,9 @@
 use std::io::Write;
 use std::path::Path;
 
-use cilium_gc::report::{AbortReason, Report};
+use cilium_gc::report::Report;
 use cilium_gc::Exit;
+use cilium_gc_documents::report::AbortReason;
 
 use crate::views::format::{stdout_style, write_report_file, ColorChoice, OutputFormat};
 use crate::views::report::{early_abort_text, render};

@@ -13,9 +13,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use cilium_gc::fleet::ContextFilter;
 pub use cilium_gc::parse_duration;
-use cilium_gc::report::ItemsMode;
 use cilium_gc::Exit;
 use cilium_gc::{ConnectSettings, Pacing, ScanSettings, WriteSettings};
+use cilium_gc_documents::report::ItemsMode;
 
 pub use crate::views::format::{ColorChoice, OutputFormat};
 

@@ -191,7 +191,7 @@ fn heartbeat_timeout(s: &Scenario) -> std::time::Duration {
 /// The two runs side by side, numbers from the runs themselves.
 pub(crate) fn comparison(
     pass: &cilium_gc_sim::OperatorPass,
-    ours: &cilium_gc::report::Summary,
+    ours: &cilium_gc_documents::report::Summary,
     in_use_touched: u64,
 ) -> String {
     let operator = match &pass.stopped_at {

@@ -10,10 +10,10 @@
 //! or a fleet; `contexts`: which contexts a fleet covers; `sim`: a
 //! simulated cluster).
 
-use cilium_gc::report::Tool;
 use cilium_gc::Exit;
 use cilium_gc::GcSettings;
 use cilium_gc::Stop;
+use cilium_gc_documents::report::Tool;
 
 use crate::cli::{Cli, Command, SchemaKind};
 use crate::output::{print_json, println_or_pipe, usage_error, write_stdout};
@@ -63,10 +63,10 @@ pub async fn run(cli: Cli) -> Exit {
         }
         Command::Diagnose(args) => diagnose::run(&kube, args, &stop, cli.color).await,
         Command::Schema(args) => print_json(&match args.kind {
-            SchemaKind::Report => cilium_gc::report::schema(),
-            SchemaKind::FleetReport => cilium_gc::fleet::schema(),
-            SchemaKind::Diagnosis => cilium_gc::diagnose::schema(),
-            SchemaKind::FleetDiagnosis => cilium_gc::fleet::diagnosis_schema(),
+            SchemaKind::Report => cilium_gc_documents::report::schema(),
+            SchemaKind::FleetReport => cilium_gc_documents::fleet::schema(),
+            SchemaKind::Diagnosis => cilium_gc_documents::diagnosis::schema(),
+            SchemaKind::FleetDiagnosis => cilium_gc_documents::fleet::diagnosis_schema(),
         }),
         Command::Version => {
             let t = Tool::current();

@@ -192,7 +192,7 @@ impl cilium_gc::fleet::FleetObserver for FleetTerminal {
         std::sync::Arc::new(ClusterLine { bar })
     }
 
-    fn cluster_done(&self, entry: &cilium_gc::fleet::ClusterEntry) {
+    fn cluster_done(&self, entry: &cilium_gc_documents::fleet::ClusterEntry) {
         let Some(bar) = self.bar_of(&entry.context) else {
             return;
         };

@@ -16,9 +16,9 @@
 
 use std::fmt::Write as _;
 
-use cilium_gc::diagnose::Severity;
-use cilium_gc::report::Tool;
 use cilium_gc::thousands;
+use cilium_gc_documents::diagnosis::Severity;
+use cilium_gc_documents::report::Tool;
 
 /// Rows shown before the rest of a list is folded into `<details>`.
 pub(super) const VISIBLE_ROWS: usize = 10;

@@ -26,7 +26,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use cilium_gc::policy::Reason;
-use cilium_gc::report::{Mode, Report};
+use cilium_gc::report::Report;
+use cilium_gc_documents::report::Mode;
 
 /// Prefix of every metric name.
 pub const PREFIX: &str = "cilium_gc";
@@ -130,7 +131,7 @@ impl Run<'_> {
     fn info(&mut self, report: &Report) {
         let mut labels = self.labels.clone();
         labels.push(("mode".into(), mode_name(report.mode).into()));
-        labels.push(("version".into(), report.tool.version.clone()));
+        labels.push(("version".into(), report.header.tool.version.clone()));
         self.metrics.info.get_or_create(&labels).set(1);
     }
 
@@ -172,7 +173,7 @@ impl Run<'_> {
     }
 
     /// What the run found and did, one gauge per count.
-    fn counts(&mut self, s: &cilium_gc::report::Summary) {
+    fn counts(&mut self, s: &cilium_gc_documents::report::Summary) {
         for (name, help, v) in [
             (
                 "candidate_identities",
@@ -231,7 +232,7 @@ impl Run<'_> {
             "run_duration_seconds",
             "Wall time of the last run",
             &[],
-            report.duration_seconds,
+            report.span.duration_seconds,
         );
         self.set(
             "delete_rate_per_second",
@@ -251,7 +252,7 @@ impl Run<'_> {
             &[],
             if succeeded(report) { 1.0 } else { 0.0 },
         );
-        let finished = seconds(report.finished_at);
+        let finished = seconds(report.span.finished_at);
         self.set(
             "last_run_timestamp_seconds",
             "When the last run finished, in seconds since the epoch",
@@ -537,7 +538,7 @@ fn mode_name(m: Mode) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cilium_gc::report::{Abort, AbortReason};
+    use cilium_gc_documents::report::{Abort, AbortReason};
     use cilium_gc_testkit::samples::report as sample;
 
     fn parsed(text: &str) -> prometheus_parse::Scrape {
@@ -563,7 +564,7 @@ mod tests {
         r.aborted = None;
         let text = encode(&r, Some(1.0));
         let s = parsed(&text);
-        let finished = r.finished_at.as_millisecond() as f64 / 1000.0;
+        let finished = r.span.finished_at.as_millisecond() as f64 / 1000.0;
         assert_eq!(value(&s, LAST_SUCCESS), Some(finished));
         assert_eq!(
             value(&s, "cilium_gc_last_run_timestamp_seconds"),
@@ -580,7 +581,7 @@ mod tests {
         );
         assert_eq!(
             value(&s, "cilium_gc_run_duration_seconds"),
-            Some(r.duration_seconds)
+            Some(r.span.duration_seconds)
         );
         // Every reason is present, so a POST replaces them all.
         let reasons: Vec<_> = s
@@ -630,7 +631,7 @@ mod tests {
         write_fleet_textfile(&path, &[("a", &failed), ("b \"x\"", &ok)]).unwrap();
         let first = std::fs::read_to_string(&path).unwrap();
         assert_eq!(last_success_of(&first, "a"), None);
-        let b_success = ok.finished_at.as_millisecond() as f64 / 1000.0;
+        let b_success = ok.span.finished_at.as_millisecond() as f64 / 1000.0;
         assert_eq!(last_success_of(&first, "b \"x\""), Some(b_success));
         assert_eq!(first.matches("# HELP cilium_gc_run_exit_code ").count(), 1);
         // One registry: every metric has one `# HELP` and one `# TYPE`.
@@ -701,7 +702,7 @@ mod tests {
         write_textfile(&path, &r).unwrap();
         let first = last_success_in(&std::fs::read_to_string(&path).unwrap()).unwrap();
         r.exit_code = 4;
-        r.finished_at += jiff::SignedDuration::from_hours(1);
+        r.span.finished_at += jiff::SignedDuration::from_hours(1);
         write_textfile(&path, &r).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(last_success_in(&text), Some(first));

@@ -4,8 +4,9 @@
 //! preflight check names its own remedy, and a step never suggests a
 //! command that the same checks would refuse.
 
-use cilium_gc::report::{AbortReason, Check, CheckName, Mode, Report};
+use cilium_gc::report::Report;
 use cilium_gc::{human_duration, thousands};
+use cilium_gc_documents::report::{AbortReason, Check, CheckName, Mode};
 
 /// What a human should do next, one sentence each, most urgent first.
 /// Empty when there is nothing to do.

@@ -26,7 +26,7 @@ pub fn duplicates(groups: &str, surplus: &str) -> String {
 /// Markdown view typesets an en dash), `emph` marks the allocation (bold
 /// in Markdown).
 pub fn identity_space(
-    sp: &cilium_gc::diagnose::IdentitySpace,
+    sp: &cilium_gc_documents::diagnosis::IdentitySpace,
     dash: &str,
     emph: impl Fn(String) -> String,
 ) -> String {
@@ -47,7 +47,7 @@ pub fn identity_space(
 
 /// The identity states, in the order both views list them, with their
 /// counts (lower case: the Markdown view capitalises).
-pub fn states(st: &cilium_gc::diagnose::StateCounts) -> [(&'static str, u64); 7] {
+pub fn states(st: &cilium_gc_documents::diagnosis::StateCounts) -> [(&'static str, u64); 7] {
     [
         ("in use", st.in_use),
         ("stale candidates (GC may delete)", st.stale_candidates),
@@ -68,8 +68,8 @@ pub fn capitalised(s: &str) -> String {
 }
 
 /// What the verdict on cilium-operator's GC passes rests on.
-pub fn pass_evidence(e: cilium_gc::diagnose::PassEvidence) -> &'static str {
-    use cilium_gc::diagnose::PassEvidence;
+pub fn pass_evidence(e: cilium_gc_documents::diagnosis::PassEvidence) -> &'static str {
+    use cilium_gc_documents::diagnosis::PassEvidence;
     match e {
         PassEvidence::OperatorMetrics => "operator metrics",
         PassEvidence::HeartbeatMarks => "heartbeat marks' ages",
@@ -79,8 +79,8 @@ pub fn pass_evidence(e: cilium_gc::diagnose::PassEvidence) -> &'static str {
 }
 
 /// Whether cilium-operator's GC passes complete.
-pub fn pass_verdict(v: cilium_gc::diagnose::PassVerdict) -> &'static str {
-    use cilium_gc::diagnose::PassVerdict;
+pub fn pass_verdict(v: cilium_gc_documents::diagnosis::PassVerdict) -> &'static str {
+    use cilium_gc_documents::diagnosis::PassVerdict;
     match v {
         PassVerdict::Completing => "completing",
         PassVerdict::NotCompleting => "not completing",

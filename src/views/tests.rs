@@ -3,8 +3,8 @@
 //! tests use too.
 
 use cilium_gc::policy::Reason;
-use cilium_gc::report::*;
 use cilium_gc::{human_duration, thousands};
+use cilium_gc_documents::report::*;
 use cilium_gc_testkit::samples::{item, report as sample};
 
 use super::format::*;

@@ -100,7 +100,7 @@ fn entry<'a>(doc: &'a Value, context: &str) -> &'a Value {
 fn committed_fleet_schema_is_valid_and_documented() {
     let s = schema::committed_fleet();
     assert!(schema::meta_errors(&s).is_empty());
-    assert_eq!(s["$id"], cilium_gc::fleet::FLEET_SCHEMA_ID);
+    assert_eq!(s["$id"], cilium_gc_documents::fleet::FLEET_SCHEMA_ID);
     let problems = schema::documentation_problems(
         &s,
         &[
@@ -736,7 +736,10 @@ async fn server_dry_run_over_a_fleet_deletes_nothing() {
 fn fleet_diagnosis_schema_is_valid_draft_2020_12() {
     let s = schema::committed_fleet_diagnosis();
     assert!(schema::meta_errors(&s).is_empty());
-    assert_eq!(s["$id"], cilium_gc::fleet::FLEET_DIAGNOSIS_SCHEMA_ID);
+    assert_eq!(
+        s["$id"],
+        cilium_gc_documents::fleet::FLEET_DIAGNOSIS_SCHEMA_ID
+    );
 }
 
 /// Valid against the fleet diagnosis schema, and every embedded diagnosis
@@ -774,7 +777,10 @@ async fn diagnose_over_a_fleet_is_one_document_with_each_clusters_diagnosis() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     let doc = parse(&out);
     assert_fleet_diagnosis_valid(&doc);
-    assert_eq!(doc["kind"], cilium_gc::fleet::FLEET_DIAGNOSIS_KIND);
+    assert_eq!(
+        doc["kind"],
+        cilium_gc_documents::fleet::FLEET_DIAGNOSIS_KIND
+    );
     assert_eq!(doc["exitCode"], 2);
     let contexts: Vec<&str> = doc["clusters"]
         .as_array()

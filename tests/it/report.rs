@@ -17,7 +17,7 @@ fn schema_is_valid_draft_2020_12() {
         "not a valid draft 2020-12 schema:\n{errors:#?}"
     );
     assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
-    assert_eq!(s["$id"], cilium_gc::report::SCHEMA_ID);
+    assert_eq!(s["$id"], cilium_gc_documents::report::SCHEMA_ID);
 }
 
 /// Every property and definition says what it is; enums list their
@@ -64,7 +64,7 @@ fn full_example_report_conforms() {
 fn minimal_report_conforms() {
     let mut r = full_report();
     r.aborted = None;
-    r.tool.commit = None;
+    r.header.tool.commit = None;
     r.cluster = Default::default();
     r.items.clear();
     r.errors.clear();

@@ -56,6 +56,41 @@ fn no_shipped_file_is_over_800_lines() {
     );
 }
 
+/// The engine's public API reads in its `pub use` lines (issue 35): no
+/// public glob re-export (`pub use x::*`) anywhere in the engine's source.
+/// (How many items it has is `.ci/public-items`.)
+#[test]
+fn the_engine_re_exports_named_items_only() {
+    let mut globs = Vec::new();
+    let mut re_exports = 0;
+    for file in rust_files(&repo_path("crates/cilium-gc/src")) {
+        let source = std::fs::read_to_string(&file).unwrap();
+        let code: String = source
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .map(|line| format!("{line}\n"))
+            .collect();
+        for statement in code.split(';') {
+            // After any attribute or `mod … {` before it.
+            let Some(start) = statement.find("pub use ") else {
+                continue;
+            };
+            let statement = &statement[start..];
+            re_exports += 1;
+            if statement.contains('*') {
+                globs.push(format!("{}: {}", file.display(), statement.trim()));
+            }
+        }
+    }
+    // The premise: the engine's re-exports were read.
+    assert!(re_exports > 10, "only {re_exports} `pub use` read");
+    assert!(
+        globs.is_empty(),
+        "glob re-exports in the engine (name the items):\n{}",
+        globs.join("\n")
+    );
+}
+
 #[test]
 fn no_import_circle_in_any_crate() {
     let mut circles = Vec::new();

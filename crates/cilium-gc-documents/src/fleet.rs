@@ -13,12 +13,12 @@
 //! spooled on disk and serializes them back one at a time. Either way the
 //! document written, and its schema, is the same.
 
-use jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::diagnosis::{Diagnosis, FindingCode, Severity};
-use crate::report::{Abort, AbortReason, Mode, ReasonCounts, Report, Tool};
+use crate::header::{Document, Header, Span, Timed};
+use crate::report::{Abort, AbortReason, Mode, ReasonCounts, Report};
 
 /// `kind` of the fleet report.
 pub const FLEET_KIND: &str = "CiliumIdentityGCFleetReport";
@@ -35,21 +35,12 @@ pub const FLEET_SCHEMA_ID: &str =
 #[serde(rename_all = "camelCase")]
 #[schemars(title = "CiliumIdentityGCFleetReport", bound = "")]
 pub struct FleetReport<C = Vec<ClusterEntry>> {
-    /// The JSON Schema this document conforms to.
-    #[serde(rename = "$schema")]
-    pub schema: String,
-    /// Document version: `cilium-gc.kubectl.io/v1`.
-    pub api_version: String,
-    /// Always `CiliumIdentityGCFleetReport`.
-    pub kind: String,
-    /// The program that wrote the report.
-    pub tool: Tool,
-    /// When the fleet run started (RFC 3339, UTC).
-    pub started_at: Timestamp,
-    /// When the fleet report was written (RFC 3339, UTC).
-    pub finished_at: Timestamp,
-    /// Wall time of the whole fleet run, in seconds.
-    pub duration_seconds: f64,
+    /// `$schema`, `apiVersion`, `kind`, `tool` (see [`Header`]).
+    #[serde(flatten)]
+    pub header: Header<FleetReport>,
+    /// `startedAt`, `finishedAt`, `durationSeconds` (see [`Span`]).
+    #[serde(flatten)]
+    pub span: Span<FleetReport>,
     /// What every cluster's run was allowed to do.
     pub mode: Mode,
     /// Clusters run at the same time (`--parallel`).
@@ -67,6 +58,19 @@ pub struct FleetReport<C = Vec<ClusterEntry>> {
     /// One entry per selected context, in the order they were selected.
     #[schemars(with = "Vec<ClusterEntry>")]
     pub clusters: C,
+}
+
+impl Document for FleetReport {
+    const KIND: &'static str = FLEET_KIND;
+    const SCHEMA_ID: &'static str = FLEET_SCHEMA_ID;
+    const KIND_DOC: &'static str = "Always `CiliumIdentityGCFleetReport`.";
+    const TOOL_DOC: &'static str = "The program that wrote the report.";
+}
+
+impl Timed for FleetReport {
+    const STARTED_DOC: &'static str = "When the fleet run started (RFC 3339, UTC).";
+    const FINISHED_DOC: &'static str = "When the fleet report was written (RFC 3339, UTC).";
+    const DURATION_DOC: &'static str = "Wall time of the whole fleet run, in seconds.";
 }
 
 /// The published JSON Schema of the fleet report.
@@ -259,21 +263,12 @@ pub const FLEET_DIAGNOSIS_SCHEMA_ID: &str =
 #[serde(rename_all = "camelCase")]
 #[schemars(title = "CiliumIdentityFleetDiagnosis")]
 pub struct FleetDiagnosis {
-    /// The JSON Schema this document conforms to.
-    #[serde(rename = "$schema")]
-    pub schema: String,
-    /// Document version: `cilium-gc.kubectl.io/v1`.
-    pub api_version: String,
-    /// Always `CiliumIdentityFleetDiagnosis`.
-    pub kind: String,
-    /// The program that wrote the document.
-    pub tool: Tool,
-    /// When the first diagnosis started (RFC 3339, UTC).
-    pub started_at: Timestamp,
-    /// When the document was written (RFC 3339, UTC).
-    pub finished_at: Timestamp,
-    /// Wall time of the whole run, in seconds.
-    pub duration_seconds: f64,
+    /// `$schema`, `apiVersion`, `kind`, `tool` (see [`Header`]).
+    #[serde(flatten)]
+    pub header: Header<FleetDiagnosis>,
+    /// `startedAt`, `finishedAt`, `durationSeconds` (see [`Span`]).
+    #[serde(flatten)]
+    pub span: Span<FleetDiagnosis>,
     /// Clusters diagnosed at the same time (`--parallel`).
     pub parallel: u32,
     /// The process exit status: 0 only when every cluster was diagnosed,
@@ -292,6 +287,19 @@ pub struct FleetDiagnosis {
     /// a `report` (nothing is scanned or deleted). `status` `succeeded`
     /// means the cluster was diagnosed, whatever its findings.
     pub clusters: Vec<ClusterEntry>,
+}
+
+impl Document for FleetDiagnosis {
+    const KIND: &'static str = FLEET_DIAGNOSIS_KIND;
+    const SCHEMA_ID: &'static str = FLEET_DIAGNOSIS_SCHEMA_ID;
+    const KIND_DOC: &'static str = "Always `CiliumIdentityFleetDiagnosis`.";
+    const TOOL_DOC: &'static str = "The program that wrote the document.";
+}
+
+impl Timed for FleetDiagnosis {
+    const STARTED_DOC: &'static str = "When the first diagnosis started (RFC 3339, UTC).";
+    const FINISHED_DOC: &'static str = "When the document was written (RFC 3339, UTC).";
+    const DURATION_DOC: &'static str = "Wall time of the whole run, in seconds.";
 }
 
 /// Counts over every cluster of a fleet diagnosis.

@@ -24,4 +24,5 @@
 
 pub mod diagnosis;
 pub mod fleet;
+pub mod header;
 pub mod report;

@@ -11,6 +11,8 @@ use jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::header::{Document, Header, Span, Timed};
+
 /// `apiVersion` of our documents: our own group, not `cilium.io`.
 pub const API_VERSION: &str = "cilium-gc.kubectl.io/v1";
 /// `kind` of the GC report.
@@ -31,23 +33,14 @@ pub const SCHEMA_ID: &str =
 #[serde(rename_all = "camelCase")]
 #[schemars(title = "CiliumIdentityGCReport")]
 pub struct Report {
-    /// The JSON Schema this document conforms to.
-    #[serde(rename = "$schema")]
-    pub schema: String,
-    /// Document version: `cilium-gc.kubectl.io/v1`.
-    pub api_version: String,
-    /// Always `CiliumIdentityGCReport`.
-    pub kind: String,
-    /// The program that wrote the report.
-    pub tool: Tool,
+    /// `$schema`, `apiVersion`, `kind`, `tool` (see [`Header`]).
+    #[serde(flatten)]
+    pub header: Header<Report>,
     /// The cluster the run talked to.
     pub cluster: ClusterInfo,
-    /// When the run started (RFC 3339, UTC).
-    pub started_at: Timestamp,
-    /// When the report was written (RFC 3339, UTC).
-    pub finished_at: Timestamp,
-    /// Wall time of the run, in seconds.
-    pub duration_seconds: f64,
+    /// `startedAt`, `finishedAt`, `durationSeconds` (see [`Span`]).
+    #[serde(flatten)]
+    pub span: Span<Report>,
     /// What the run was allowed to do.
     pub mode: Mode,
     /// Every effective setting that shaped the run.
@@ -74,6 +67,19 @@ pub struct Report {
     /// in v1 after its first release: absent in older reports.
     #[serde(default)]
     pub next_steps: Vec<String>,
+}
+
+impl Document for Report {
+    const KIND: &'static str = KIND;
+    const SCHEMA_ID: &'static str = SCHEMA_ID;
+    const KIND_DOC: &'static str = "Always `CiliumIdentityGCReport`.";
+    const TOOL_DOC: &'static str = "The program that wrote the report.";
+}
+
+impl Timed for Report {
+    const STARTED_DOC: &'static str = "When the run started (RFC 3339, UTC).";
+    const FINISHED_DOC: &'static str = "When the report was written (RFC 3339, UTC).";
+    const DURATION_DOC: &'static str = "Wall time of the run, in seconds.";
 }
 
 /// The program that wrote the report.

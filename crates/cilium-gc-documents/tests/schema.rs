@@ -86,3 +86,73 @@ fn options_carry_the_pacing_inline() {
     assert_eq!(back.pacing, options.pacing);
     assert_eq!(back.max_deletions, Some(100));
 }
+
+/// The shared header and span are flattened into each document where its
+/// own fields were (issue 35): the JSON opens with the same keys in the same
+/// order, and a document reads back to the same bytes.
+#[test]
+fn header_and_span_sit_where_the_fields_were() {
+    use cilium_gc_documents::header::{Header, Span};
+    let report = cilium_gc_testkit::samples::full_report();
+    let json = serde_json::to_string(&report).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let keys: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys[..9],
+        [
+            "$schema",
+            "apiVersion",
+            "kind",
+            "tool",
+            "cluster",
+            "startedAt",
+            "finishedAt",
+            "durationSeconds",
+            "mode"
+        ]
+    );
+    assert_eq!(value["$schema"], report::SCHEMA_ID);
+    assert_eq!(value["apiVersion"], report::API_VERSION);
+    assert_eq!(value["kind"], report::KIND);
+    assert_eq!(value["durationSeconds"], 9.75);
+    let back: report::Report = serde_json::from_str(&json).unwrap();
+    assert_eq!(serde_json::to_string(&back).unwrap(), json);
+
+    let fleet = fleet::FleetDiagnosis {
+        header: Header::new(report.header.tool.clone()),
+        span: Span::new(
+            report.span.started_at,
+            report.span.finished_at,
+            std::time::Duration::from_millis(1500),
+        ),
+        parallel: 2,
+        exit_code: 0,
+        interrupted: false,
+        redacted: false,
+        summary: Default::default(),
+        clusters: vec![],
+    };
+    let json = serde_json::to_string(&fleet).unwrap();
+    assert!(
+        json.starts_with(&format!(
+            r#"{{"$schema":"{}","apiVersion":"{}","kind":"{}","tool":{{"#,
+            fleet::FLEET_DIAGNOSIS_SCHEMA_ID,
+            report::API_VERSION,
+            fleet::FLEET_DIAGNOSIS_KIND,
+        )),
+        "{json}"
+    );
+    assert!(
+        json.contains(r#""startedAt":"2026-06-01T12:00:00Z","finishedAt":"2026-06-01T12:00:09.75Z","durationSeconds":1.5,"parallel":2,"#),
+        "{json}"
+    );
+    let back: fleet::FleetDiagnosis = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.header, fleet.header);
+    assert_eq!(back.span, fleet.span);
+    assert_eq!(serde_json::to_string(&back).unwrap(), json);
+}

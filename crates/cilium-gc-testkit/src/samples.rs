@@ -3,6 +3,9 @@
 //! [`full_report`], every optional field set, for the schema tests. They
 //! are the documents crate's types, as the engine re-exports them.
 
+use std::time::Duration;
+
+use cilium_gc_documents::header::{Header, Span};
 use cilium_gc_documents::report::*;
 use jiff::Timestamp;
 
@@ -44,14 +47,11 @@ pub fn report() -> Report {
     let mut deleted = item("70002", Reason::Stale, Outcome::Deleted);
     deleted.attempts = 1;
     Report {
-        schema: SCHEMA_ID.into(),
-        api_version: API_VERSION.into(),
-        kind: KIND.into(),
-        tool: Tool {
+        header: Header::new(Tool {
             name: "kubectl-cilium-gc".into(),
             version: "0.1.0".into(),
             commit: Some("abc123".into()),
-        },
+        }),
         cluster: ClusterInfo {
             server: Some("https://10.0.0.1:6443".into()),
             context: Some("prod-eu".into()),
@@ -62,9 +62,11 @@ pub fn report() -> Report {
                 source: ConfigSource::CiliumConfig,
             }],
         },
-        started_at: ts("2026-06-01T12:00:00Z"),
-        finished_at: ts("2026-06-01T12:00:12.5Z"),
-        duration_seconds: 12.5,
+        span: Span::new(
+            ts("2026-06-01T12:00:00Z"),
+            ts("2026-06-01T12:00:12.5Z"),
+            Duration::from_millis(12500),
+        ),
         mode: Mode::Delete,
         options: Options {
             cilium_namespace: "kube-system".into(),
@@ -186,14 +188,11 @@ pub fn full_report() -> Report {
     would.attempts = 0;
 
     Report {
-        schema: SCHEMA_ID.into(),
-        api_version: API_VERSION.into(),
-        kind: KIND.into(),
-        tool: Tool {
+        header: Header::new(Tool {
             name: "kubectl-cilium-gc".into(),
             version: "0.1.0".into(),
             commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
-        },
+        }),
         cluster: ClusterInfo {
             server: Some("https://203.0.113.10:6443".into()),
             context: Some("prod-eu-1".into()),
@@ -221,9 +220,11 @@ pub fn full_report() -> Report {
                 },
             ],
         },
-        started_at: ts("2026-06-01T12:00:00Z"),
-        finished_at: ts("2026-06-01T12:00:09.75Z"),
-        duration_seconds: 9.75,
+        span: Span::new(
+            ts("2026-06-01T12:00:00Z"),
+            ts("2026-06-01T12:00:09.75Z"),
+            Duration::from_millis(9750),
+        ),
         mode: Mode::Delete,
         options: Options {
             cilium_namespace: "kube-system".into(),

@@ -79,12 +79,12 @@ mod sweep;
 mod usage;
 mod watch_tap;
 
+pub use cilium_gc_documents::report::Pacing;
 pub use cluster::{kubeconfig_contexts, ConnectError, PemError, ServerError};
 pub use exit::Exit;
 pub use gc::{panic_text, run, Headless, Observer, PendingWrites, Ui};
 pub use humanize::{human_duration, thousands};
 pub use preflight::DiscoveryError;
-pub use report::Pacing;
 pub use scan::ScanError;
 pub use selector::{Selector, SelectorError};
 pub use settings::{

@@ -5,10 +5,13 @@
 //! contract of `schema/report-v1.json`) and are re-exported here unchanged;
 //! see [`schema`] for the published JSON Schema.
 
-pub use cilium_gc_documents::report::{
-    publishable_schema, schema, Abort, AbortReason, Check, CheckName, ClusterInfo, ConfigSource,
-    ConfigValue, Conflict, ErrorKind, IdRange, Item, ItemsMode, Mode, Options, Outcome, Pacing,
-    Preflight, Reason, ReasonCounts, Report, RunError, Summary, Tool, API_VERSION, KIND, SCHEMA_ID,
+pub use cilium_gc_documents::report::Report;
+// The report's parts, for the engine's own code; callers name them from
+// `cilium_gc_documents::report` (the engine's API stays the engine's).
+pub(crate) use cilium_gc_documents::report::{
+    Abort, AbortReason, Check, CheckName, ClusterInfo, ConfigSource, ConfigValue, Conflict,
+    ErrorKind, IdRange, Item, ItemsMode, Mode, Options, Outcome, Pacing, Preflight, Reason,
+    ReasonCounts, RunError, Summary, Tool,
 };
 
 /// The engine's own ways of counting into [`ReasonCounts`].

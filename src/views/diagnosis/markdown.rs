@@ -2,12 +2,13 @@
 
 use std::fmt::Write as _;
 
-use cilium_gc::diagnose::{AgeBucket, Diagnosis, Level, Severity};
+use cilium_gc::diagnose::Diagnosis;
 use cilium_gc::{human_duration, thousands};
+use cilium_gc_documents::diagnosis::{AgeBucket, Level, Severity};
 
 use crate::views::markdown::*;
 use crate::views::phrases;
-use cilium_gc::diagnose::{CiliumWorkloads, GcHealth};
+use cilium_gc_documents::diagnosis::{CiliumWorkloads, GcHealth};
 
 /// The diagnosis as Markdown.
 pub fn diagnosis(d: &Diagnosis) -> String {
@@ -20,7 +21,7 @@ pub fn diagnosis(d: &Diagnosis) -> String {
         vec!["Context".into(), opt(c.context.as_deref())],
         vec!["Kubernetes".into(), opt(c.kubernetes_version.as_deref())],
         vec!["Generated at".into(), d.generated_at.to_string()],
-        vec!["Tool".into(), tool_line(&d.tool)],
+        vec!["Tool".into(), tool_line(&d.header.tool)],
         vec![
             "Endpoints".into(),
             format!(
@@ -57,7 +58,7 @@ pub fn diagnosis(d: &Diagnosis) -> String {
     let _ = writeln!(
         o,
         "<sub>Written by {} at {}; the same diagnosis as JSON: `kubectl cilium-gc diagnose -o json`.</sub>",
-        tool_line(&d.tool),
+        tool_line(&d.header.tool),
         d.generated_at
     );
     o
@@ -263,7 +264,7 @@ fn churn_section(o: &mut String, d: &Diagnosis) {
             &rows,
         );
     }
-    let ns_rows = |v: &[cilium_gc::diagnose::NamespaceStat]| -> Vec<Vec<String>> {
+    let ns_rows = |v: &[cilium_gc_documents::diagnosis::NamespaceStat]| -> Vec<Vec<String>> {
         v.iter()
             .map(|s| {
                 vec![
@@ -293,7 +294,7 @@ fn churn_section(o: &mut String, d: &Diagnosis) {
 }
 
 /// The duplicate label sets: how many, and the largest groups.
-fn duplicates_part(o: &mut String, dups: &cilium_gc::diagnose::Duplicates) {
+fn duplicates_part(o: &mut String, dups: &cilium_gc_documents::diagnosis::Duplicates) {
     let groups = format!("**{}**", thousands(dups.groups));
     let surplus = thousands(dups.surplus);
     let _ = writeln!(
@@ -525,10 +526,10 @@ fn config_section(o: &mut String, d: &Diagnosis) {
         .iter()
         .map(|v| {
             let source = match v.source {
-                cilium_gc::report::ConfigSource::CiliumConfig => "cilium-config",
-                cilium_gc::report::ConfigSource::Flag => "flag",
-                cilium_gc::report::ConfigSource::Default => "default",
-                cilium_gc::report::ConfigSource::Discovered => "discovered",
+                cilium_gc_documents::report::ConfigSource::CiliumConfig => "cilium-config",
+                cilium_gc_documents::report::ConfigSource::Flag => "flag",
+                cilium_gc_documents::report::ConfigSource::Default => "default",
+                cilium_gc_documents::report::ConfigSource::Discovered => "discovered",
             };
             let value = if v.value.is_empty() {
                 "\"\"".to_string()
@@ -546,7 +547,7 @@ fn config_section(o: &mut String, d: &Diagnosis) {
 
 /// The findings as a table (severity, code, finding, evidence, next step),
 /// or that there are none. Shared with the fleet view's per-cluster details.
-pub(crate) fn findings_table(o: &mut String, findings: &[cilium_gc::diagnose::Finding]) {
+pub(crate) fn findings_table(o: &mut String, findings: &[cilium_gc_documents::diagnosis::Finding]) {
     if findings.is_empty() {
         let _ = writeln!(o, "None: {}.\n", phrases::HEALTHY);
         return;

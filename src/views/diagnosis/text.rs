@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 
 use crate::views::format::{Paint, Style};
 use crate::views::phrases;
-use cilium_gc::diagnose::{AgeBucket, Diagnosis, Level, Severity};
+use cilium_gc::diagnose::Diagnosis;
 use cilium_gc::{human_duration, thousands};
+use cilium_gc_documents::diagnosis::{AgeBucket, Level, Severity};
 
 /// A finding's severity as a fixed-width label, coloured by how bad it is.
 fn severity(p: &Paint, sev: Severity) -> String {
@@ -178,7 +179,7 @@ fn churn_drivers(o: &mut String, d: &Diagnosis, p: &Paint) {
             );
         }
     }
-    let ns_list = |v: &[cilium_gc::diagnose::NamespaceStat], stale: bool| {
+    let ns_list = |v: &[cilium_gc_documents::diagnosis::NamespaceStat], stale: bool| {
         v.iter()
             .take(5)
             .map(|s| {
@@ -350,7 +351,7 @@ fn configuration(o: &mut String, d: &Diagnosis, p: &Paint) {
     }
     for v in &cfg.values {
         let source = match v.source {
-            cilium_gc::report::ConfigSource::CiliumConfig => "",
+            cilium_gc_documents::report::ConfigSource::CiliumConfig => "",
             _ => " (default)",
         };
         let value = if v.value.is_empty() {

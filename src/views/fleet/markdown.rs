@@ -5,13 +5,12 @@
 
 use std::fmt::Write as _;
 
-use cilium_gc::report::{Mode, Tool};
 use cilium_gc::thousands;
+use cilium_gc_documents::report::{Mode, Tool};
 
 use crate::views::markdown::*;
-use cilium_gc::fleet::{
-    ClusterEntry, ClusterStatus, FleetDiagnosis, FleetDiagnosisSummary, FleetReport,
-};
+use cilium_gc::fleet::{FleetDiagnosis, FleetReport};
+use cilium_gc_documents::fleet::{ClusterEntry, ClusterStatus, FleetDiagnosisSummary};
 
 /// The fleet report as Markdown.
 pub fn fleet(f: &FleetReport) -> String {
@@ -46,12 +45,12 @@ pub fn fleet(f: &FleetReport) -> String {
     about(
         &mut o,
         About {
-            started_at: f.started_at,
-            duration_seconds: f.duration_seconds,
+            started_at: f.span.started_at,
+            duration_seconds: f.span.duration_seconds,
             parallel: f.parallel,
             exit_code: f.exit_code,
             redacted: f.redacted,
-            tool: &f.tool,
+            tool: &f.header.tool,
         },
     );
     let _ = writeln!(o, "## Clusters\n");
@@ -122,12 +121,12 @@ pub fn fleet_diagnosis(f: &FleetDiagnosis) -> String {
     about(
         &mut o,
         About {
-            started_at: f.started_at,
-            duration_seconds: f.duration_seconds,
+            started_at: f.span.started_at,
+            duration_seconds: f.span.duration_seconds,
             parallel: f.parallel,
             exit_code: f.exit_code,
             redacted: f.redacted,
-            tool: &f.tool,
+            tool: &f.header.tool,
         },
     );
     let _ = writeln!(o, "## Clusters\n");

@@ -4,10 +4,11 @@
 
 use std::fmt::Write as _;
 
-use cilium_gc::fleet::{ClusterEntry, ClusterStatus, FleetDiagnosis, FleetReport};
-use cilium_gc::report::Mode;
+use cilium_gc::fleet::{FleetDiagnosis, FleetReport};
 use cilium_gc::thousands;
 use cilium_gc::PendingWrites;
+use cilium_gc_documents::fleet::{ClusterEntry, ClusterStatus};
+use cilium_gc_documents::report::Mode;
 
 use crate::views::format::{kebab, run_duration, Paint, Style};
 
@@ -139,7 +140,7 @@ pub fn fleet_text(f: &FleetReport, style: Style) -> String {
         },
         thousands(s.identities),
         thousands(s.reasons.stale),
-        run_duration(f.duration_seconds),
+        run_duration(f.span.duration_seconds),
     );
     if let Some(full) = &s.fullest {
         let _ = writeln!(
@@ -267,7 +268,7 @@ pub fn fleet_diagnosis_text(f: &FleetDiagnosis, style: Style) -> String {
         s.findings.critical,
         s.findings.warning,
         s.findings.info,
-        run_duration(f.duration_seconds),
+        run_duration(f.span.duration_seconds),
     );
     if let Some(full) = &s.fullest {
         let _ = writeln!(

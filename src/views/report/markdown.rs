@@ -2,8 +2,9 @@
 
 use std::fmt::Write as _;
 
-use cilium_gc::report::{Mode, Outcome, Report};
+use cilium_gc::report::Report;
 use cilium_gc::thousands;
+use cilium_gc_documents::report::{Mode, Outcome};
 
 use crate::views::markdown::*;
 use crate::views::next_steps::next_steps;
@@ -45,10 +46,13 @@ fn report_headline(o: &mut String, r: &Report) {
                 "Kubernetes".into(),
                 opt(r.cluster.kubernetes_version.as_deref()),
             ],
-            vec!["Started at".into(), r.started_at.to_string()],
-            vec!["Duration".into(), format!("{:.1}s", r.duration_seconds)],
+            vec!["Started at".into(), r.span.started_at.to_string()],
+            vec![
+                "Duration".into(),
+                format!("{:.1}s", r.span.duration_seconds),
+            ],
             vec!["Exit code".into(), r.exit_code.to_string()],
-            vec!["Tool".into(), tool_line(&r.tool)],
+            vec!["Tool".into(), tool_line(&r.header.tool)],
         ],
     );
 }
@@ -231,8 +235,8 @@ fn report_footer(o: &mut String, r: &Report) {
     let _ = writeln!(
         o,
         "<sub>Written by {} at {}; the full report as JSON: `-o json` or `--report-file`.</sub>",
-        tool_line(&r.tool),
-        r.finished_at
+        tool_line(&r.header.tool),
+        r.span.finished_at
     );
 }
 

@@ -7,7 +7,8 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use cilium_gc::report::{AbortReason, Report};
+use cilium_gc::report::Report;
+use cilium_gc_documents::report::AbortReason;
 
 use super::format::{write_document, OutputFormat, Style};
 use super::next_steps::next_steps;

@@ -5,8 +5,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use cilium_gc::policy::Reason;
-use cilium_gc::report::{Mode, Outcome, Report};
+use cilium_gc::report::Report;
 use cilium_gc::thousands;
+use cilium_gc_documents::report::{Mode, Outcome};
 
 use crate::views::format::{kebab, run_duration, warn_if, Paint, Style, Tone};
 use crate::views::next_steps::{next_steps, plural};
@@ -57,7 +58,7 @@ pub(super) fn header(o: &mut String, report: &Report, p: &Paint) {
         p.bold("cilium-gc"),
         p.bold(mode),
         cluster,
-        run_duration(report.duration_seconds),
+        run_duration(report.span.duration_seconds),
     );
     if report.mode == Mode::DryRunServer {
         let _ = writeln!(

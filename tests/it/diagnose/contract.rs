@@ -20,7 +20,7 @@ fn schema_is_valid_draft_2020_12() {
         "not a valid draft 2020-12 schema:\n{errors:#?}"
     );
     assert_eq!(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
-    assert_eq!(s["$id"], diagnose::SCHEMA_ID);
+    assert_eq!(s["$id"], cilium_gc_documents::diagnosis::SCHEMA_ID);
     assert_eq!(s["title"], "CiliumIdentityDiagnosis");
 }
 
@@ -97,17 +97,17 @@ fn full_example() -> diagnose::Diagnosis {
         workloads: Some(diagnose::Workloads {
             operator_images: vec!["quay.io/cilium/operator-generic:v1.15.6".into()],
             agent_images: vec!["quay.io/cilium/cilium:v1.15.6".into()],
-            operator_pods: vec![diagnose::OperatorPodStatus {
+            operator_pods: vec![cilium_gc_documents::diagnosis::OperatorPodStatus {
                 name: "cilium-operator-1".into(),
                 restarts: 2,
                 started_at: Some(ts("2026-05-01T00:00:00Z")),
                 running_since: Some(ts("2026-06-01T11:50:00Z")),
             }],
             problem: Some("cilium-operator pods in kube-system not found".into()),
-            metrics: vec![diagnose::OperatorMetricsRead {
+            metrics: vec![cilium_gc_documents::diagnosis::OperatorMetricsRead {
                 pod: "cilium-operator-1".into(),
                 port: 9963,
-                first: Some(diagnose::GcCounters {
+                first: Some(cilium_gc_documents::diagnosis::GcCounters {
                     read_at: ts("2026-06-01T12:00:00Z"),
                     process_started_at: Some(ts("2026-06-01T11:50:00Z")),
                     runs_success: Some(1),
@@ -120,7 +120,7 @@ fn full_example() -> diagnose::Diagnosis {
                 second: None,
                 expected_passes: None,
                 completed_passes: None,
-                verdict: diagnose::PassVerdict::Unknown,
+                verdict: cilium_gc_documents::diagnosis::PassVerdict::Unknown,
                 evidence: vec![],
                 problem: None,
             }],
@@ -148,7 +148,7 @@ fn full_example() -> diagnose::Diagnosis {
         proposed_labels: Some("k8s:!job-name".into()),
         policies: Some(diagnose::Policies {
             items: vec![diagnose::PolicySelectors {
-                kind: diagnose::PolicyKind::CiliumNetworkPolicy,
+                kind: cilium_gc_documents::diagnosis::PolicyKind::CiliumNetworkPolicy,
                 namespace: Some("jobs".into()),
                 name: "allow-jobs".into(),
                 keys: vec!["k8s:job-name".into()],
@@ -233,8 +233,8 @@ fn full_example_conforms() {
         assert!(!v.is_null(), "example misses {path}");
     }
     assert_eq!(d["kind"], "CiliumIdentityDiagnosis");
-    assert_eq!(d["apiVersion"], cilium_gc::report::API_VERSION);
-    assert_eq!(d["$schema"], diagnose::SCHEMA_ID);
+    assert_eq!(d["apiVersion"], cilium_gc_documents::report::API_VERSION);
+    assert_eq!(d["$schema"], cilium_gc_documents::diagnosis::SCHEMA_ID);
     let errors = schema::errors(&schema::committed_diagnosis(), &d);
     assert!(
         errors.is_empty(),

@@ -1,5 +1,5 @@
 //! `diagnose` (issue 5): the diagnosis contract (`schema/diagnosis-v1.json`
-//! is what `diagnose::schema()` generates, is valid draft 2020-12, documents
+//! is what `cilium_gc_documents::diagnosis::schema()` generates, is valid draft 2020-12, documents
 //! every field, and accepts real diagnoses), and the command through the
 //! binary: its views, `--redact`, the operator's metrics. One scenario per
 //! finding, from the engine, is `crates/cilium-gc/tests/it/diagnose/`.

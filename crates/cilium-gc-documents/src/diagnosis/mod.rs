@@ -11,7 +11,8 @@ use jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{ConfigValue, IdRange, Tool};
+use crate::header::{Document, Header};
+use crate::report::{ConfigValue, IdRange};
 
 mod ticket;
 pub use ticket::{
@@ -25,20 +26,21 @@ pub const KIND: &str = "CiliumIdentityDiagnosis";
 pub const SCHEMA_ID: &str =
     "https://raw.githubusercontent.com/kubectl-cilium-gc/kubectl-cilium-gc/main/schema/diagnosis-v1.json";
 
+impl Document for Diagnosis {
+    const KIND: &'static str = KIND;
+    const SCHEMA_ID: &'static str = SCHEMA_ID;
+    const KIND_DOC: &'static str = "Always `CiliumIdentityDiagnosis`.";
+    const TOOL_DOC: &'static str = "The program that wrote the diagnosis.";
+}
+
 /// A ticket-ready account of the health of a cluster's identity space.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(title = "CiliumIdentityDiagnosis")]
 pub struct Diagnosis {
-    /// The JSON Schema this document conforms to.
-    #[serde(rename = "$schema")]
-    pub schema: String,
-    /// Document version: `cilium-gc.kubectl.io/v1`.
-    pub api_version: String,
-    /// Always `CiliumIdentityDiagnosis`.
-    pub kind: String,
-    /// The program that wrote the diagnosis.
-    pub tool: Tool,
+    /// `$schema`, `apiVersion`, `kind`, `tool` (see [`Header`]).
+    #[serde(flatten)]
+    pub header: Header<Diagnosis>,
     /// The cluster looked at.
     pub cluster: DiagnosedCluster,
     /// The cluster time the identities were judged by (RFC 3339, UTC).

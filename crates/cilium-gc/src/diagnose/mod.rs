@@ -30,15 +30,10 @@ use serde_json::value::RawValue;
 pub use crate::model::Change;
 pub use crate::preflight::Crds;
 pub use analyze::{analyze, FilterDefaults, LabelFilter};
-pub use cilium_gc_documents::diagnosis::{
-    schema, AffectedPolicy, AgeAndRate, AgeBucket, AllocationRefusals, CaptureTimeFrom, Churn,
-    CiliumWorkloads, Configuration, DefectStatus, DiagnosedCluster, Diagnosis, DroppedKey,
-    DuplicateGroup, Duplicates, Finding, FindingCode, GcCounters, GcHealth, IdentitySpace,
-    Integrity, KnownDefect, LabelKeyStat, LabelsWhatIf, Level, LocalRangeFrom, ManagerActivity,
-    Modifiers, NamespaceCount, NamespaceStat, OperatorGcMetrics, OperatorMetricsRead,
-    OperatorPodStatus, PassEvidence, PassVerdict, PodRefusals, PolicyKind, SavedSource, Severity,
-    StateCounts, StripExample, WriterActivity, WriterRole, Writers, KIND, SCHEMA_ID,
-};
+pub use cilium_gc_documents::diagnosis::Diagnosis;
+// The diagnosis' parts, for the engine's own code; callers name them from
+// `cilium_gc_documents::diagnosis`.
+pub(crate) use cilium_gc_documents::diagnosis::{DefectStatus, FindingCode, Severity};
 pub use input::{IdentityRecord, Input, Policies, PolicySelectors, Workloads, Write};
 // The documents crate's module, by the name this module's parts use.
 use cilium_gc_documents::diagnosis as types;

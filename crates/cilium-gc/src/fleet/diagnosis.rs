@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use cilium_gc_documents::header::{Header, Span};
 use jiff::Timestamp;
 use tokio::sync::Semaphore;
 
@@ -16,12 +17,11 @@ use super::document::{fleet_exit, BuildEntry as _};
 use super::runner::{each_cluster, interrupted, stop_exit, Cluster};
 use super::{
     ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FleetDiagnosis,
-    FleetDiagnosisSummary, Fullest, IdentitySpaceUse, FLEET_DIAGNOSIS_KIND,
-    FLEET_DIAGNOSIS_SCHEMA_ID,
+    FleetDiagnosisSummary, Fullest, IdentitySpaceUse,
 };
 use crate::diagnose::{DiagnoseError, DiagnoseSettings};
 use crate::exit::Exit;
-use crate::report::{AbortReason, API_VERSION};
+use crate::report::AbortReason;
 use crate::settings::ConnectSettings;
 use crate::stop::Stop;
 
@@ -61,13 +61,8 @@ pub async fn diagnose_fleet(
         exit
     };
     let mut doc = FleetDiagnosis {
-        schema: FLEET_DIAGNOSIS_SCHEMA_ID.into(),
-        api_version: API_VERSION.into(),
-        kind: FLEET_DIAGNOSIS_KIND.into(),
-        tool: crate::report::Tool::current(),
-        started_at,
-        finished_at: Timestamp::now(),
-        duration_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+        header: Header::new(crate::report::Tool::current()),
+        span: Span::new(started_at, Timestamp::now(), started.elapsed()),
         parallel,
         exit_code: exit.code(),
         interrupted,

@@ -3,17 +3,18 @@
 //! each cluster's entry from its run, what only the fleet view can say
 //! (which cluster is fullest, how many failed) and the fleet's exit code.
 
+use cilium_gc_documents::header::{Header, Span};
 use jiff::Timestamp;
 
 use crate::diagnose::Diagnosis;
 use crate::diagnose::{DefectStatus, FindingCode};
 use crate::exit::Exit;
-use crate::report::{AbortReason, CountReasons as _, Mode, Report, API_VERSION};
+use crate::report::{AbortReason, CountReasons as _, Mode, Report};
 
 use super::spool::Clusters;
 use super::{
     ClusterEntry, ClusterError, ClusterStatus, FleetReason, FleetReport, FleetSummary, Fullest,
-    IdentitySpaceUse, WorstFinding, FLEET_KIND, FLEET_SCHEMA_ID,
+    IdentitySpaceUse, WorstFinding,
 };
 
 /// The order of severity of exit codes, most severe first: a signal (the
@@ -273,13 +274,8 @@ pub(crate) fn fleet_report(
             .collect::<Vec<_>>(),
     );
     let report = FleetReport {
-        schema: FLEET_SCHEMA_ID.into(),
-        api_version: API_VERSION.into(),
-        kind: FLEET_KIND.into(),
-        tool: crate::report::Tool::current(),
-        started_at,
-        finished_at: Timestamp::now(),
-        duration_seconds: (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0,
+        header: Header::new(crate::report::Tool::current()),
+        span: Span::new(started_at, Timestamp::now(), started.elapsed()),
         mode,
         parallel,
         exit_code: exit.code(),
@@ -334,7 +330,7 @@ mod tests {
             .join(", ");
         assert_eq!(order, "143, 130, 1, 4, 5, 3, 2");
         assert!(Exit::HELP.contains(&order), "{}", Exit::HELP);
-        let schema = crate::fleet::schema().to_string();
+        let schema = cilium_gc_documents::fleet::schema().to_string();
         assert!(schema.contains(&format!("(order: {order})")));
     }
 

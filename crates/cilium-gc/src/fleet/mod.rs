@@ -29,11 +29,12 @@ use std::time::Instant;
 use jiff::Timestamp;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-pub use cilium_gc_documents::fleet::{
-    diagnosis_schema, schema, ClusterEntry, ClusterError, ClusterFailure, ClusterStatus,
-    FindingCounts, FleetDiagnosis, FleetDiagnosisSummary, FleetReason, FleetSummary, Fullest,
-    IdentitySpaceUse, WorstFinding, FLEET_DIAGNOSIS_KIND, FLEET_DIAGNOSIS_SCHEMA_ID, FLEET_KIND,
-    FLEET_SCHEMA_ID,
+pub use cilium_gc_documents::fleet::FleetDiagnosis;
+// The fleet documents' parts, for the engine's own code; callers name them
+// from `cilium_gc_documents::fleet`.
+pub(crate) use cilium_gc_documents::fleet::{
+    ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FleetDiagnosisSummary, FleetReason,
+    FleetSummary, Fullest, IdentitySpaceUse, WorstFinding,
 };
 pub use diagnosis::diagnose_fleet;
 use document::{fleet_report, BuildEntry as _};

@@ -4,14 +4,15 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use cilium_gc_documents::header::{Header, Span};
 use jiff::Timestamp;
 
 use crate::exit::Exit;
 use crate::policy;
 use crate::preflight::{self, CiliumSettings};
 use crate::report::{
-    self, Abort, AbortReason, ClusterInfo, ErrorKind, IdRange, Item, Mode, Options, Preflight,
-    Report, RunError, Summary, Tool,
+    Abort, AbortReason, ClusterInfo, ErrorKind, IdRange, Item, Mode, Options, Preflight, Report,
+    RunError, Summary, Tool,
 };
 use crate::settings::{ConnectSettings, GcSettings};
 use crate::stats::Stats;
@@ -107,14 +108,9 @@ impl Draft {
         }
         let finished = Timestamp::now();
         Report {
-            schema: report::SCHEMA_ID.into(),
-            api_version: report::API_VERSION.into(),
-            kind: report::KIND.into(),
-            tool: Tool::current(),
+            header: Header::new(Tool::current()),
             cluster: self.cluster,
-            started_at: self.started,
-            finished_at: finished,
-            duration_seconds: round_millis(self.clock.elapsed().as_secs_f64()),
+            span: Span::new(self.started, finished, self.clock.elapsed()),
             mode: self.mode,
             options: self.options,
             exit_code: exit.code(),

@@ -6,12 +6,13 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use cilium_gc::fleet::{run_fleet, ClusterFailure, ClusterStatus, FleetObserver, FleetSettings};
-use cilium_gc::report::{AbortReason, Mode, Outcome};
+use cilium_gc::fleet::{run_fleet, FleetObserver, FleetSettings};
 use cilium_gc::Exit;
 use cilium_gc::PendingWrites;
 use cilium_gc::Stop;
 use cilium_gc::{GcSettings, Pacing, ScanSettings, WriteSettings};
+use cilium_gc_documents::fleet::{ClusterFailure, ClusterStatus};
+use cilium_gc_documents::report::{AbortReason, Mode, Outcome};
 use cilium_gc_sim::Scenario;
 
 use crate::support::{calm, kube_of, Fleet, TEST_TIMEOUT};

@@ -10,9 +10,9 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use cilium_gc::report::{ItemsMode, Outcome};
 use cilium_gc::Exit;
 use cilium_gc::ScanSettings;
+use cilium_gc_documents::report::{ItemsMode, Outcome};
 use jiff::Timestamp;
 use serde_json::Value;
 

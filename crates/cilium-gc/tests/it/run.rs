@@ -11,10 +11,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use cilium_gc::model::NAMESPACE_LABEL;
-use cilium_gc::report::Outcome;
 use cilium_gc::Exit;
 use cilium_gc::Stop;
 use cilium_gc::{GcSettings, Pacing, ScanSettings, WriteSettings};
+use cilium_gc_documents::report::Outcome;
 use cilium_gc_sim::Faults;
 
 use crate::support::{calm, delete_with, gc_at, names_with, unlimited, yes, Engine, World};
@@ -283,7 +283,7 @@ async fn request_timeout_does_not_cut_quiet_watches() {
     let (report, exit) = gc_at(&kube, &settings, &Stop::default()).await;
     assert_eq!(exit, Exit::Success, "{:?}", report.aborted);
     assert!(
-        report.duration_seconds > 3.0,
+        report.span.duration_seconds > 3.0,
         "the run outlasts the timeout"
     );
     assert_eq!(report.summary.watcher_restarts, 0, "no watch was cut");

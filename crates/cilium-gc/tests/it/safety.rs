@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use cilium_gc::report::{CheckName, ConfigSource, ErrorKind};
 use cilium_gc::Exit;
 use cilium_gc::{GcSettings, ScanSettings};
+use cilium_gc_documents::report::{CheckName, ConfigSource, ErrorKind};
 use cilium_gc_sim::default_cilium_config;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

@@ -6,8 +6,8 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use cilium_gc::report::{AbortReason, Outcome};
 use cilium_gc::Exit;
+use cilium_gc_documents::report::{AbortReason, Outcome};
 use cilium_gc_sim::Scenario;
 
 use crate::support::{assert_valid, delete, json, Engine, World};

@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
+use cilium_gc_documents::header::Header;
 use jiff::Timestamp;
 
 use super::types::*;
@@ -115,10 +116,7 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
     let configuration = configuration(input, &churn, settings.heartbeat_timeout, gc_interval);
 
     let mut d = Diagnosis {
-        schema: SCHEMA_ID.into(),
-        api_version: crate::report::API_VERSION.into(),
-        kind: KIND.into(),
-        tool: crate::report::Tool::current(),
+        header: Header::new(crate::report::Tool::current()),
         cluster: diagnosed_cluster(input),
         generated_at: now,
         redacted: input.redacted,

@@ -589,8 +589,8 @@ fn a_healthy_cluster_has_no_findings() {
     }
     let d = analyze(&i, now());
     assert!(d.findings.is_empty(), "{:#?}", d.findings);
-    assert_eq!(d.kind, KIND);
-    assert_eq!(d.schema, SCHEMA_ID);
+    assert_eq!(d.header.kind, KIND);
+    assert_eq!(d.header.schema, SCHEMA_ID);
     assert_eq!(d.generated_at, now());
 }
 

@@ -10,10 +10,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use cilium_gc::report::{AbortReason, ErrorKind, Outcome, Report};
+use cilium_gc::report::Report;
 use cilium_gc::Exit;
 use cilium_gc::Stop;
 use cilium_gc::{ConnectSettings, Pacing, ScanSettings, WriteSettings};
+use cilium_gc_documents::report::{AbortReason, ErrorKind, Outcome};
 use cilium_gc_sim::{ActorRates, Faults, PageFault, Scenario, Simulator, ThrottleShape};
 use cilium_gc_sim::{Kind, HEARTBEAT_ANNOTATION};
 use jiff::{SignedDuration, Timestamp};

@@ -8,10 +8,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use cilium_gc::diagnose::{DiagnoseSettings, Diagnosis};
-use cilium_gc::diagnose::{Finding, FindingCode, Level, Severity};
 use cilium_gc::model::NAMESPACE_LABEL;
-use cilium_gc::report::{ConfigSource, IdRange};
 use cilium_gc::Stop;
+use cilium_gc_documents::diagnosis::{Finding, FindingCode, Level, Severity};
+use cilium_gc_documents::report::{ConfigSource, IdRange};
 use cilium_gc_sim::Kind;
 use cilium_gc_sim::{default_cilium_config, Scenario};
 use cilium_gc_testkit::schema;

@@ -10,11 +10,12 @@
 
 use std::collections::BTreeSet;
 
-use cilium_gc::report::{ItemsMode, Outcome, Report};
+use cilium_gc::report::Report;
 use cilium_gc::Exit;
 use cilium_gc::Stop;
 use cilium_gc::Ui;
 use cilium_gc::{ConnectSettings, GcSettings, Pacing, ScanSettings, WriteSettings};
+use cilium_gc_documents::report::{ItemsMode, Outcome};
 use serde_json::Value;
 
 pub use cilium_gc_testkit::{calm, mark_of, stale_names, Fleet, World, TEST_TIMEOUT};
