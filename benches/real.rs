@@ -299,6 +299,7 @@ fn curl_deletes(cluster: &Cluster, ids: &[u64]) -> (f64, bool) {
             "32",
             "--http2",
             "-sS",
+            "--no-progress-meter",
             "--fail",
         ])
         .args(["-X", "DELETE", "--cacert"])
