@@ -21,7 +21,7 @@
 //! stale identity gone (audit log); and the plugin's peak RSS (`wait4`).
 //!
 //! The default settings delete at 40/s (64k identities: about 27 minutes),
-//! so that run is stopped by SIGTERM after [`DEFAULT_RUN`] (the plugin
+//! so in `--only exhaustion` that run is stopped by SIGTERM after [`DEFAULT_RUN`] (the plugin
 //! ends the run with its report); its time to clear is computed from its
 //! measured rate and says so. Then the identities it freed are seeded
 //! again (the space is full again), a fresh agents process is refused
@@ -30,6 +30,18 @@
 //! Before the first run, `diagnose -o json` as `cilium-gc` on the exhausted
 //! cluster: its findings (code, severity) in order, and the
 //! `identity-space-nearly-full` finding whole.
+//!
+//! In each run, a pod that starts after the first id is freed (see
+//! `fresh`): its refusals (0 is the goal) and its time.
+//!
+//! After the `--qps 0` run, the ids it freed are seeded again and
+//! `curl --parallel` (32 HTTP/2 streams, as the floor bench sends them:
+//! DELETE without a body, so without preconditions, as `cilium-gc`) deletes
+//! the same stale set: the goal is the plugin's time per delete within
+//! 1.1x of curl's.
+//!
+//! `-- --only exhaustion-default` ([`run_default`]) runs the default
+//! settings to the end instead (about 27 minutes): time to clear measured.
 
 use std::io::{BufRead, Read, Seek};
 use std::path::{Path, PathBuf};
@@ -39,10 +51,13 @@ use std::time::{Duration, Instant};
 use jiff::Timestamp;
 use serde_json::{json, Value};
 
-use super::{common, plugin, seed_from, Cluster};
+use super::{common, curl_deletes, plugin, seed_from, Cluster};
 
 pub(crate) mod operator;
 use common::{load, r3};
+
+mod fresh;
+use fresh::Fresh;
 
 /// Ids in use (a CiliumEndpoint each), from 256.
 const IN_USE: u64 = 1_000;
@@ -55,9 +70,48 @@ const DEFAULT_RUN: Duration = Duration::from_secs(90);
 const CILIUM_BACKOFF: &str =
     "Cilium 1.15.6 pkg/allocator backoff: 16 attempts, 20 ms doubling, no cap";
 
-/// The whole part: one cluster, diagnose, the two runs.
+/// The whole part: one cluster, diagnose, the two runs, curl.
 pub fn run(rt: &tokio::runtime::Runtime, max_id: u64) -> Value {
-    const FIRST: u64 = 256;
+    let (cluster, agents_dir, mut out) = exhausted(rt, max_id);
+    let (agents, refused_at) = Agents::start(&cluster, &agents_dir, max_id, "new");
+    out["diagnose"] = diagnose(&cluster);
+    let run = Run {
+        cluster: &cluster,
+        agents_dir: &agents_dir,
+        max_id,
+    };
+    out["defaultSettings"] = run.one(agents, refused_at, &[], Some(DEFAULT_RUN), "fresh-default");
+    let refilled = rt.block_on(refill(&cluster, FIRST, max_id));
+    eprintln!("exhaustion: {} freed ids seeded again", refilled.len());
+    out["refilledBetweenRuns"] = json!(refilled.len());
+    let (agents, refused_at) = Agents::start(&cluster, &agents_dir, max_id, "later");
+    let qps0 = run.one(agents, refused_at, &["--qps", "0"], None, "fresh-qps0");
+    let ids = rt.block_on(refill(&cluster, FIRST, max_id));
+    out["curl"] = curl(&cluster, &ids, &qps0);
+    out["qps0"] = qps0;
+    out
+}
+
+/// The default settings to the end (`--only exhaustion-default`): one
+/// cluster, the run, no stop.
+pub fn run_default(rt: &tokio::runtime::Runtime, max_id: u64) -> Value {
+    let (cluster, agents_dir, mut out) = exhausted(rt, max_id);
+    let (agents, refused_at) = Agents::start(&cluster, &agents_dir, max_id, "new");
+    let run = Run {
+        cluster: &cluster,
+        agents_dir: &agents_dir,
+        max_id,
+    };
+    out["defaultSettings"] = run.one(agents, refused_at, &[], None, "fresh-default");
+    out
+}
+
+/// The first id of the local range.
+const FIRST: u64 = 256;
+
+/// A cluster whose range `FIRST..=max_id` is full: the cluster, the
+/// agents' directory, and what was seeded.
+fn exhausted(rt: &tokio::runtime::Runtime, max_id: u64) -> (Cluster, PathBuf, Value) {
     let space = max_id - FIRST + 1;
     let stale = space - IN_USE;
     let agents_dir = cilium_v115();
@@ -67,23 +121,41 @@ pub fn run(rt: &tokio::runtime::Runtime, max_id: u64) -> Value {
     let cluster = Cluster::up(&[]);
     let seed_seconds = rt.block_on(seed_from(&cluster, FIRST, IN_USE, stale, true));
     eprintln!("exhaustion: seeded in {seed_seconds:.0} s");
-    let (agents, refused_at) = Agents::start(&cluster, &agents_dir, max_id, "new");
-    let diagnose = diagnose(&cluster);
-    let default = one_run(&cluster, agents, refused_at, &[], Some(DEFAULT_RUN), max_id);
-    let refilled = rt.block_on(refill(&cluster, FIRST, max_id));
-    eprintln!("exhaustion: {refilled} freed ids seeded again");
-    let (agents, refused_at) = Agents::start(&cluster, &agents_dir, max_id, "later");
-    let qps0 = one_run(&cluster, agents, refused_at, &["--qps", "0"], None, max_id);
-    json!({
+    let out = json!({
         "ids": {"first": FIRST, "last": max_id, "space": space},
         "inUse": IN_USE, "staleSeeded": stale, "seedSeconds": r3(seed_seconds),
         "marks": "seeded: io.cilium.heartbeat one hour before the seed, as cilium-operator marks an unused identity",
         "agents": "tests/cilium/agents built against Cilium v1.15.6 (pkg/allocator, CRD backend), 2 agents, 10 pods each, --wait-for-identity",
         "ciliumBackoff": CILIUM_BACKOFF,
-        "diagnose": diagnose,
-        "defaultSettings": default,
-        "refilledBetweenRuns": refilled,
-        "qps0": qps0,
+    });
+    (cluster, agents_dir, out)
+}
+
+/// `curl --parallel` over the stale set `ids` (seeded again after the
+/// `--qps 0` run), beside that run: rates, and the plugin's time per
+/// delete over curl's (the goal: at most 1.1).
+fn curl(cluster: &Cluster, ids: &[u64], qps0: &Value) -> Value {
+    let load1 = load();
+    let (rate, ok) = curl_deletes(cluster, ids);
+    let plugin_rate = qps0["deleteRatePerSecond"].as_f64().unwrap_or(0.0);
+    // Time to clear per delete, from the plugin's start (list included)
+    // to the audit log's last stale delete.
+    let clear = qps0["figures"]["lastStaleGoneSeconds"].as_f64();
+    let audited = qps0["figures"]["staleDeletesAudited"].as_f64();
+    let clear_rate = clear.zip(audited).map(|(t, n)| n / t);
+    let over = clear_rate.map(|r| r3(rate / r));
+    eprintln!(
+        "exhaustion: curl --parallel --parallel-max 32 --http2 as cilium-gc (DELETE, no body: no preconditions) deleted the same {} stale identities at {rate:.0}/s, load1 {load1:.2}; delete --yes --qps 0 cleared at {:.0}/s from its start ({plugin_rate:.0}/s by its report): its time {}x curl's",
+        ids.len(),
+        clear_rate.unwrap_or(0.0),
+        over.map_or("-".into(), |o| format!("{o:.2}")),
+    );
+    json!({
+        "command": "curl --parallel --parallel-max 32 --http2 -sS --fail -X DELETE (no body), as cilium-gc",
+        "deleted": ids.len(), "ratePerSecond": r3(rate), "ok": ok, "load1": load1,
+        "pluginOverCurl": r3(plugin_rate / rate),
+        "pluginClearRatePerSecond": clear_rate.map(r3),
+        "pluginTimeOverCurlTime": over,
     })
 }
 
@@ -115,7 +187,7 @@ impl Agents {
             .arg("--kubeconfig")
             .arg(cluster.kubeconfig("admin"))
             .args(["--agents", "2", "--pods", "10", "--churn", "2s"])
-            .args(["--duration", "30m", "--label-sets", "1000000"])
+            .args(["--duration", "60m", "--label-sets", "1000000"])
             .args(["--label-prefix", prefix, "--wait-for-identity=true"])
             .args(["--min-id", "256", "--max-id", &max_id.to_string()])
             .stdout(Stdio::piped())
@@ -238,72 +310,99 @@ fn run_plugin(
     (report, exit, usage)
 }
 
-/// One plugin run beside the refused agents; stopped after `limit`.
-fn one_run(
-    cluster: &Cluster,
-    agents: Agents,
-    refused_at: Timestamp,
-    flags: &[&str],
-    limit: Option<Duration>,
+/// What each run shares: the cluster, the agents' build, the range.
+struct Run<'a> {
+    cluster: &'a Cluster,
+    agents_dir: &'a Path,
     max_id: u64,
-) -> Value {
-    let audit_path = cluster.dir.join("audit.log");
-    let offset = std::fs::metadata(&audit_path).map_or(0, |m| m.len());
-    let load1 = load();
-    let mut args = vec!["delete", "--yes", "-o", "json"];
-    args.extend(flags);
-    let started = Timestamp::now();
-    let (report, exit, usage) = run_plugin(cluster, &args, limit);
-    let wall = started.duration_until(Timestamp::now()).as_secs_f64();
-    let stopped = limit.is_some_and(|l| wall >= l.as_secs_f64() - 0.5);
-    // Pods already waiting try again on Cilium's backoff.
-    std::thread::sleep(Duration::from_secs(20));
-    let summary = agents.stop();
-    let events = audit_from(&audit_path, offset);
-    let figures = figures(&events, &summary, started, refused_at, max_id);
-    let rate = report["summary"]["deleteRatePerSecond"]
-        .as_f64()
-        .unwrap_or(0.0);
-    let deleted = report["summary"]["deleted"].as_u64().unwrap_or(0);
-    let rss = usage.ru_maxrss as f64 / 1024.0;
-    let secs = |k: &str| {
-        figures[k]
+}
+
+impl Run<'_> {
+    /// One plugin run beside the refused agents, a new pod started once
+    /// the first id is freed (labelled `fresh`); stopped after `limit`.
+    fn one(
+        &self,
+        agents: Agents,
+        refused_at: Timestamp,
+        flags: &[&str],
+        limit: Option<Duration>,
+        fresh: &str,
+    ) -> Value {
+        let (cluster, max_id) = (self.cluster, self.max_id);
+        let audit_path = cluster.dir.join("audit.log");
+        let offset = std::fs::metadata(&audit_path).map_or(0, |m| m.len());
+        let load1 = load();
+        let mut args = vec!["delete", "--yes", "-o", "json"];
+        args.extend(flags);
+        let bin = self.agents_dir.join("bin/cilium-agents");
+        let started = Timestamp::now();
+        let fresh =
+            Fresh::when_first_freed(cluster, bin, max_id, audit_path.clone(), offset, fresh);
+        let (report, exit, usage) = run_plugin(cluster, &args, limit);
+        let wall = started.duration_until(Timestamp::now()).as_secs_f64();
+        let stopped = limit.is_some_and(|l| wall >= l.as_secs_f64() - 0.5);
+        // Pods already waiting try again on Cilium's backoff.
+        std::thread::sleep(Duration::from_secs(20));
+        let summary = agents.stop();
+        let events = audit_from(&audit_path, offset);
+        let fresh = fresh.finish(started, |name| {
+            events
+                .iter()
+                .filter(|e| e.verb == "create" && e.code == 201 && e.agents && e.name == name)
+                .map(|e| e.done)
+                .min()
+        });
+        let figures = figures(&events, &summary, started, refused_at, max_id);
+        let rate = report["summary"]["deleteRatePerSecond"]
             .as_f64()
-            .map_or("-".into(), |s| format!("{s:.1} s"))
-    };
-    let clear = if stopped {
-        let left = (max_id - 256 + 1 - IN_USE).saturating_sub(deleted) as f64;
-        format!(
-            "stopped at {wall:.0} s by SIGTERM with {deleted} deleted: clear computed at {:.0} s from its rate, not measured",
-            wall + left / rate.max(1e-9)
-        )
-    } else {
-        format!(
-            "the last stale identity gone at {}",
-            secs("lastStaleGoneSeconds")
-        )
-    };
-    eprintln!(
-        "exhaustion ({} ids full, {IN_USE} in use; agents on Cilium 1.15.6's allocator refused {} attempts in all, {} pods waiting at its start): delete --yes {}as cilium-gc: first id freed at {}, first identity created at {}, first waiting pod allocated at {} ({CILIUM_BACKOFF}), {clear}; {deleted} deleted at {rate:.0}/s, peak RSS {rss:.1} MiB, load1 {load1:.2}",
-        max_id - 256 + 1,
-        figures["allocationRefusalsInAll"],
-        figures["waitingAtStart"],
-        flags.iter().map(|f| format!("{f} ")).collect::<String>(),
-        secs("firstFreedSeconds"),
-        secs("firstCreatedSeconds"),
-        secs("firstWaitingAllocatedSeconds"),
-    );
-    json!({
-        "flags": flags, "load1": load1, "load1After": load(),
-        "exit": exit, "wallSeconds": r3(wall), "stoppedBySigterm": stopped,
-        "cpuSeconds": r3(common::cpu_seconds(&usage)), "peakRssKiB": usage.ru_maxrss,
-        "deleted": deleted, "deleteRatePerSecond": rate,
-        "summary": report["summary"], "figures": figures,
-        "agentsRefusedFirstAt": refused_at.to_string(),
-        "agents": {"allocationRefusals": summary["allocationRefusals"], "allocations": summary["allocations"],
-                   "allocationErrors": summary["allocationErrors"], "podsStarted": summary["podsStarted"],
-                   "waits": summary["waits"]},
-    })
+            .unwrap_or(0.0);
+        let deleted = report["summary"]["deleted"].as_u64().unwrap_or(0);
+        let rss = usage.ru_maxrss as f64 / 1024.0;
+        let secs = |v: &Value| v.as_f64().map_or("-".into(), |s| format!("{s:.1} s"));
+        let clear = if stopped {
+            let left = (max_id - FIRST + 1 - IN_USE).saturating_sub(deleted) as f64;
+            format!(
+                "stopped at {wall:.0} s by SIGTERM with {deleted} deleted: clear computed at {:.0} s from its rate, not measured",
+                wall + left / rate.max(1e-9)
+            )
+        } else {
+            format!(
+                "the last stale identity gone at {}",
+                secs(&figures["lastStaleGoneSeconds"])
+            )
+        };
+        eprintln!(
+            "exhaustion ({} ids full, {IN_USE} in use; agents on Cilium 1.15.6's allocator refused {} attempts in all, {} pods waiting at its start): delete --yes {}as cilium-gc: first id freed at {}, first identity created at {}, first waiting pod allocated at {} and the last at {} ({CILIUM_BACKOFF}), {clear}; {deleted} deleted at {rate:.0}/s, peak RSS {rss:.1} MiB, load1 {load1:.2}",
+            max_id - FIRST + 1,
+            figures["allocationRefusalsInAll"],
+            figures["waitingAtStart"],
+            flags.iter().map(|f| format!("{f} ")).collect::<String>(),
+            secs(&figures["firstFreedSeconds"]),
+            secs(&figures["firstCreatedSeconds"]),
+            secs(&figures["firstWaitingAllocatedSeconds"]),
+            secs(&figures["lastWaitingAllocatedSeconds"]),
+        );
+        eprintln!(
+            "exhaustion: a pod started after the first id was freed (a new agent on Cilium 1.15.6's allocator, started at {}): {} refused attempts (0 expected), allocated identity {} at {} ({} after its agent started, its list of every identity included)",
+            secs(&fresh["spawnedSeconds"]),
+            fresh["allocationRefusals"],
+            fresh["identity"],
+            secs(&fresh["identityCreatedSeconds"]),
+            secs(&fresh["spawnToAllocatedSeconds"]),
+        );
+        json!({
+            "flags": flags, "load1": load1, "load1After": load(),
+            "exit": exit, "wallSeconds": r3(wall), "stoppedBySigterm": stopped,
+            "cpuSeconds": r3(common::cpu_seconds(&usage)), "peakRssKiB": usage.ru_maxrss,
+            "deleted": deleted, "deleteRatePerSecond": rate,
+            "summary": report["summary"], "figures": figures,
+            "freshPod": fresh,
+            "agentsRefusedFirstAt": refused_at.to_string(),
+            "agents": {"allocationRefusals": summary["allocationRefusals"], "allocations": summary["allocations"],
+                       "allocationErrors": summary["allocationErrors"], "podsStarted": summary["podsStarted"],
+                       "waits": summary["waits"]},
+        })
+    }
 }
 
 /// One CiliumIdentity write in the audit log.
@@ -402,9 +501,9 @@ fn figures(
 }
 
 /// Seed again, stale and marked, every id of `first..=last` the server no
-/// longer holds (those the default run freed and the agents did not take):
-/// the space is full again. Returns how many.
-async fn refill(cluster: &Cluster, first: u64, last: u64) -> u64 {
+/// longer holds (those a run freed and the agents did not take): the space
+/// is full again. Returns those ids.
+async fn refill(cluster: &Cluster, first: u64, last: u64) -> Vec<u64> {
     let out = cluster.admin(&["get", "ciliumidentities", "-o", "name"]);
     assert!(
         out.status.success(),
@@ -417,5 +516,5 @@ async fn refill(cluster: &Cluster, first: u64, last: u64) -> u64 {
         .collect();
     let missing: Vec<u64> = (first..=last).filter(|n| !held.contains(n)).collect();
     super::seed_ids(cluster, &missing).await;
-    missing.len() as u64
+    missing
 }

@@ -27,6 +27,26 @@ fn clap_defaults_are_the_engine_defaults() {
     );
 }
 
+/// `--concurrency` left out: 8 with a rate, 32 at `--qps 0` (a ceiling the
+/// sweep reaches by slow start); typed, it is what was typed.
+#[test]
+fn concurrency_defaults_to_32_at_qps_0_only() {
+    let concurrency = |args: &[&str]| {
+        let Command::Delete(d) = parse(args).unwrap().command else {
+            panic!("not delete")
+        };
+        d.writes().pacing.concurrency
+    };
+    assert_eq!(concurrency(&["x", "delete"]), DEFAULT_CONCURRENCY);
+    assert_eq!(concurrency(&["x", "delete", "--qps", "100"]), 8);
+    assert_eq!(concurrency(&["x", "delete", "--qps", "0"]), 32);
+    assert_eq!(
+        concurrency(&["x", "delete", "--qps", "0", "--concurrency", "8"]),
+        8
+    );
+    assert_eq!(concurrency(&["x", "delete", "--concurrency", "3"]), 3);
+}
+
 /// The narrowing flags become the engine's [`ScanSettings`] as typed:
 /// the engine's `narrowing` tests pass these settings for the flags
 /// they name.
