@@ -155,10 +155,10 @@ fn full_example() -> diagnose::Diagnosis {
             }],
             problems: vec!["no permission to list networkpolicies (optional)".into()],
         }),
-        allocation_refusals: Some(diagnose::AllocationRefusals {
+        allocation_refusals: Some(cilium_gc_documents::diagnosis::AllocationRefusals {
             logs_read: 2,
             total: 16,
-            by_pod: vec![diagnose::PodRefusals {
+            by_pod: vec![cilium_gc_documents::diagnosis::PodRefusals {
                 pod: "cilium-a1b2c".into(),
                 refusals: 16,
                 first_at: Some(ts("2026-06-01T11:58:00Z")),
