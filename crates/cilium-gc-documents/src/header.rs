@@ -23,7 +23,35 @@ use jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::report::{Tool, API_VERSION};
+/// `apiVersion` of our documents: our own group, not `cilium.io`.
+pub const API_VERSION: &str = "cilium-gc.kubectl.io/v1";
+
+/// The program that wrote the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// Always `kubectl-cilium-gc`.
+    pub name: String,
+    /// Semantic version of the tool.
+    pub version: String,
+    /// Git commit the tool was built from, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+}
+
+impl Tool {
+    /// This build: its name, version and commit (`kubectl cilium-gc
+    /// version`, and the `tool` of every document it writes).
+    pub fn current() -> Tool {
+        Tool {
+            name: "kubectl-cilium-gc".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            commit: option_env!("KUBECTL_CILIUM_GC_COMMIT")
+                .map(str::to_owned)
+                .filter(|c| !c.is_empty()),
+        }
+    }
+}
 
 /// One of the published documents: what its shared fields hold and how its
 /// schema describes them.

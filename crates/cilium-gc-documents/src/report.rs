@@ -12,9 +12,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::header::{Document, Header, Span, Timed};
+// Every document's, declared with the header; named here as they always were.
+pub use crate::header::{Tool, API_VERSION};
 
-/// `apiVersion` of our documents: our own group, not `cilium.io`.
-pub const API_VERSION: &str = "cilium-gc.kubectl.io/v1";
 /// `kind` of the GC report.
 pub const KIND: &str = "CiliumIdentityGCReport";
 /// `$id` of the published schema, also written as `$schema` in every report.
@@ -80,33 +80,6 @@ impl Timed for Report {
     const STARTED_DOC: &'static str = "When the run started (RFC 3339, UTC).";
     const FINISHED_DOC: &'static str = "When the report was written (RFC 3339, UTC).";
     const DURATION_DOC: &'static str = "Wall time of the run, in seconds.";
-}
-
-/// The program that wrote the report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Tool {
-    /// Always `kubectl-cilium-gc`.
-    pub name: String,
-    /// Semantic version of the tool.
-    pub version: String,
-    /// Git commit the tool was built from, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commit: Option<String>,
-}
-
-impl Tool {
-    /// This build: its name, version and commit (`kubectl cilium-gc
-    /// version`, and the `tool` of every document it writes).
-    pub fn current() -> Tool {
-        Tool {
-            name: "kubectl-cilium-gc".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            commit: option_env!("KUBECTL_CILIUM_GC_COMMIT")
-                .map(str::to_owned)
-                .filter(|c| !c.is_empty()),
-        }
-    }
 }
 
 /// The cluster the run talked to. Never carries a credential.

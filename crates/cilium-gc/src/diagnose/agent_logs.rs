@@ -89,7 +89,9 @@ pub(crate) fn log_pod(name: &str) -> Option<String> {
     let stem = name.strip_prefix("logs-")?.strip_suffix(".log")?;
     let stem = stem.strip_suffix("-prev").unwrap_or(stem);
     let stem = match stem.len().checked_sub(16) {
-        Some(i) if stem.as_bytes()[i] == b'-' && super::saved::is_sysdump_ts(&stem[i + 1..]) => {
+        Some(i)
+            if stem.as_bytes()[i] == b'-' && super::sysdump_ts::is_sysdump_ts(&stem[i + 1..]) =>
+        {
             &stem[..i]
         }
         _ => stem,

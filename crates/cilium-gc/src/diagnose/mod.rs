@@ -20,6 +20,7 @@ mod operator_metrics;
 mod policies;
 pub(crate) mod redact;
 mod saved;
+mod sysdump_ts;
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;

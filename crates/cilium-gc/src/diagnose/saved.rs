@@ -33,6 +33,7 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use super::input::{self, Input, Policies};
+use super::sysdump_ts::sysdump_time;
 use super::types::{self, CaptureTimeFrom, SavedSource};
 use super::{policies, DiagnoseError};
 use crate::model::HEARTBEAT_ANNOTATION;
@@ -139,35 +140,6 @@ fn unpack(path: &Path) -> Result<tempfile::TempDir, String> {
         return Err("neither a directory nor a .zip, .tar.gz or .tgz".into());
     }
     Ok(dir)
-}
-
-/// Whether `ts` is a sysdump's `<ts>` (`20060102-150405`).
-pub(super) fn is_sysdump_ts(ts: &str) -> bool {
-    ts.split_once('-').is_some_and(|(d, t)| {
-        d.len() == 8 && t.len() == 6 && d.bytes().chain(t.bytes()).all(|b| b.is_ascii_digit())
-    })
-}
-
-/// A sysdump file's `<ts>` (`20060102-150405`), read as UTC; a previous
-/// run's log (`-<ts>-prev.log`) carries it too.
-fn sysdump_time(name: &str) -> Option<Timestamp> {
-    let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
-    let stem = stem.strip_suffix("-prev").unwrap_or(stem);
-    let ts = stem.get(stem.len().checked_sub(15)?..)?;
-    if !is_sysdump_ts(ts) {
-        return None;
-    }
-    let (d, t) = ts.split_once('-')?;
-    let iso = format!(
-        "{}-{}-{}T{}:{}:{}Z",
-        &d[0..4],
-        &d[4..6],
-        &d[6..8],
-        &t[0..2],
-        &t[2..4],
-        &t[4..6]
-    );
-    iso.parse().ok()
 }
 
 /// The kind a sysdump file name says its items are, when they carry none.
