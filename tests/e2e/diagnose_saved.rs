@@ -88,21 +88,10 @@ async fn saved_dumps_under_churn_give_the_live_diagnosis() {
     }
     // cilium-config says what the operator runs with, so the diagnosis
     // judges marks as it does; the workloads name its release.
-    let out = cluster.kubectl(&[
-        "-n",
-        "kube-system",
-        "patch",
-        "configmap",
-        "cilium-config",
-        "--type=merge",
-        "-p",
-        r#"{"data":{"identity-gc-interval":"2s","identity-heartbeat-timeout":"2s"}}"#,
+    cluster.set_cilium_config(&[
+        ("identity-gc-interval", "2s"),
+        ("identity-heartbeat-timeout", "2s"),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     cluster.apply(&cilium_workloads(&release(Version::Current)));
     let old = seed_old(&cluster, Version::Current).await;
     let flags = [&GC_FLAGS[..], &LONG_LEASE[..]].concat();

@@ -198,21 +198,7 @@ async fn a_real_cilium_sysdump_gives_the_live_findings() {
     // runs with its own flags, as a flag overrides the ConfigMap): a
     // finding, and a window of "lately" that the seconds between the
     // sysdump and the live run cannot cross.
-    let out = cluster.kubectl(&[
-        "-n",
-        "kube-system",
-        "patch",
-        "configmap",
-        "cilium-config",
-        "--type=merge",
-        "-p",
-        r#"{"data":{"identity-heartbeat-timeout":"4m"}}"#,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cluster.set_cilium_config(&[("identity-heartbeat-timeout", "4m")]);
     let old = seed_old(&cluster, Version::Current).await;
     assert!(!old.contains(&GONE.to_string()));
     // A few of the old identities in use again, by endpoints of one

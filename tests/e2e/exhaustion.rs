@@ -231,22 +231,10 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
 /// heartbeat timeout and passes by this interval.
 fn show_cilium(cluster: &Cluster) {
     cluster.apply(&cilium_workloads("v1.15.6"));
-    let out = cluster.kubectl(&[
-        "-n",
-        "kube-system",
-        "patch",
-        "configmap",
-        "cilium-config",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"data":{"identity-heartbeat-timeout":"2s","identity-gc-interval":"2s"}}"#,
+    cluster.set_cilium_config(&[
+        ("identity-heartbeat-timeout", "2s"),
+        ("identity-gc-interval", "2s"),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// The findings of a diagnosis, and one by its code.

@@ -61,22 +61,7 @@ async fn a_fleet_of_real_clusters() {
     };
     let seeded = seed(&east, 300).await;
     let west_seeded = seed(&west, 100).await;
-    let patched = west.kubectl(&[
-        "-n",
-        "kube-system",
-        "patch",
-        "configmap",
-        "cilium-config",
-        "--type",
-        "merge",
-        "-p",
-        r#"{"data":{"identity-allocation-mode":"kvstore"}}"#,
-    ]);
-    assert!(
-        patched.status.success(),
-        "{}",
-        String::from_utf8_lossy(&patched.stderr)
-    );
+    west.set_cilium_config(&[("identity-allocation-mode", "kvstore")]);
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

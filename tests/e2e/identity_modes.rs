@@ -51,23 +51,7 @@ async fn refused_next_to_the_operator(mode: &str) {
     };
     // cilium-config says the mode, as Helm writes it; the operator reads
     // the same key as a flag (its ConfigMap is mounted as --config-dir).
-    let patch = format!(r#"{{"data":{{"identity-management-mode":"{mode}"}}}}"#);
-    let out = cluster.kubectl(&[
-        "-n",
-        "kube-system",
-        "patch",
-        "configmap",
-        "cilium-config",
-        "--type",
-        "merge",
-        "-p",
-        &patch,
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    cluster.set_cilium_config(&[("identity-management-mode", mode)]);
     let flag = format!("--identity-management-mode={mode}");
     let Some(operator) = Operator::up(&cluster, Version::Current, &[&flag]) else {
         return;

@@ -2,8 +2,8 @@
 //! with, on success, failure, abort or Ctrl-C.
 //!
 //! Its types live in the `cilium-gc-documents` crate (pure data, the
-//! contract of `schema/report-v1.json`) and are re-exported here unchanged;
-//! see [`schema`] for the published JSON Schema.
+//! contract of `schema/report-v1.json`, whose `report::schema` writes the
+//! published JSON Schema); the engine re-exports the [`Report`] itself.
 
 pub use cilium_gc_documents::report::Report;
 // The report's parts, for the engine's own code; callers name them from

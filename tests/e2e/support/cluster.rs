@@ -180,6 +180,32 @@ impl Cluster {
             .expect("kubectl runs")
     }
 
+    /// Sets keys of kube-system's `cilium-config` (a merge patch as
+    /// `admin`), as Helm writes them: what the plugin's diagnosis and the
+    /// real operator read.
+    pub fn set_cilium_config(&self, data: &[(&str, &str)]) {
+        let data: serde_json::Map<String, serde_json::Value> = data
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v)))
+            .collect();
+        let patch = serde_json::json!({ "data": data }).to_string();
+        let out = self.kubectl(&[
+            "-n",
+            "kube-system",
+            "patch",
+            "configmap",
+            "cilium-config",
+            "--type=merge",
+            "-p",
+            &patch,
+        ]);
+        assert!(
+            out.status.success(),
+            "patching cilium-config failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// `kubectl apply` of a YAML document as `admin`.
     pub fn apply(&self, yaml: &str) {
         let path = self.dir.join(format!("apply-{}.yaml", rand_suffix()));
