@@ -573,10 +573,10 @@ pub const DEFAULT_CONCURRENCY: u32 = 8;
 
 /// `--concurrency` at `--qps 0`: the most writes in flight, which the sweep
 /// reaches by slow start and cuts at the server's first 429 (`pace`), so
-/// it is a ceiling, not what a throttling server receives. At 8, the 65,280
-/// ids of the exhaustion bench cleared at 627/s where `curl --parallel`
-/// with 32 HTTP/2 streams deleted about 1,060/s on the same server: the
-/// server's answer time, not the client, bounded 8 writes in flight.
+/// it is a ceiling, not what a throttling server receives. At 8, the server's
+/// answer time bounded the exhaustion bench's clear (333/s where `curl
+/// --parallel` with 32 HTTP/2 streams deleted 346/s on the same loaded
+/// machine); at 32 it cleared at 924/s on a quiet one (docs/benchmark.md).
 pub const QPS_0_CONCURRENCY: u32 = 32;
 
 /// Flags of delete.
