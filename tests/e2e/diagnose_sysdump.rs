@@ -122,20 +122,7 @@ fn third_writer(cluster: &Cluster, world: &World, old: &BTreeSet<String>) {
         .collect();
     assert_eq!(chosen.len(), PATCHED, "marked identities to patch");
     for name in chosen {
-        let out = cluster.kubectl(&[
-            "patch",
-            "ciliumidentities.cilium.io",
-            name,
-            "--type=merge",
-            "--field-manager=label-sync",
-            "-p",
-            r#"{"metadata":{"labels":{"team":"payments"}}}"#,
-        ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cluster.patch_as_label_sync(name);
     }
 }
 

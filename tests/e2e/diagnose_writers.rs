@@ -54,20 +54,7 @@ async fn diagnose_names_a_third_writer_after_the_operators_mark() {
         .collect();
     assert_eq!(chosen.len(), PATCHED, "marked identities to patch");
     for name in &chosen {
-        let out = cluster.kubectl(&[
-            "patch",
-            "ciliumidentities.cilium.io",
-            name,
-            "--type=merge",
-            "--field-manager=label-sync",
-            "-p",
-            r#"{"metadata":{"labels":{"team":"payments"}}}"#,
-        ]);
-        assert!(
-            out.status.success(),
-            "kubectl patch {name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        cluster.patch_as_label_sync(name);
     }
     // The premise, from the server: every patched identity still carries
     // the operator's mark and a label-sync entry no older than the mark's

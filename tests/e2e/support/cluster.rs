@@ -206,6 +206,26 @@ impl Cluster {
         );
     }
 
+    /// A third writer, as a label-syncing controller would be: `kubectl
+    /// patch` of one identity's labels with its own field manager,
+    /// `label-sync` (what `diagnose` must name among the writers).
+    pub fn patch_as_label_sync(&self, identity: &str) {
+        let out = self.kubectl(&[
+            "patch",
+            "ciliumidentities.cilium.io",
+            identity,
+            "--type=merge",
+            "--field-manager=label-sync",
+            "-p",
+            r#"{"metadata":{"labels":{"team":"payments"}}}"#,
+        ]);
+        assert!(
+            out.status.success(),
+            "kubectl patch {identity} as label-sync: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// `kubectl apply` of a YAML document as `admin`.
     pub fn apply(&self, yaml: &str) {
         let path = self.dir.join(format!("apply-{}.yaml", rand_suffix()));
