@@ -51,8 +51,8 @@ impl Tally {
         }
         self.refusals += 1;
         if let Some(t) = line_time(line) {
-            self.first_at = Some(self.first_at.map_or(t, |f| f.min(t)));
-            self.last_at = Some(self.last_at.map_or(t, |l| l.max(t)));
+            self.first_at = earliest(self.first_at, Some(t));
+            self.last_at = self.last_at.max(Some(t));
         }
         if self.example.is_none() {
             self.example = Some(line.trim_end().chars().take(EXAMPLE_CHARS).collect());
@@ -73,12 +73,19 @@ impl Tally {
     /// Add another log's tally of the same pod (its previous run's).
     pub(crate) fn merge(&mut self, o: Tally) {
         self.refusals += o.refusals;
-        self.first_at = self
-            .first_at
-            .min(o.first_at)
-            .or(self.first_at.or(o.first_at));
+        self.first_at = earliest(self.first_at, o.first_at);
         self.last_at = self.last_at.max(o.last_at);
         self.example = self.example.take().or(o.example);
+    }
+}
+
+/// The earlier of two times, either of which may be unknown (`Option`'s
+/// own `min` would take an unknown one as the earliest; its `max` is right
+/// for the latest).
+fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
