@@ -95,13 +95,9 @@ fn earliest(a: Option<Timestamp>, b: Option<Timestamp>) -> Option<Timestamp> {
 pub(crate) fn log_pod(name: &str) -> Option<String> {
     let stem = name.strip_prefix("logs-")?.strip_suffix(".log")?;
     let stem = stem.strip_suffix("-prev").unwrap_or(stem);
-    let stem = match stem.len().checked_sub(16) {
-        Some(i)
-            if stem.as_bytes()[i] == b'-' && super::sysdump_ts::is_sysdump_ts(&stem[i + 1..]) =>
-        {
-            &stem[..i]
-        }
-        _ => stem,
+    let stem = match super::sysdump_ts::trailing_ts(stem) {
+        Some((before, _)) => before.strip_suffix('-').unwrap_or(stem),
+        None => stem,
     };
     let pod = stem.strip_suffix(AGENT_CONTAINER).unwrap_or(stem);
     (!pod.is_empty()).then(|| pod.to_string())

@@ -6,10 +6,17 @@
 use jiff::Timestamp;
 
 /// Whether `ts` is a sysdump's `<ts>` (`20060102-150405`).
-pub(super) fn is_sysdump_ts(ts: &str) -> bool {
+fn is_sysdump_ts(ts: &str) -> bool {
     ts.split_once('-').is_some_and(|(d, t)| {
         d.len() == 8 && t.len() == 6 && d.bytes().chain(t.bytes()).all(|b| b.is_ascii_digit())
     })
+}
+
+/// `stem`'s last 15 characters when they are a `<ts>`, and what comes
+/// before them (a file name's `<name>-`).
+pub(super) fn trailing_ts(stem: &str) -> Option<(&str, &str)> {
+    let (before, ts) = stem.split_at_checked(stem.len().checked_sub(15)?)?;
+    is_sysdump_ts(ts).then_some((before, ts))
 }
 
 /// A sysdump file's `<ts>` (`20060102-150405`), read as UTC; a previous
@@ -17,10 +24,7 @@ pub(super) fn is_sysdump_ts(ts: &str) -> bool {
 pub(super) fn sysdump_time(name: &str) -> Option<Timestamp> {
     let stem = name.rsplit_once('.').map_or(name, |(s, _)| s);
     let stem = stem.strip_suffix("-prev").unwrap_or(stem);
-    let ts = stem.get(stem.len().checked_sub(15)?..)?;
-    if !is_sysdump_ts(ts) {
-        return None;
-    }
+    let (_, ts) = trailing_ts(stem)?;
     let (d, t) = ts.split_once('-')?;
     let iso = format!(
         "{}-{}-{}T{}:{}:{}Z",
