@@ -394,11 +394,11 @@ pub struct Summary {
     /// (`--qps` when throttling was never sustained). Absent as above.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lowest_rate_per_second: Option<f64>,
-    /// At `--qps 0` (no rate to cut): the fewest writes the sweep allowed
-    /// in flight, cut from `--concurrency` while the server refused a large
-    /// share of recent writes (a server that limits concurrency, such as an
-    /// API Priority and Fairness level with `Reject`). Absent when a rate
-    /// was set, or a scan.
+    /// The fewest writes the sweep allowed in flight, cut from
+    /// `--concurrency` while the server refused a large share of recent
+    /// writes (a server that limits concurrency, such as an API Priority
+    /// and Fairness level with `Reject`); `--concurrency` when never cut.
+    /// Absent for a scan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lowest_in_flight: Option<u64>,
     /// Seconds writes spent waiting out their own 429 `Retry-After` (or

@@ -29,7 +29,7 @@ pub(crate) struct Stats {
     pub retry_after_wait_ms: AtomicU64,
     /// What the shared write limiter did, over every sweep of the run.
     pub(crate) pace: Mutex<Option<PaceSummary>>,
-    /// The fewest writes allowed in flight at `--qps 0`, over every sweep.
+    /// The fewest writes allowed in flight, over every sweep.
     pub(crate) in_flight: Mutex<Option<usize>>,
 }
 
@@ -54,12 +54,12 @@ impl Stats {
             },
         });
     }
-    /// Merge one `--qps 0` sweep's fewest writes in flight.
+    /// Merge one sweep's fewest writes in flight.
     pub(crate) fn add_in_flight(&self, n: usize) {
         let mut g = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
         *g = Some(g.map_or(n, |m| m.min(n)));
     }
-    /// The fewest writes allowed in flight, if a sweep ran at `--qps 0`.
+    /// The fewest writes allowed in flight, if a sweep ran.
     pub(crate) fn in_flight(&self) -> Option<usize> {
         *self.in_flight.lock().unwrap_or_else(|e| e.into_inner())
     }

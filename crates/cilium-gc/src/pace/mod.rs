@@ -29,22 +29,30 @@
 //!   `--burst 1` lateness is lost for good, and at a few hundred writes a
 //!   second the achieved rate falls measurably below `--qps`; what it
 //!   guarantees is spacing.
-//! - **At `--qps 0` the writes in flight adapt instead** ([`Window`], in
-//!   `window`): a server that limits concurrency (API Priority and
-//!   Fairness: a level's few seats; with `Reject`, a request finding them
-//!   taken gets 429 at once) admits as many writes as it has seats, and
-//!   every write beyond them only collects a 429. APF lengthens
-//!   `Retry-After` for the whole level once it drops 3 a second, so excess
-//!   writes would leave items parked for half a minute while seats sit
-//!   idle, and push the level's other clients into 429s too. So: slow
-//!   start from one write, one more per round trip of successes, until the
-//!   first 429, which sets the limit to what the server was holding then;
-//!   after that, sustained throttling or a lengthened `Retry-After` cuts
-//!   it to what the server held (at most halved, at least one), and a
-//!   quiet second adds one write as a probe. A probe refused within its
-//!   second is taken back at once and the next waits twice as long (up to
-//!   30 s), so a limit that holds costs the server one 429 in half a
-//!   minute and APF's `Retry-After` stays at its minimum.
+//! - **The writes in flight adapt too, with or without a rate**
+//!   ([`Window`], in `window`): a server that limits concurrency (API
+//!   Priority and Fairness: a level's few seats; with `Reject`, a request
+//!   finding them taken gets 429 at once) admits as many writes as it has
+//!   seats, whatever the rate, and every write beyond them only collects
+//!   a 429. APF lengthens `Retry-After` for the whole level once it drops
+//!   3 a second, so excess writes would leave items parked for half a
+//!   minute while seats sit idle, and push the level's other clients into
+//!   429s too. Cutting only the rate does not help there: 32 workers at
+//!   `--qps 1000` on a real server's one `Reject` seat kept 32 writes
+//!   out at a slower rate, collected more 429s than deletes, and 200
+//!   deletes outlasted CI's five-minute limit (`tests/e2e/apf.rs`). So: slow start from one write, one
+//!   more per round trip of successes, until `--concurrency` or the first
+//!   429, which sets the limit to what the server was holding then; after
+//!   that, sustained throttling or a lengthened `Retry-After` cuts it to
+//!   what the server held (at most halved, at least one), and a quiet
+//!   second adds one write as a probe. A probe refused within its second
+//!   is taken back at once and the next waits twice as long (up to 30 s),
+//!   so a limit that holds costs the server one 429 in half a minute and
+//!   APF's `Retry-After` stays at its minimum. A server that limits the
+//!   rate instead (a proxy's token bucket) cuts the window too, at most
+//!   by half per window of evidence and at worst to one write in flight,
+//!   which at a round trip of a few milliseconds still carries several
+//!   times the default `--qps`; it grows back by a probe a second.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -72,7 +80,7 @@ pub(crate) struct PaceSummary {
     pub lowest_rate: f64,
 }
 
-/// The writes in flight at `--qps 0`, by departure order, so that a 429
+/// The writes in flight, by departure order, so that a 429
 /// can tell how many of ours the server was already holding when it
 /// refused: those sent before it and not yet answered.
 #[derive(Default)]
@@ -85,29 +93,19 @@ struct Flight {
 /// dropped, answered or not.
 pub(crate) struct Ticket<'a> {
     pace: &'a Pace,
-    seq: Option<u64>,
+    seq: u64,
 }
 
 impl Ticket<'_> {
     /// How many of our writes sent before this one are still unanswered.
     pub(crate) fn ahead(&self) -> usize {
-        let (Some(seq), Some(w)) = (self.seq, &self.pace.window) else {
-            return 0;
-        };
-        let w = w.lock().unwrap_or_else(|e| e.into_inner());
-        w.1.open.range(..seq).count()
+        self.pace.window().1.open.range(..self.seq).count()
     }
 }
 
 impl Drop for Ticket<'_> {
     fn drop(&mut self) {
-        if let (Some(seq), Some(w)) = (self.seq, &self.pace.window) {
-            w.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .1
-                .open
-                .remove(&seq);
-        }
+        self.pace.window().1.open.remove(&self.seq);
     }
 }
 
@@ -120,27 +118,26 @@ struct State {
     throttled: Duration,
 }
 
-/// The shared limiter of a sweep: the rate when `--qps` is set; at
-/// `--qps 0` (unlimited) the writes in flight instead, per-request
-/// `Retry-After` pacing each throttled item either way.
+/// The shared limiter of a sweep: the rate when `--qps` is set, and the
+/// writes in flight always, per-request `Retry-After` pacing each
+/// throttled item.
 pub(crate) struct Pace {
     burst: u32,
     state: Option<Mutex<State>>,
     /// Woken when the limiter is swapped.
     swapped: tokio::sync::Notify,
-    window: Option<Mutex<(Window, Flight)>>,
+    window: Mutex<(Window, Flight)>,
 }
 
 impl Pace {
-    /// A limiter at `qps` writes per second (0: unlimited) with `burst`.
-    /// At `--qps 0`, at most `concurrency` writes in flight, adapted.
+    /// A limiter at `qps` writes per second (0: unlimited) with `burst`,
+    /// and at most `concurrency` writes in flight, adapted.
     pub(crate) fn new(qps: f64, burst: u32, concurrency: usize) -> Self {
         let burst = burst.max(1);
         Pace {
             burst,
             swapped: tokio::sync::Notify::new(),
-            window: (qps <= 0.0)
-                .then(|| Mutex::new((Window::new(concurrency, Instant::now()), Flight::default()))),
+            window: Mutex::new((Window::new(concurrency, Instant::now()), Flight::default())),
             state: (qps > 0.0).then(|| {
                 Mutex::new(State {
                     limiter: limiter(qps, burst),
@@ -151,6 +148,10 @@ impl Pace {
                 })
             }),
         }
+    }
+
+    fn window(&self) -> std::sync::MutexGuard<'_, (Window, Flight)> {
+        self.window.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lock(&self) -> Option<std::sync::MutexGuard<'_, State>> {
@@ -181,31 +182,25 @@ impl Pace {
 
     /// How many items may be with a worker now, of `slots`.
     pub(crate) fn slots(&self, slots: usize) -> usize {
-        match &self.window {
-            Some(w) => slots.min(w.lock().unwrap_or_else(|e| e.into_inner()).0.limit()),
-            None => slots,
-        }
+        slots.min(self.window().0.limit())
     }
 
     /// A write leaves: its ticket tells, when it is answered, how many of
     /// ours were ahead of it.
     pub(crate) fn depart(&self) -> Ticket<'_> {
-        let seq = self.window.as_ref().map(|w| {
-            let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
-            let seq = w.1.next;
-            w.1.next += 1;
-            w.1.open.insert(seq);
-            seq
-        });
+        let mut w = self.window();
+        let seq = w.1.next;
+        w.1.next += 1;
+        w.1.open.insert(seq);
         Ticket { pace: self, seq }
     }
 
     /// Record one write's outcome (429 or not, with the 429's
     /// `Retry-After`; `ahead`: our writes still in flight that left before
-    /// it) and adapt the rate, or at `--qps 0` the writes in flight.
+    /// it) and adapt the writes in flight, and the rate when one is set.
     pub(crate) fn record(&self, throttled: bool, retry_after: Option<Duration>, ahead: usize) {
-        if let Some(w) = &self.window {
-            let mut w = w.lock().unwrap_or_else(|e| e.into_inner());
+        {
+            let mut w = self.window();
             let now = Instant::now();
             let mut changed = w.0.record(throttled, ahead, now);
             if let Some(ra) = retry_after.filter(|_| throttled) {
@@ -239,10 +234,9 @@ impl Pace {
         self.lock().map(|s| s.aimd.rate())
     }
 
-    /// The fewest writes allowed in flight so far (`None`: a rate was set).
-    pub(crate) fn lowest_in_flight(&self) -> Option<usize> {
-        let w = self.window.as_ref()?;
-        Some(w.lock().unwrap_or_else(|e| e.into_inner()).0.lowest())
+    /// The fewest writes allowed in flight so far.
+    pub(crate) fn lowest_in_flight(&self) -> usize {
+        self.window().0.lowest()
     }
 
     /// Throttled time and lowest rate so far (`None`: unlimited).
@@ -261,7 +255,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn only_qps_0_adapts_the_writes_in_flight() {
+    async fn the_writes_in_flight_adapt_with_or_without_a_rate() {
         let p = Pace::new(0.0, 1, 8);
         assert_eq!(p.slots(8), 1, "slow start");
         // One more per round trip: 1 + 2 + ... + 7 successes to reach 8.
@@ -277,14 +271,20 @@ mod tests {
             p.record(true, None, 2);
         }
         assert_eq!(p.slots(8), 4);
-        assert_eq!(p.lowest_in_flight(), Some(4));
+        assert_eq!(p.lowest_in_flight(), 4);
+        // With a rate, both adapt: a server with seats for two is not
+        // helped by a slower rate alone (halved at most per cut).
         let r = Pace::new(100.0, 10, 8);
+        for _ in 0..28 {
+            r.record(false, None, 0);
+        }
+        assert_eq!(r.slots(8), 8);
         for _ in 0..12 {
             r.record(true, None, 2);
         }
-        assert_eq!(r.slots(8), 8, "with a rate, the rate adapts instead");
-        assert_eq!(r.lowest_in_flight(), None);
-        assert_eq!(r.rate(), Some(50.0));
+        assert_eq!(r.slots(8), 4);
+        assert_eq!(r.lowest_in_flight(), 4);
+        assert_eq!(r.rate(), Some(70.0), "the share admitted: 28 of 40");
     }
 
     #[tokio::test]

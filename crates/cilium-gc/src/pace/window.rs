@@ -1,4 +1,4 @@
-//! The in-flight half of the write limiter, at `--qps 0`: how many writes
+//! The in-flight half of the write limiter: how many writes
 //! may be in flight ([`Window`]), adapted to what the server holds.
 
 use std::collections::VecDeque;
@@ -24,7 +24,7 @@ pub(crate) const PROBE: Duration = Duration::from_secs(1);
 /// holds brings the pace back to one a second.
 pub(crate) const MAX_PROBE: Duration = Duration::from_secs(30);
 
-/// How many writes may be in flight at `--qps 0` (see the module doc).
+/// How many writes may be in flight (see the module doc).
 /// Pure: fed outcomes, how many of our other writes were in flight, and
 /// the instant, it answers the limit; tested without a clock.
 #[derive(Debug, Clone)]

@@ -11,8 +11,8 @@
 //! 429's `Retry-After`, a 5xx's or a lost answer's backoff) delays only
 //! that request, and without holding a worker: the item is parked with a
 //! not-before instant and the worker takes the next ready item (a worker
-//! asleep on a backoff leaves the server's admitted rate unused, and at
-//! `--qps 0` under throttling it may be the only write allowed in flight).
+//! asleep on a backoff leaves the server's admitted rate unused, and under
+//! throttling it may be the only write allowed in flight).
 //! The shared limiter slows down only when throttling is sustained. A
 //! refused connection spends no retry (nothing reached a server); a 403 is
 //! confirmed by SelfSubjectAccessReview before it counts (a restarted
@@ -173,9 +173,7 @@ pub(crate) async fn sweep(
     if let Some(p) = ctx.pace.summary() {
         api.stats.add_pace(p);
     }
-    if let Some(n) = ctx.pace.lowest_in_flight() {
-        api.stats.add_in_flight(n);
-    }
+    api.stats.add_in_flight(ctx.pace.lowest_in_flight());
     indexed.sort_by_key(|(i, _)| *i);
     indexed.into_iter().map(|(_, r)| r).collect()
 }
@@ -437,8 +435,8 @@ fn on_throttled(
 /// A 5xx, a timeout or a reset: backoff with jitter (at least the server's
 /// `Retry-After`, if it gave one), a bounded number of times, parked off
 /// the workers as a 429 is: asleep in its turn, the item would hold a
-/// worker, and at `--qps 0` under throttling that may be the only write
-/// allowed in flight. The write may have been applied, which a later 404
+/// worker, and under throttling that may be the only write allowed in
+/// flight. The write may have been applied, which a later 404
 /// must allow for (and a stop during the wait reports it failed).
 fn on_transient(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<Duration>) -> Step {
     tries.lost_answers += 1;

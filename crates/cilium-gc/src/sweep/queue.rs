@@ -163,8 +163,8 @@ impl Queue {
     }
 }
 
-/// Keep up to `slots` items being written (at `--qps 0`, fewer while the
-/// server refuses more: `pace::Window`); an item the server makes wait (a
+/// Keep up to `slots` items being written (fewer while the server
+/// refuses more: `pace::Window`); an item the server makes wait (a
 /// 429, a 5xx) gives its worker back at once and is parked until its
 /// not-before instant, so the writes in flight follow what the server
 /// admits instead of sleeping. Fresh items are taken from the feed as they
