@@ -10,13 +10,14 @@ use serde_json::json;
 use crate::support::cluster::Cluster;
 use crate::support::operator::{Operator, Version};
 use crate::support::workload::{
-    churn_until_a_1_15_delete_conflicts, plugin_under_churn, record, seed_old, GC_FLAGS,
+    churn_until_a_1_15_delete_conflicts, left_behind_by_the_first_delete_409, plugin_under_churn,
+    record, seed_old, GC_FLAGS,
 };
 
-/// 1.15.6 alone: at least one pass ends at a 409 on its delete, and after
-/// the churn (at least 75 s, at least 3 passes begun) more than a quarter of
-/// the seeded stale identities are still there (v1.19.3 clears them all in
-/// under a minute under the same churn, `operator_current`). Then the
+/// 1.15.6 alone: at least one pass ends at a 409 on its delete (after at
+/// least 75 s and 3 passes begun), and that pass left identities that were
+/// due (marked by the operator at least the heartbeat timeout before the
+/// 409, unwritten since) for a later pass to delete (audit log). Then the
 /// plugin, next to it, deletes every identity that was due (audit log), none
 /// in use at the instant of its delete.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -38,22 +39,16 @@ async fn real_1_15_operator_ends_passes_at_409s_on_delete_leaving_stale_identiti
         "several passes began: {}",
         run.passes_seen()
     );
-    assert!(
-        last.old_left * 4 > old.len(),
-        "1.15.6 left more than a quarter of the stale identities: {} of {}",
-        last.old_left,
-        old.len()
-    );
-    let left = format!(
-        "cilium-operator {}: {} of {} stale identities left after {} s and {} passes begun; passes ended at a 409 on delete: {}",
-        run.version,
-        last.old_left,
-        old.len(),
-        last.at.as_secs(),
-        run.passes_seen(),
-        run.log.delete_errors.conflict
-    );
-    eprintln!("{left}");
+    // The defect itself, from the server's record: the pass that met the
+    // 409 ended with identities due that it did not delete. (How many of
+    // the seeded ones are left when the churn ends is not a bound: at 4
+    // deletes a second among hundreds of the churn's unused identities,
+    // 1.15.6 took 90 s to clear them once without meeting a 409.)
+    let audit = cluster.audit();
+    let behind = left_behind_by_the_first_delete_409(&audit, Duration::from_secs(2))
+        .expect("the audit log shows the operator's delete answered 409");
+    eprintln!("{behind}");
+    assert!(behind.due >= 1, "{behind}");
 
     // The plugin, as `cilium-gc`, under the same churn, next to 1.15.6.
     let verdict = plugin_under_churn(&cluster, Version::V115, &old, &[]).await;
@@ -65,18 +60,17 @@ async fn real_1_15_operator_ends_passes_at_409s_on_delete_leaving_stale_identiti
     eprintln!("{ours}");
     eprintln!("{theirs}");
     assert!(theirs.deletes > 0, "the operator deleted too: {theirs}");
-    // No less safe than the operator: of our deletes, no larger a share hit
-    // a key an agent still held (its name came back with the same labels).
-    assert!(
-        ours.held_key_rate() <= theirs.held_key_rate(),
-        "held-key deletes: ours {ours}; the operator's {theirs}"
-    );
+    // No less safe than the operator: of our deletes, not significantly
+    // more hit a key an agent still held (its name came back with the same
+    // labels), and at most 2 %.
+    ours.assert_no_less_safe_than(&theirs);
     record(
         "operator_115",
         json!({
             "release": run.version,
             "staleSeeded": old.len(),
             "staleLeft": last.old_left,
+            "dueLeftByThePassThatMetA409": behind.due,
             "seconds": last.at.as_secs(),
             "passesBegun": run.passes_seen(),
             "passesEndedAt409OnDelete": run.log.delete_errors.conflict,
@@ -85,7 +79,7 @@ async fn real_1_15_operator_ends_passes_at_409s_on_delete_leaving_stale_identiti
             "lowerBound": bound,
             "auditPlugin": ours.to_json(),
             "auditOperator": theirs.to_json(),
-            "printed": [left, verdict.to_string(), bound, ours.to_string(), theirs.to_string()],
+            "printed": [behind.to_string(), verdict.to_string(), bound, ours.to_string(), theirs.to_string()],
         }),
     );
 }

@@ -124,12 +124,10 @@ async fn plugin_next_to_the_current_operator_already_gone_are_its_deletes_and_ou
     let [ours, theirs] = verdict.judge_deletes();
     eprintln!("{ours}");
     eprintln!("{theirs}");
-    // No less safe than the operator: of our deletes, no larger a share hit
-    // a key an agent still held (its name came back with the same labels).
-    assert!(
-        ours.held_key_rate() <= theirs.held_key_rate(),
-        "held-key deletes: ours {ours}; the operator's {theirs}"
-    );
+    // No less safe than the operator: of our deletes, not significantly
+    // more hit a key an agent still held (its name came back with the same
+    // labels), and at most 2 %.
+    ours.assert_no_less_safe_than(&theirs);
 
     // already-gone = the operator's deletes of planned identities.
     let planned: BTreeSet<String> = verdict

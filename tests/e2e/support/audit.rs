@@ -557,6 +557,30 @@ impl Tally {
         }
     }
 
+    /// No less safe than `theirs` (the operator's deletes under the same
+    /// workload): our held-key deletes (a name an agent re-created with the
+    /// same labels right after, because it still held the key) are not
+    /// significantly more frequent than theirs, and at most
+    /// [`HELD_KEY_CEILING`] of our deletes. A held key is Cilium's own race
+    /// (an agent strips a mark as the delete lands; it re-creates the same
+    /// id, so its pod keeps its identity), met by any collector at about
+    /// one delete in a few hundred here; comparing the two shares as
+    /// `ours <= theirs` failed on chance alone (1 of 221 against 0 of 77
+    /// is what equal rates give more often than not). So: Fisher's exact
+    /// test, one-sided, at 1 % ([`ours_higher_p`]).
+    pub fn assert_no_less_safe_than(&self, theirs: &Tally) {
+        let p = ours_higher_p(self.held_key, self.deletes, theirs.held_key, theirs.deletes);
+        assert!(
+            p >= 0.01,
+            "held-key deletes significantly more frequent than the operator's (p = {p:.4}): ours {self}; the operator's {theirs}"
+        );
+        assert!(
+            self.held_key_rate() <= HELD_KEY_CEILING,
+            "held-key deletes above {} %: {self}",
+            HELD_KEY_CEILING * 100.0
+        );
+    }
+
     /// The figures as JSON (for raw results under bench/).
     pub fn to_json(&self) -> Value {
         serde_json::json!({
@@ -589,5 +613,40 @@ impl fmt::Display for Tally {
             self.agent_wrote_before,
             self.window.as_secs_f64(),
         )
+    }
+}
+
+/// The most of our deletes that may hit a key an agent still held (seen
+/// here: 0 to 0.5 %).
+pub const HELD_KEY_CEILING: f64 = 0.02;
+
+/// Fisher's exact test, one-sided: the probability, if both collectors hit
+/// held keys at the same rate, that `a` or more of the `a + c` held-key
+/// deletes fall among our `n` deletes of the `n + m` in all
+/// (hypergeometric upper tail).
+pub fn ours_higher_p(a: usize, n: usize, c: usize, m: usize) -> f64 {
+    let ln_fact = |k: usize| (1..=k).map(|i| (i as f64).ln()).sum::<f64>();
+    let ln_choose = |n: usize, k: usize| ln_fact(n) - ln_fact(k) - ln_fact(n - k);
+    let (total, held) = (n + m, a + c);
+    let ln_all = ln_choose(total, held);
+    (a..=held.min(n))
+        .filter(|k| held - k <= m)
+        .map(|k| (ln_choose(n, k) + ln_choose(m, held - k) - ln_all).exp())
+        .sum::<f64>()
+        .min(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ours_higher_p;
+
+    /// The checker can fail: 10 of 200 against 0 of 200 is significant,
+    /// 1 of 221 against 0 of 77 is chance.
+    #[test]
+    fn fishers_exact_test_tells_chance_from_a_difference() {
+        assert!(ours_higher_p(10, 200, 0, 200) < 0.01);
+        let p = ours_higher_p(1, 221, 0, 77);
+        assert!((p - 221.0 / 298.0).abs() < 1e-9, "{p}");
+        assert_eq!(ours_higher_p(0, 100, 0, 100), 1.0);
     }
 }

@@ -300,6 +300,71 @@ pub async fn churn_until_a_1_15_delete_conflicts(
     run
 }
 
+/// What the first 1.15.6 pass that ended at a 409 on delete left behind:
+/// identities whose last write before that 409 was the operator's own mark
+/// (`io.cilium.heartbeat`), made at least `heartbeat` earlier, so unused
+/// and due then (an agent reusing a marked identity strips the mark, a
+/// write), and that a later pass of the operator deleted. The seed's defect
+/// is exactly these: due, but left to the next pass (at the default 15 m
+/// interval, left for 15 m per abandoned pass).
+pub struct LeftBehind {
+    /// Due at the operator's first delete answered 409 and deleted by the operator only after it.
+    pub due: usize,
+}
+
+impl fmt::Display for LeftBehind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "audit log: the pass that ended at the operator's first 409 on delete left {} identities due (marked by it at least the heartbeat timeout before, unwritten since) that only a later pass deleted",
+            self.due
+        )
+    }
+}
+
+/// [`LeftBehind`] from the audit log (`None`: no delete of the operator's
+/// was answered 409).
+pub fn left_behind_by_the_first_delete_409(
+    audit: &Audit,
+    heartbeat: Duration,
+) -> Option<LeftBehind> {
+    let identity = |w: &&crate::support::audit::Write| w.resource == Resource::Identity;
+    let by_operator = |w: &&crate::support::audit::Write| w.actor == Actor::Operator;
+    let at = audit
+        .writes()
+        .iter()
+        .filter(identity)
+        .filter(by_operator)
+        .find(|w| w.verb == Verb::Delete && w.code == 409)?
+        .done;
+    let mut last = std::collections::BTreeMap::new();
+    for w in audit.writes().iter().filter(identity) {
+        if w.took_effect() && w.done < at {
+            last.insert(w.name.as_str(), w);
+        }
+    }
+    let heartbeat = jiff::SignedDuration::try_from(heartbeat).expect("a short heartbeat");
+    let due: BTreeSet<&str> =
+        last.into_iter()
+            .filter(|(_, w)| {
+                let marked = w.object.as_ref().is_some_and(|o| {
+                    o["metadata"]["annotations"]["io.cilium.heartbeat"].is_string()
+                });
+                w.actor == Actor::Operator
+                    && matches!(w.verb, Verb::Update | Verb::Patch)
+                    && marked
+                    && w.done + heartbeat <= at
+            })
+            .map(|(name, _)| name)
+            .collect();
+    let due = audit
+        .identity_deletes()
+        .filter(|w| w.actor == Actor::Operator && w.done > at)
+        .filter(|w| due.contains(w.name.as_str()))
+        .count();
+    Some(LeftBehind { due })
+}
+
 /// The operator's writes of `verb` to CiliumIdentities the server answered `code`.
 pub fn operator_identity_writes(audit: &Audit, verb: Verb, code: u16) -> usize {
     audit
