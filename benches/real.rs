@@ -279,10 +279,20 @@ fn counted(cmd: &mut Command) -> (Vec<u8>, i32, f64) {
     (stdout, exit, common::cpu_seconds(&usage))
 }
 
-/// `curl --parallel` sending DELETEs of identities `ids` on up to 32 HTTP/2
-/// streams, as `cilium-gc`, without a body (so without preconditions):
-/// deletes per second.
-fn curl_deletes(cluster: &Cluster, ids: &[u64]) -> (f64, bool) {
+/// What one `curl --parallel` run of DELETEs did.
+pub(crate) struct CurlRun {
+    /// Deletes per second over curl's wall time.
+    pub rate: f64,
+    /// curl exited 0 (every DELETE answered 2xx).
+    pub ok: bool,
+    /// curl's own CPU seconds (user + system).
+    pub cpu: f64,
+}
+
+/// `curl --parallel` sending DELETEs of identities `ids` on up to 32
+/// streams of one HTTP/2 connection (`http2`) or 32 HTTP/1.1 connections,
+/// as `cilium-gc`, without a body (so without preconditions).
+fn curl_deletes(cluster: &Cluster, ids: &[u64], http2: bool) -> CurlRun {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("curl.config");
     let url = cluster.url();
@@ -294,16 +304,10 @@ fn curl_deletes(cluster: &Cluster, ids: &[u64]) -> (f64, bool) {
     }
     std::fs::write(&config, text).unwrap();
     let started = std::time::Instant::now();
-    let status = Command::new("curl")
-        .args([
-            "--parallel",
-            "--parallel-max",
-            "32",
-            "--http2",
-            "-sS",
-            "--no-progress-meter",
-            "--fail",
-        ])
+    let child = Command::new("curl")
+        .args(["--parallel", "--parallel-max", "32"])
+        .arg(if http2 { "--http2" } else { "--http1.1" })
+        .args(["-sS", "--no-progress-meter", "--fail"])
         .args(["-X", "DELETE", "--cacert"])
         .arg(cluster.dir.join("ca.crt"))
         .arg("-H")
@@ -313,10 +317,15 @@ fn curl_deletes(cluster: &Cluster, ids: &[u64]) -> (f64, bool) {
         ))
         .arg("--config")
         .arg(&config)
-        .status()
+        .spawn()
         .expect("curl runs");
+    let (exit, usage) = common::wait4(child);
     let secs = started.elapsed().as_secs_f64();
-    (ids.len() as f64 / secs, status.success())
+    CurlRun {
+        rate: ids.len() as f64 / secs,
+        ok: exit == 0,
+        cpu: common::cpu_seconds(&usage),
+    }
 }
 
 /// Run the plugin with `args`: its report, exit code and CPU seconds.
@@ -426,7 +435,11 @@ fn floor(rt: &tokio::runtime::Runtime, refclient: &Path, size: u64) -> Value {
         .unwrap_or(0.0);
     // ... curl as many in-use ones (only the rate is compared) ...
     let ids: Vec<u64> = (FIRST..FIRST + stale).collect();
-    let (curl_rate, curl_ok) = curl_deletes(&cluster, &ids);
+    let CurlRun {
+        rate: curl_rate,
+        ok: curl_ok,
+        ..
+    } = curl_deletes(&cluster, &ids, true);
     // ... and kubectl up to 1,000 more, by name, without waiting.
     let count = stale.min(1000);
     let names: Vec<String> = (FIRST + stale..FIRST + stale + count)
