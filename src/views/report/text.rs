@@ -163,8 +163,8 @@ pub(super) fn counts(o: &mut String, report: &Report, p: &Paint) {
         }
         let concurrency = u64::from(report.options.pacing.concurrency);
         if let Some(low) = s.lowest_in_flight.filter(|low| *low < concurrency) {
-            let v = format!("writes in flight cut to {low} of {concurrency} at the lowest");
-            row(o, 0, "slowed by throttling", v, Tone::Warn);
+            let v = format!("cut to {low} of {concurrency} by throttling, at the lowest");
+            row(o, 0, "writes in flight", v, Tone::Warn);
         }
     }
 }
