@@ -108,6 +108,16 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
     diagnose_live_names_the_operator(&cluster).await;
     let saved = diagnose_from_a_sysdump_names_the_refusals(&cluster, &operator, &fill).await;
 
+    // The diagnoses took a while, and a pass of the operator that ends
+    // well frees an id now and then (a waiting pod takes it): the plugin
+    // starts once a pod is seen waiting again.
+    let waiting_now = until_a_pod_waits(&client).await;
+    assert!(
+        !waiting_now.is_empty(),
+        "a pod waits for an identity again within {} s of the diagnoses",
+        WAIT_AGAIN.as_secs()
+    );
+
     // The plugin, as `cilium-gc`, beside the operator and the churn.
     let before = World::read(&client).await;
     let started = Timestamp::now();
@@ -148,7 +158,7 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
         .collect();
     assert!(
         !waiting.is_empty(),
-        "pods were waiting for an identity when the plugin started (server: {:?})",
+        "pods were waiting for an identity when the plugin started (server: {:?}, then {waiting_now:?})",
         exhausted.waiting_pods
     );
     let churn_refusals: u64 = agents.iter().map(|a| a.allocation_refusals).sum();
@@ -505,6 +515,26 @@ async fn exhausted_under_the_operator(
             };
         }
     }
+}
+
+/// How long the test waits for a pod to wait again after the diagnoses.
+const WAIT_AGAIN: Duration = Duration::from_secs(120);
+
+/// Pods seen without a CiliumEndpoint twice, 5 s apart (so refused, not
+/// just starting), polled for up to [`WAIT_AGAIN`]; empty when none.
+async fn until_a_pod_waits(client: &kube::Client) -> BTreeSet<String> {
+    let start = Instant::now();
+    let mut previous = pods_without_endpoint(client).await;
+    while start.elapsed() < WAIT_AGAIN {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let pending = pods_without_endpoint(client).await;
+        let waiting: BTreeSet<String> = pending.intersection(&previous).cloned().collect();
+        if !waiting.is_empty() {
+            return waiting;
+        }
+        previous = pending;
+    }
+    BTreeSet::new()
 }
 
 /// The operator's passes so far: completed ones (its
