@@ -481,10 +481,7 @@ async fn exhausted_under_the_operator(
     let start = Instant::now();
     let mut previous = BTreeSet::new();
     loop {
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        let pending = pods_without_endpoint(client).await;
-        let waiting: BTreeSet<String> = pending.intersection(&previous).cloned().collect();
-        previous = pending;
+        let waiting = waiting_since(client, &mut previous).await;
         let passes = passes(operator);
         let done = start.elapsed() >= Duration::from_secs(60) && passes >= MIN_PASSES;
         if (done && !waiting.is_empty()) || start.elapsed() >= Duration::from_secs(240) {
@@ -520,21 +517,29 @@ async fn exhausted_under_the_operator(
 /// How long the test waits for a pod to wait again after the diagnoses.
 const WAIT_AGAIN: Duration = Duration::from_secs(120);
 
-/// Pods seen without a CiliumEndpoint twice, 5 s apart (so refused, not
-/// just starting), polled for up to [`WAIT_AGAIN`]; empty when none.
+/// Pods seen without a CiliumEndpoint twice, 5 s apart ([`waiting_since`]),
+/// polled for up to [`WAIT_AGAIN`]; empty when none.
 async fn until_a_pod_waits(client: &kube::Client) -> BTreeSet<String> {
     let start = Instant::now();
     let mut previous = pods_without_endpoint(client).await;
     while start.elapsed() < WAIT_AGAIN {
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        let pending = pods_without_endpoint(client).await;
-        let waiting: BTreeSet<String> = pending.intersection(&previous).cloned().collect();
+        let waiting = waiting_since(client, &mut previous).await;
         if !waiting.is_empty() {
             return waiting;
         }
-        previous = pending;
     }
     BTreeSet::new()
+}
+
+/// Five seconds on, the pods still without a CiliumEndpoint of those in
+/// `previous` (which becomes the pods without one now): pods that waited
+/// that long were refused, not just starting.
+async fn waiting_since(client: &kube::Client, previous: &mut BTreeSet<String>) -> BTreeSet<String> {
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let pending = pods_without_endpoint(client).await;
+    let waiting = pending.intersection(previous).cloned().collect();
+    *previous = pending;
+    waiting
 }
 
 /// The operator's passes so far: completed ones (its

@@ -344,19 +344,19 @@ pub fn left_behind_by_the_first_delete_409(
         }
     }
     let heartbeat = jiff::SignedDuration::try_from(heartbeat).expect("a short heartbeat");
-    let due: BTreeSet<&str> =
-        last.into_iter()
-            .filter(|(_, w)| {
-                let marked = w.object.as_ref().is_some_and(|o| {
-                    o["metadata"]["annotations"]["io.cilium.heartbeat"].is_string()
-                });
-                w.actor == Actor::Operator
-                    && matches!(w.verb, Verb::Update | Verb::Patch)
-                    && marked
-                    && w.done + heartbeat <= at
-            })
-            .map(|(name, _)| name)
-            .collect();
+    let due: BTreeSet<&str> = last
+        .into_iter()
+        .filter(|(_, w)| {
+            let marked = w.object.as_ref().is_some_and(|o| {
+                o["metadata"]["annotations"][crate::support::objects::HEARTBEAT].is_string()
+            });
+            w.actor == Actor::Operator
+                && matches!(w.verb, Verb::Update | Verb::Patch)
+                && marked
+                && w.done + heartbeat <= at
+        })
+        .map(|(name, _)| name)
+        .collect();
     let due = audit
         .identity_deletes()
         .filter(|w| w.actor == Actor::Operator && w.done > at)
