@@ -74,6 +74,10 @@ start_operator() {
     sleep 0.1
   done
   tail -n 30 "$OP/operator.log" >&2
+  if ! pid_alive "$OP/operator.pid"; then
+    rm -f "$OP/operator.pid"
+    die "cilium-operator exited during start (log: $OP/operator.log)"
+  fi
   stop_operator
   die "cilium-operator did not start its identity GC within 120s (log: $OP/operator.log)"
 }

@@ -90,13 +90,17 @@ impl Operator {
                 .output()
                 .expect("operator.sh runs")
         };
-        // A free port the script picked can be taken by a parallel test
-        // before the operator binds it: start again on new ports (as
-        // `Cluster::up` does), at most three times.
+        // A free port the script picked can be taken before the operator
+        // binds it: start again on new ports (as `Cluster::up` does), at
+        // most three times. The current release's metrics listener then
+        // stops the operator without logging why, so an operator that
+        // exited by itself during start is retried too.
         let mut out = start();
         for _ in 0..2 {
+            let stderr = String::from_utf8_lossy(&out.stderr);
             if out.status.success()
-                || !String::from_utf8_lossy(&out.stderr).contains("address already in use")
+                || !(stderr.contains("address already in use")
+                    || stderr.contains("exited during start"))
             {
                 break;
             }
