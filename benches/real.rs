@@ -32,6 +32,9 @@
 //! cluster left to the real cilium-operator v1.19.3 (`-- --only
 //! exhaustion-operator`): see [`exhaustion::operator`].
 //!
+//! *Parts* (`-- --only parts`, only when named): where the plugin's time
+//! per delete goes against curl's; see [`parts`].
+//!
 //! Prints Markdown tables on stderr and the figures as JSON on stdout;
 //! `benches/results/results-real.json` keeps the last full run.
 
@@ -49,6 +52,8 @@ use common::{load, measure, median, r3, Cost};
 mod apf;
 
 mod exhaustion;
+
+mod parts;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-cilium_gc");
 
@@ -523,6 +528,14 @@ fn main() {
     {
         let max_id = value("--max-id").map_or(65_535, |v| v.parse().expect("--max-id N"));
         result["exhaustionOperator"] = exhaustion::operator::run(&rt, max_id);
+    }
+    // Only when named: where the plugin's time per delete goes against curl's.
+    if only
+        .as_deref()
+        .is_some_and(|o| o.split(',').any(|p| p == "parts"))
+    {
+        let stale = value("--identities").map_or(20_000, |v| v.parse().expect("--identities N"));
+        result["parts"] = parts::run(&rt, stale);
     }
     // The default settings to the end: about 27 minutes at 65,280 ids.
     if only

@@ -1,0 +1,217 @@
+//! Where the plugin's time per delete goes, against curl's (issue 33, 4):
+//! the exhaustion bench measured `delete --yes --qps 0` at 1.15x the time
+//! per delete of `curl --parallel` (32 at once, names given, no body), and
+//! left apart what curl does not do: the list (and the CiliumEndpoint
+//! watch) before and beside the deletes, the `{uid, resourceVersion}`
+//! preconditions body of every DELETE, and the plugin's own CPU on the
+//! cores the server needs.
+//!
+//! `cargo bench --bench real -- --only parts [--identities N]` (default
+//! 20,000 stale identities, marked an hour ago, beside 1,000 in use with
+//! a CiliumEndpoint each): the same stale ids, seeded again before each
+//! run, deleted in turn by
+//! - `curl --parallel --parallel-max 32 --http1.1` without a body;
+//! - the same with the plugin's own DeleteOptions body (preconditions from
+//!   a list taken before curl starts, not timed);
+//! - `delete --yes --qps 0` as `cilium-gc`, timed from its start (list
+//!   included) to its exit, and its delete phase (its report's rate);
+//!
+//! each twice, interleaved (a b c a b c), with the CPU the kube-apiserver
+//! and etcd spent during the run beside the client's own.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use super::common::{self, load, proc_cpu, r3};
+use super::{curl_deletes, plugin_report, seed_from, seed_ids, Cluster};
+
+const FIRST: u64 = 256;
+const IN_USE: u64 = 1_000;
+
+/// One run of one client: its rate, wall, CPU, and the server's CPU.
+struct Part {
+    rate: f64,
+    wall: f64,
+    client_cpu: f64,
+    server_cpu: f64,
+    ok: bool,
+}
+
+impl Part {
+    fn json(&self) -> Value {
+        json!({"ratePerSecond": r3(self.rate), "wallSeconds": r3(self.wall),
+               "clientCpuSeconds": r3(self.client_cpu), "serverCpuSeconds": r3(self.server_cpu),
+               "ok": self.ok})
+    }
+}
+
+/// See the module doc.
+pub fn run(rt: &tokio::runtime::Runtime, stale: u64) -> Value {
+    let cluster = Cluster::up(&[]);
+    eprintln!("parts: seeding {IN_USE} in use + {stale} stale marked");
+    rt.block_on(seed_from(&cluster, FIRST, IN_USE, stale, true));
+    let ids: Vec<u64> = (FIRST + IN_USE..FIRST + IN_USE + stale).collect();
+    let mut runs: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    for round in 0..2 {
+        for (key, what) in [
+            ("curlNoBody", "curl --parallel-max 32 --http1.1, no body"),
+            (
+                "curlPreconditions",
+                "curl --parallel-max 32 --http1.1, the plugin's DeleteOptions body",
+            ),
+            ("plugin", "delete --yes --qps 0, list included"),
+        ] {
+            if round + runs.len() > 0 {
+                let missing = rt.block_on(missing(&cluster, &ids));
+                rt.block_on(seed_ids(&cluster, &missing));
+            }
+            let load1 = load();
+            let p = match key {
+                "curlNoBody" => curl_part(&cluster, &ids, None),
+                "curlPreconditions" => {
+                    let bodies = rt.block_on(preconditions(&cluster, &ids));
+                    curl_part(&cluster, &ids, Some(&bodies))
+                }
+                _ => plugin_part(&cluster),
+            };
+            eprintln!(
+                "parts: {what}: {} stale at {:.0}/s in {:.1} s, client CPU {:.1} s, kube-apiserver + etcd CPU {:.1} s ({:.2} ms per delete), load1 {load1:.2}",
+                ids.len(),
+                p.rate,
+                p.wall,
+                p.client_cpu,
+                p.server_cpu,
+                p.server_cpu * 1000.0 / ids.len() as f64,
+            );
+            let mut v = p.json();
+            v["load1"] = json!(load1);
+            runs.entry(key).or_default().push(v);
+        }
+    }
+    json!({"stale": stale, "inUse": IN_USE, "runs": runs})
+}
+
+/// The kube-apiserver's and etcd's CPU seconds so far.
+fn server_cpu(cluster: &Cluster) -> f64 {
+    ["apiserver.pid", "etcd.pid"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(cluster.dir.join(f)).ok())
+        .filter_map(|p| p.trim().parse().ok())
+        .map(proc_cpu)
+        .sum()
+}
+
+/// curl's DELETEs of `ids`, with `bodies` (by id) when given.
+fn curl_part(cluster: &Cluster, ids: &[u64], bodies: Option<&BTreeMap<u64, String>>) -> Part {
+    let before = server_cpu(cluster);
+    let started = std::time::Instant::now();
+    let c = match bodies {
+        None => curl_deletes(cluster, ids, false),
+        Some(b) => curl_with_bodies(cluster, ids, b),
+    };
+    Part {
+        rate: c.rate,
+        wall: started.elapsed().as_secs_f64(),
+        client_cpu: c.cpu,
+        server_cpu: server_cpu(cluster) - before,
+        ok: c.ok,
+    }
+}
+
+/// The plugin's run: wall from its start to its exit, rate over that.
+fn plugin_part(cluster: &Cluster) -> Part {
+    let before = server_cpu(cluster);
+    let started = std::time::Instant::now();
+    let (report, exit, cpu) =
+        plugin_report(cluster, &["delete", "--yes", "--qps", "0", "-o", "json"]);
+    let wall = started.elapsed().as_secs_f64();
+    let deleted = report["summary"]["deleted"].as_u64().unwrap_or(0);
+    eprintln!(
+        "parts: delete --yes --qps 0's report: {deleted} deleted at {:.0}/s (its delete phase), lowest in flight {}",
+        report["summary"]["deleteRatePerSecond"].as_f64().unwrap_or(0.0),
+        report["summary"]["lowestInFlight"],
+    );
+    Part {
+        rate: deleted as f64 / wall,
+        wall,
+        client_cpu: cpu,
+        server_cpu: server_cpu(cluster) - before,
+        ok: exit == Some(0),
+    }
+}
+
+/// Of `ids`, those the server no longer holds.
+async fn missing(cluster: &Cluster, ids: &[u64]) -> Vec<u64> {
+    let out = cluster.admin(&["get", "ciliumidentities", "-o", "name"]);
+    let held: std::collections::BTreeSet<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.rsplit('/').next()?.parse().ok())
+        .collect();
+    ids.iter().copied().filter(|n| !held.contains(n)).collect()
+}
+
+/// The plugin's DeleteOptions body for each of `ids`, from a list as admin.
+async fn preconditions(cluster: &Cluster, ids: &[u64]) -> BTreeMap<u64, String> {
+    let out = cluster.admin(&[
+        "get",
+        "ciliumidentities",
+        "-o",
+        "jsonpath={range .items[*]}{.metadata.name} {.metadata.uid} {.metadata.resourceVersion}{\"\\n\"}{end}",
+    ]);
+    let wanted: std::collections::BTreeSet<u64> = ids.iter().copied().collect();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(' ');
+            let id: u64 = f.next()?.parse().ok()?;
+            let (uid, rv) = (f.next()?, f.next()?);
+            wanted.contains(&id).then(|| {
+                let body = json!({"kind": "DeleteOptions", "apiVersion": "v1",
+                    "preconditions": {"uid": uid, "resourceVersion": rv},
+                    "propagationPolicy": "Background"});
+                (id, body.to_string())
+            })
+        })
+        .collect()
+}
+
+/// `curl --parallel --parallel-max 32 --http1.1`, each DELETE with its body
+/// (every option repeated per URL: `next` starts each afresh).
+fn curl_with_bodies(
+    cluster: &Cluster,
+    ids: &[u64],
+    bodies: &BTreeMap<u64, String>,
+) -> super::CurlRun {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("curl.config");
+    let (url, token) = (cluster.url(), cluster.token("cilium-gc"));
+    let ca = cluster.dir.join("ca.crt");
+    let mut text = String::new();
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            text.push_str("next\n");
+        }
+        let body = bodies[id].replace('\\', "\\\\").replace('"', "\\\"");
+        text.push_str(&format!(
+            "url = \"{url}/apis/cilium.io/v2/ciliumidentities/{id}\"\noutput = \"/dev/null\"\nrequest = \"DELETE\"\n\
+             header = \"Authorization: Bearer {token}\"\nheader = \"Content-Type: application/json\"\n\
+             data = \"{body}\"\ncacert = \"{}\"\nhttp1.1\nfail\nsilent\nshow-error\n",
+            ca.display()
+        ));
+    }
+    std::fs::write(&config, text).unwrap();
+    let started = std::time::Instant::now();
+    let child = Command::new("curl")
+        .args(["--parallel", "--parallel-max", "32", "--config"])
+        .arg(&config)
+        .spawn()
+        .expect("curl runs");
+    let (exit, usage) = common::wait4(child);
+    super::CurlRun {
+        rate: ids.len() as f64 / started.elapsed().as_secs_f64(),
+        ok: exit == 0,
+        cpu: common::cpu_seconds(&usage),
+    }
+}
