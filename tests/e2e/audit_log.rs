@@ -65,6 +65,14 @@ async fn the_audit_log_flags_identities_deleted_while_an_endpoint_or_slice_refer
         no_preconditions.is_err(),
         "a delete by cilium-gc without preconditions is flagged"
     );
+    // And told from the plugin's own by its user agent (kube's test client
+    // sends none).
+    let other_client =
+        std::panic::catch_unwind(|| cluster.audit().assert_plugin_deletes_name_the_plugin());
+    assert!(
+        other_client.is_err(),
+        "a delete by cilium-gc from another client is told apart by its user agent"
+    );
 
     let audit = cluster.audit();
     let judged = audit.judge(Duration::from_secs(5));

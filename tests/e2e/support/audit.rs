@@ -112,6 +112,8 @@ pub struct Write {
     pub code: u16,
     pub actor: Actor,
     pub user: String,
+    /// `userAgent`: what sent it, as the client named itself.
+    pub user_agent: String,
     /// `requestReceivedTimestamp`: the write committed after this.
     pub received: Timestamp,
     /// `stageTimestamp` of `ResponseComplete`: it committed before this.
@@ -245,6 +247,32 @@ impl Audit {
                 w.name,
                 w.code,
                 w.request
+            );
+        }
+    }
+
+    /// Every identity delete by the plugin's user names the plugin as its
+    /// user agent (`kubectl-cilium-gc/v...`), so that an audit log tells
+    /// its deletes from another tool's under the same account. Asserts at
+    /// least one.
+    pub fn assert_plugin_deletes_name_the_plugin(&self) {
+        let ours: Vec<&Write> = self
+            .writes
+            .iter()
+            .filter(|w| {
+                w.actor == Actor::Plugin
+                    && w.resource == Resource::Identity
+                    && w.verb == Verb::Delete
+            })
+            .collect();
+        assert!(!ours.is_empty(), "no identity delete by the plugin's user");
+        for w in ours {
+            assert!(
+                w.user_agent.starts_with("kubectl-cilium-gc/v"),
+                "{} deleted {} as user agent {:?}, not kubectl-cilium-gc/v...",
+                w.user,
+                w.name,
+                w.user_agent
             );
         }
     }
@@ -397,6 +425,7 @@ fn parse(e: &Value) -> Vec<Write> {
         code: e["responseStatus"]["code"].as_u64().unwrap_or(0) as u16,
         actor: Actor::of(user, e["userAgent"].as_str().unwrap_or_default()),
         user: user.to_string(),
+        user_agent: e["userAgent"].as_str().unwrap_or_default().to_string(),
         received: time("requestReceivedTimestamp"),
         done: time("stageTimestamp"),
         object,

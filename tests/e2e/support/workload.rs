@@ -663,12 +663,13 @@ impl Verdict {
     /// (the churn under the operator and the plugin's run), judged with the
     /// plugin's heartbeat timeout as the window for both. Asserts the
     /// plugin's: at least one delete, each with `{uid, resourceVersion}`
-    /// preconditions, none referenced at that instant, none of an identity
+    /// preconditions and the plugin's user agent, none referenced at that instant, none of an identity
     /// an agent wrote within its timeout before.
     pub fn judge_deletes(&self) -> [crate::support::audit::Tally; 2] {
         let judged = self.audit.judge(PLUGIN_TIMEOUT_DURATION);
         judged.assert_no_plugin_violation();
         self.audit.assert_plugin_deletes_carry_preconditions();
+        self.audit.assert_plugin_deletes_name_the_plugin();
         let ours = judged.tally(&Actor::Plugin);
         let operator = judged.tally(&Actor::Operator);
         assert!(ours.deletes > 0, "{ours}");

@@ -294,8 +294,18 @@ fn apply_overrides(config: &mut Config, args: &ConnectSettings) -> Result<(), Co
     // longer (no event, no bookmark) and make the usage watchers re-list.
     // We own retries: every 429/503/504 is counted and honours Retry-After.
     config.default_retry = false;
+    // kube sends no User-Agent: an audit log then names the user only, and
+    // a CronJob's ServiceAccount shared with other tools hides who deleted.
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(USER_AGENT),
+    ));
     Ok(())
 }
+
+/// The User-Agent of every request, as kubectl sends `kubectl/v1.35.4 ...`:
+/// what an audit log records beside the user as the writer.
+pub(crate) const USER_AGENT: &str = concat!("kubectl-cilium-gc/v", env!("CARGO_PKG_VERSION"));
 
 /// The `proxy-url` of the kubeconfig cluster the flags select.
 fn cluster_proxy_url(
