@@ -16,7 +16,7 @@
 //! - `delete --yes --qps 0` as `cilium-gc`, timed from its start (list
 //!   included) to its exit, and its delete phase (its report's rate);
 //!
-//! each twice, interleaved (a b c a b c), with the CPU the kube-apiserver
+//! each three times, interleaved (a b c a b c a b c), with the CPU the kube-apiserver
 //! and etcd spent during the run beside the client's own.
 
 use std::collections::BTreeMap;
@@ -54,7 +54,7 @@ pub fn run(rt: &tokio::runtime::Runtime, stale: u64) -> Value {
     rt.block_on(seed_from(&cluster, FIRST, IN_USE, stale, true));
     let ids: Vec<u64> = (FIRST + IN_USE..FIRST + IN_USE + stale).collect();
     let mut runs: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
-    for round in 0..2 {
+    for round in 0..3 {
         for (key, what) in [
             ("curlNoBody", "curl --parallel-max 32 --http1.1, no body"),
             (
@@ -153,7 +153,7 @@ async fn missing(cluster: &Cluster, ids: &[u64]) -> Vec<u64> {
 }
 
 /// The plugin's DeleteOptions body for each of `ids`, from a list as admin.
-async fn preconditions(cluster: &Cluster, ids: &[u64]) -> BTreeMap<u64, String> {
+pub(crate) async fn preconditions(cluster: &Cluster, ids: &[u64]) -> BTreeMap<u64, String> {
     let out = cluster.admin(&[
         "get",
         "ciliumidentities",
@@ -179,7 +179,7 @@ async fn preconditions(cluster: &Cluster, ids: &[u64]) -> BTreeMap<u64, String> 
 
 /// `curl --parallel --parallel-max 32 --http1.1`, each DELETE with its body
 /// (every option repeated per URL: `next` starts each afresh).
-fn curl_with_bodies(
+pub(crate) fn curl_with_bodies(
     cluster: &Cluster,
     ids: &[u64],
     bodies: &BTreeMap<u64, String>,
@@ -204,7 +204,13 @@ fn curl_with_bodies(
     std::fs::write(&config, text).unwrap();
     let started = std::time::Instant::now();
     let child = Command::new("curl")
-        .args(["--parallel", "--parallel-max", "32", "--config"])
+        .args([
+            "--parallel",
+            "--parallel-max",
+            "32",
+            "--no-progress-meter",
+            "--config",
+        ])
         .arg(&config)
         .spawn()
         .expect("curl runs");
