@@ -298,8 +298,6 @@ pub(crate) struct CurlRun {
 /// streams of one HTTP/2 connection (`http2`) or 32 HTTP/1.1 connections,
 /// as `cilium-gc`, without a body (so without preconditions).
 fn curl_deletes(cluster: &Cluster, ids: &[u64], http2: bool) -> CurlRun {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("curl.config");
     let url = cluster.url();
     let mut text = String::new();
     for id in ids {
@@ -307,30 +305,86 @@ fn curl_deletes(cluster: &Cluster, ids: &[u64], http2: bool) -> CurlRun {
             "url = \"{url}/apis/cilium.io/v2/ciliumidentities/{id}\"\noutput = \"/dev/null\"\n"
         ));
     }
-    std::fs::write(&config, text).unwrap();
+    let mut args: Vec<std::ffi::OsString> = vec![
+        (if http2 { "--http2" } else { "--http1.1" }).into(),
+        "-sS".into(),
+        "--no-progress-meter".into(),
+        "--fail".into(),
+        "-X".into(),
+        "DELETE".into(),
+        "--cacert".into(),
+        cluster.dir.join("ca.crt").into(),
+        "-H".into(),
+    ];
+    args.push(format!("Authorization: Bearer {}", cluster.token("cilium-gc")).into());
+    run_curl(&text, &args, ids.len())
+}
+
+/// `curl --parallel --parallel-max 32 --http1.1` sending DELETEs of `ids`
+/// as `cilium-gc`, each with its body from `bodies` (the plugin's
+/// DeleteOptions, see `parts::preconditions`): every option is repeated
+/// per URL, as `next` starts each afresh.
+fn curl_deletes_with_bodies(
+    cluster: &Cluster,
+    ids: &[u64],
+    bodies: &std::collections::BTreeMap<u64, String>,
+) -> CurlRun {
+    let (url, token) = (cluster.url(), cluster.token("cilium-gc"));
+    let ca = cluster.dir.join("ca.crt");
+    let mut text = String::new();
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            text.push_str("next\n");
+        }
+        let body = bodies[id].replace('\\', "\\\\").replace('"', "\\\"");
+        text.push_str(&format!(
+            "url = \"{url}/apis/cilium.io/v2/ciliumidentities/{id}\"\noutput = \"/dev/null\"\nrequest = \"DELETE\"\n\
+             header = \"Authorization: Bearer {token}\"\nheader = \"Content-Type: application/json\"\n\
+             data = \"{body}\"\ncacert = \"{}\"\nhttp1.1\nfail\nsilent\nshow-error\n",
+            ca.display()
+        ));
+    }
+    run_curl(&text, &["--no-progress-meter".into()], ids.len())
+}
+
+/// Run `curl --parallel --parallel-max 32 ARGS --config CONFIG` over `n`
+/// requests: its rate over its wall time, exit and CPU.
+fn run_curl(config: &str, args: &[std::ffi::OsString], n: usize) -> CurlRun {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("curl.config");
+    std::fs::write(&path, config).unwrap();
     let started = std::time::Instant::now();
     let child = Command::new("curl")
         .args(["--parallel", "--parallel-max", "32"])
-        .arg(if http2 { "--http2" } else { "--http1.1" })
-        .args(["-sS", "--no-progress-meter", "--fail"])
-        .args(["-X", "DELETE", "--cacert"])
-        .arg(cluster.dir.join("ca.crt"))
-        .arg("-H")
-        .arg(format!(
-            "Authorization: Bearer {}",
-            cluster.token("cilium-gc")
-        ))
+        .args(args)
         .arg("--config")
-        .arg(&config)
+        .arg(&path)
         .spawn()
         .expect("curl runs");
     let (exit, usage) = common::wait4(child);
-    let secs = started.elapsed().as_secs_f64();
     CurlRun {
-        rate: ids.len() as f64 / secs,
+        rate: n as f64 / started.elapsed().as_secs_f64(),
         ok: exit == 0,
         cpu: common::cpu_seconds(&usage),
     }
+}
+
+/// Seed again, stale and marked, every id of `ids` the server no longer
+/// holds; returns those ids.
+async fn reseed(cluster: &Cluster, ids: &[u64]) -> Vec<u64> {
+    let out = cluster.admin(&["get", "ciliumidentities", "-o", "name"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let held: std::collections::BTreeSet<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.rsplit('/').next()?.parse().ok())
+        .collect();
+    let missing: Vec<u64> = ids.iter().copied().filter(|n| !held.contains(n)).collect();
+    seed_ids(cluster, &missing).await;
+    missing
 }
 
 /// Run the plugin with `args`: its report, exit code and CPU seconds.

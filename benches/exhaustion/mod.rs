@@ -178,7 +178,7 @@ fn curl(rt: &tokio::runtime::Runtime, run: &Run, qps0: &Value) -> Value {
         let load1 = load();
         let c = match &bodies {
             None => curl_deletes(cluster, &ids, false),
-            Some(b) => super::parts::curl_with_bodies(cluster, &ids, b),
+            Some(b) => super::curl_deletes_with_bodies(cluster, &ids, b),
         };
         agents.stop();
         fresh.finish(started, |_| None);
@@ -552,17 +552,6 @@ fn figures(
 /// longer holds (those a run freed and the agents did not take): the space
 /// is full again. Returns those ids.
 async fn refill(cluster: &Cluster, first: u64, last: u64) -> Vec<u64> {
-    let out = cluster.admin(&["get", "ciliumidentities", "-o", "name"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let held: std::collections::BTreeSet<u64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.rsplit('/').next()?.parse().ok())
-        .collect();
-    let missing: Vec<u64> = (first..=last).filter(|n| !held.contains(n)).collect();
-    super::seed_ids(cluster, &missing).await;
-    missing
+    let ids: Vec<u64> = (first..=last).collect();
+    super::reseed(cluster, &ids).await
 }

@@ -19,16 +19,36 @@
 //! each three times, interleaved (a b c a b c a b c), with the CPU the kube-apiserver
 //! and etcd spent during the run beside the client's own.
 
-use std::collections::BTreeMap;
-use std::process::Command;
-
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
-use super::common::{self, load, proc_cpu, r3};
-use super::{curl_deletes, plugin_report, seed_from, seed_ids, Cluster};
+use super::common::{load, proc_cpu, r3};
+use super::{curl_deletes, curl_deletes_with_bodies, plugin_report, reseed, seed_from, Cluster};
 
 const FIRST: u64 = 256;
 const IN_USE: u64 = 1_000;
+
+/// Who deletes, in turn.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Client {
+    CurlNoBody,
+    CurlPreconditions,
+    Plugin,
+}
+
+impl Client {
+    /// Its key in the JSON and its words in the printed line.
+    fn names(self) -> (&'static str, &'static str) {
+        match self {
+            Client::CurlNoBody => ("curlNoBody", "curl --parallel-max 32 --http1.1, no body"),
+            Client::CurlPreconditions => (
+                "curlPreconditions",
+                "curl --parallel-max 32 --http1.1, the plugin's DeleteOptions body",
+            ),
+            Client::Plugin => ("plugin", "delete --yes --qps 0, list included"),
+        }
+    }
+}
 
 /// One run of one client: its rate, wall, CPU, and the server's CPU.
 struct Part {
@@ -55,27 +75,26 @@ pub fn run(rt: &tokio::runtime::Runtime, stale: u64) -> Value {
     let ids: Vec<u64> = (FIRST + IN_USE..FIRST + IN_USE + stale).collect();
     let mut runs: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
     for round in 0..3 {
-        for (key, what) in [
-            ("curlNoBody", "curl --parallel-max 32 --http1.1, no body"),
-            (
-                "curlPreconditions",
-                "curl --parallel-max 32 --http1.1, the plugin's DeleteOptions body",
-            ),
-            ("plugin", "delete --yes --qps 0, list included"),
+        for client in [
+            Client::CurlNoBody,
+            Client::CurlPreconditions,
+            Client::Plugin,
         ] {
-            if round + runs.len() > 0 {
-                let missing = rt.block_on(missing(&cluster, &ids));
-                rt.block_on(seed_ids(&cluster, &missing));
+            // The cluster was seeded for the first run; every later one
+            // finds the ids the run before it deleted seeded again.
+            if round > 0 || client != Client::CurlNoBody {
+                rt.block_on(reseed(&cluster, &ids));
             }
             let load1 = load();
-            let p = match key {
-                "curlNoBody" => curl_part(&cluster, &ids, None),
-                "curlPreconditions" => {
+            let p = match client {
+                Client::CurlNoBody => curl_part(&cluster, &ids, None),
+                Client::CurlPreconditions => {
                     let bodies = rt.block_on(preconditions(&cluster, &ids));
                     curl_part(&cluster, &ids, Some(&bodies))
                 }
-                _ => plugin_part(&cluster),
+                Client::Plugin => plugin_part(&cluster),
             };
+            let (key, what) = client.names();
             eprintln!(
                 "parts: {what}: {} stale at {:.0}/s in {:.1} s, client CPU {:.1} s, kube-apiserver + etcd CPU {:.1} s ({:.2} ms per delete), load1 {load1:.2}",
                 ids.len(),
@@ -109,7 +128,7 @@ fn curl_part(cluster: &Cluster, ids: &[u64], bodies: Option<&BTreeMap<u64, Strin
     let started = std::time::Instant::now();
     let c = match bodies {
         None => curl_deletes(cluster, ids, false),
-        Some(b) => curl_with_bodies(cluster, ids, b),
+        Some(b) => curl_deletes_with_bodies(cluster, ids, b),
     };
     Part {
         rate: c.rate,
@@ -142,16 +161,6 @@ fn plugin_part(cluster: &Cluster) -> Part {
     }
 }
 
-/// Of `ids`, those the server no longer holds.
-async fn missing(cluster: &Cluster, ids: &[u64]) -> Vec<u64> {
-    let out = cluster.admin(&["get", "ciliumidentities", "-o", "name"]);
-    let held: std::collections::BTreeSet<u64> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.rsplit('/').next()?.parse().ok())
-        .collect();
-    ids.iter().copied().filter(|n| !held.contains(n)).collect()
-}
-
 /// The plugin's DeleteOptions body for each of `ids`, from a list as admin.
 pub(crate) async fn preconditions(cluster: &Cluster, ids: &[u64]) -> BTreeMap<u64, String> {
     let out = cluster.admin(&[
@@ -175,49 +184,4 @@ pub(crate) async fn preconditions(cluster: &Cluster, ids: &[u64]) -> BTreeMap<u6
             })
         })
         .collect()
-}
-
-/// `curl --parallel --parallel-max 32 --http1.1`, each DELETE with its body
-/// (every option repeated per URL: `next` starts each afresh).
-pub(crate) fn curl_with_bodies(
-    cluster: &Cluster,
-    ids: &[u64],
-    bodies: &BTreeMap<u64, String>,
-) -> super::CurlRun {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("curl.config");
-    let (url, token) = (cluster.url(), cluster.token("cilium-gc"));
-    let ca = cluster.dir.join("ca.crt");
-    let mut text = String::new();
-    for (i, id) in ids.iter().enumerate() {
-        if i > 0 {
-            text.push_str("next\n");
-        }
-        let body = bodies[id].replace('\\', "\\\\").replace('"', "\\\"");
-        text.push_str(&format!(
-            "url = \"{url}/apis/cilium.io/v2/ciliumidentities/{id}\"\noutput = \"/dev/null\"\nrequest = \"DELETE\"\n\
-             header = \"Authorization: Bearer {token}\"\nheader = \"Content-Type: application/json\"\n\
-             data = \"{body}\"\ncacert = \"{}\"\nhttp1.1\nfail\nsilent\nshow-error\n",
-            ca.display()
-        ));
-    }
-    std::fs::write(&config, text).unwrap();
-    let started = std::time::Instant::now();
-    let child = Command::new("curl")
-        .args([
-            "--parallel",
-            "--parallel-max",
-            "32",
-            "--no-progress-meter",
-            "--config",
-        ])
-        .arg(&config)
-        .spawn()
-        .expect("curl runs");
-    let (exit, usage) = common::wait4(child);
-    super::CurlRun {
-        rate: ids.len() as f64 / started.elapsed().as_secs_f64(),
-        ok: exit == 0,
-        cpu: common::cpu_seconds(&usage),
-    }
 }

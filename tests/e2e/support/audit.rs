@@ -408,6 +408,7 @@ fn parse(e: &Value) -> Vec<Write> {
             .unwrap_or_else(|| panic!("audit event without {k}: {e}"))
     };
     let user = e["user"]["username"].as_str().unwrap_or_default();
+    let user_agent = e["userAgent"].as_str().unwrap_or_default();
     let response = e.get("responseObject").filter(|o| o["kind"] != "Status");
     let request = e.get("requestObject").cloned();
     let uri = e["requestURI"].as_str().unwrap_or_default();
@@ -423,9 +424,9 @@ fn parse(e: &Value) -> Vec<Write> {
         namespace: e["objectRef"]["namespace"].as_str().map(str::to_string),
         name,
         code: e["responseStatus"]["code"].as_u64().unwrap_or(0) as u16,
-        actor: Actor::of(user, e["userAgent"].as_str().unwrap_or_default()),
+        actor: Actor::of(user, user_agent),
         user: user.to_string(),
-        user_agent: e["userAgent"].as_str().unwrap_or_default().to_string(),
+        user_agent: user_agent.to_string(),
         received: time("requestReceivedTimestamp"),
         done: time("stageTimestamp"),
         object,
