@@ -663,6 +663,12 @@ pub struct DiagnoseArgs {
     /// and compares its completed passes with its uptime.
     #[arg(long, default_value = "0s", value_parser = parse_duration, value_name = "DURATION")]
     pub operator_metrics_wait: std::time::Duration,
+    /// Watch the identities this long before the diagnosis (e.g. `5m`) and
+    /// measure how many appear and disappear: the forecast's pace and the
+    /// net growth with GC as it works now. 0 reads the pace from the
+    /// identities' creation times only.
+    #[arg(long, default_value = "0s", value_parser = parse_duration, value_name = "DURATION", conflicts_with = "from")]
+    pub sample: std::time::Duration,
     /// Judge a proposed Cilium `labels` filter (its syntax: space-separated
     /// `[source:][!]regex` patterns): the label sets the identities would
     /// collapse to, and the network policies it would break (reads them:
@@ -726,6 +732,7 @@ impl DiagnoseArgs {
             page_size: self.page_size,
             redact: self.redact,
             operator_metrics_wait: self.operator_metrics_wait,
+            sample: self.sample,
             labels: self.labels.clone(),
         }
     }

@@ -17,6 +17,7 @@
 //!   [`Tool`](report::Tool), and [`publishable_schema`](report::publishable_schema),
 //!   the one way every document's schema is published;
 //! - [`diagnosis`]: the `diagnose` health report;
+//! - [`forecast`]: where the identity range is heading, carried by both;
 //! - [`fleet`]: the fleet report and the fleet diagnosis.
 
 #![deny(missing_docs, unreachable_pub)]
@@ -24,5 +25,6 @@
 
 pub mod diagnosis;
 pub mod fleet;
+pub mod forecast;
 pub mod header;
 pub mod report;

@@ -67,6 +67,9 @@ pub struct Report {
     /// in v1 after its first release: absent in older reports.
     #[serde(default)]
     pub next_steps: Vec<String>,
+    /// Where the local range is heading at the recent creation pace, from the identities this run listed (see the diagnosis' `forecast`). Absent when the run listed nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forecast: Option<crate::forecast::Forecast>,
 }
 
 impl Document for Report {

@@ -123,6 +123,7 @@ pub fn report() -> Report {
             message: "ciliumidentities/abc: missing security-labels".into(),
         }],
         next_steps: Vec::new(),
+        forecast: None,
     }
 }
 
@@ -350,5 +351,6 @@ pub fn full_report() -> Report {
             },
         ],
         next_steps: Vec::new(),
+        forecast: None,
     }
 }

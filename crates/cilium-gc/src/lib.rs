@@ -63,6 +63,7 @@ pub mod report;
 
 mod cluster;
 mod exit;
+mod forecast;
 mod gc;
 mod humanize;
 mod pace;

@@ -166,6 +166,7 @@ fn full_example() -> diagnose::Diagnosis {
                 example: r#"level=warning msg="Key allocation attempt failed" error="no more available IDs in configured space""#.into(),
             }],
         }),
+        sample: None,
     };
     let mut d = analyze(&input, ts("2026-06-01T12:00:00Z"));
     d.cluster.kubernetes_version = Some("v1.32.0".into());

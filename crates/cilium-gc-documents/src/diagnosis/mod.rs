@@ -78,6 +78,9 @@ pub struct Diagnosis {
     /// Present when cilium-agent logs were read (`--from` a sysdump's `logs-<pod>-<container>-<ts>.log`): every attempt Cilium's allocator refused because its range had no free id, per pod.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocation_refusals: Option<AllocationRefusals>,
+    /// Where the local range is heading at the recent creation pace, judged with how cilium-operator's GC works: when it is full if GC stops, how many stale identities a working GC holds, and whether that fits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forecast: Option<crate::forecast::Forecast>,
 }
 
 /// The refused allocation attempts the agents' own logs record: each
@@ -398,7 +401,7 @@ impl Severity {
 pub enum FindingCode {
     /// The local identity range is 80% (warning) or 95% (critical) used.
     IdentitySpaceNearlyFull,
-    /// At the last 24 hours' creation rate the range runs out within a week.
+    /// At the recent creation pace (see `forecast.pace`; before it, the last 24 hours' rate) the range runs out within a week if GC stops.
     ExhaustionSoon,
     /// Stale identities wait to be deleted: GC is behind.
     StaleBacklog,
@@ -444,6 +447,8 @@ pub enum FindingCode {
     LabelsFilterBreaksPolicies,
     /// The agents' logs show Cilium's allocator refusing new identities: its range has no free id, and new pods wait without networking.
     IdentityAllocationRefused,
+    /// At the recent creation pace, the stale identities a working GC holds (pace × (heartbeat timeout + GC interval)) plus those in use exceed the local range (critical) or 80% of it (warning): no GC pass can keep up.
+    GcCannotKeepUp,
 }
 
 impl FindingCode {
@@ -474,6 +479,7 @@ impl FindingCode {
             FindingCode::ConflictWriters => "conflict-writers",
             FindingCode::LabelsFilterBreaksPolicies => "labels-filter-breaks-policies",
             FindingCode::IdentityAllocationRefused => "identity-allocation-refused",
+            FindingCode::GcCannotKeepUp => "gc-cannot-keep-up",
         }
     }
 }

@@ -57,6 +57,9 @@ pub struct Input {
     /// The allocator's refusals the agents' logs record; `None` when no
     /// agent log was read (live, or no log among the saved files).
     pub allocation_refusals: Option<super::types::AllocationRefusals>,
+    /// Identities watched live for a while (`--sample`): how many appeared
+    /// and disappeared. `None` when not watched (`--from`, or no sample).
+    pub sample: Option<cilium_gc_documents::forecast::MeasuredRates>,
 }
 
 /// The selector keys of every network policy read, and why some could not

@@ -60,6 +60,9 @@ pub struct DiagnoseSettings {
     /// Read cilium-operator's metrics a second time this long after the
     /// first (zero: read once, judge against its uptime).
     pub operator_metrics_wait: std::time::Duration,
+    /// Watch the identities this long first and count the names that
+    /// appear and disappear (zero: no sample).
+    pub sample: std::time::Duration,
     /// `--labels`: a proposed Cilium `labels` filter to judge (reads the
     /// network policies, an optional permission).
     pub labels: Option<String>,
@@ -308,6 +311,12 @@ pub(crate) async fn collect(
     )
     .await;
 
+    // Sampled before the usage watchers start and the identities are
+    // listed, so the list that ends the sample is the diagnosis' own.
+    let before = match args.sample.is_zero() {
+        true => None,
+        false => Some(sample_start(api, args, stop).await?),
+    };
     let usage = UsageHandle::start(api.client(), api.watch_tap.clone(), sources, stats);
     let _watchers = usage.stop_on_drop();
     if sources.endpoints || sources.slices {
@@ -321,6 +330,7 @@ pub(crate) async fn collect(
     }
 
     let (identities, writes, malformed) = list_identities(api, args.page_size, stop).await?;
+    let sample = before.map(|(names, started)| sample_end(&names, started, &identities));
     let refs = usage
         .referenced_ids()
         .into_iter()
@@ -348,7 +358,65 @@ pub(crate) async fn collect(
         // Pod logs are not read live (no test cluster here serves them): a
         // sysdump's agent logs give them to `--from`.
         allocation_refusals: None,
+        sample,
     })
+}
+
+/// The identity names listed now, and when the list started; then a wait
+/// of `--sample` (a signal ends it: the run stops).
+async fn sample_start(
+    api: &ApiClient,
+    args: &DiagnoseSettings,
+    stop: &Stop,
+) -> Result<(HashSet<String>, tokio::time::Instant), DiagnoseError> {
+    #[derive(Deserialize)]
+    struct Meta<'a> {
+        #[serde(borrow)]
+        metadata: Name<'a>,
+    }
+    #[derive(Deserialize)]
+    struct Name<'a> {
+        #[serde(borrow)]
+        name: Option<std::borrow::Cow<'a, str>>,
+    }
+    let started = tokio::time::Instant::now();
+    let mut names = HashSet::new();
+    scan::list_raw(
+        api,
+        &Kind::Identity.collection_path(),
+        args.page_size,
+        MAX_RETRIES,
+        stop,
+        |raw| {
+            if let Ok(Meta {
+                metadata: Name { name: Some(n) },
+            }) = serde_json::from_str(raw.get())
+            {
+                names.insert(n.into_owned());
+            }
+        },
+    )
+    .await?;
+    tokio::select! {
+        _ = tokio::time::sleep_until(started + args.sample) => {}
+        _ = stop.wait() => return Err(ScanError::Interrupted.into()),
+    }
+    Ok((names, started))
+}
+
+/// The names that appeared and disappeared since `before` was listed.
+fn sample_end(
+    before: &HashSet<String>,
+    started: tokio::time::Instant,
+    now: &[IdentityRecord],
+) -> cilium_gc_documents::forecast::MeasuredRates {
+    let after: HashSet<&str> = now.iter().map(|r| r.identity.name.as_str()).collect();
+    let created = after.iter().filter(|n| !before.contains(**n)).count() as u64;
+    let deleted = before
+        .iter()
+        .filter(|n| !after.contains(n.as_str()))
+        .count() as u64;
+    crate::forecast::measured(started.elapsed(), created, deleted)
 }
 
 /// Every CiliumIdentity, decoded, each name once; the malformed ones as

@@ -463,6 +463,8 @@ fn build(f: &mut Found, now: Timestamp, labels: Option<&str>) -> Input {
         }),
         allocation_refusals: (f.logs_read > 0)
             .then(|| super::agent_logs::summarize(std::mem::take(&mut f.logs), f.logs_read)),
+        // Saved objects cannot be watched: the pace comes from creation times.
+        sample: None,
     }
 }
 

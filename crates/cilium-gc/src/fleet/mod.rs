@@ -126,6 +126,7 @@ pub async fn run_fleet(
         page_size: s.scan.page_size,
         redact: fleet.redact,
         operator_metrics_wait: std::time::Duration::ZERO,
+        sample: std::time::Duration::ZERO,
         labels: None,
     });
     let job = |c: Cluster| {

@@ -121,6 +121,7 @@ impl Draft {
             items: self.items,
             errors: self.errors,
             next_steps: Vec::new(),
+            forecast: None,
         }
     }
 }

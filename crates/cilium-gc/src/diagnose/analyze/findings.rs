@@ -11,7 +11,7 @@ pub(super) struct Evidence<'a> {
     pub(super) d: &'a Diagnosis,
     settings: &'a preflight::CiliumSettings,
     gc_interval: Option<Duration>,
-    space_line: String,
+    pub(super) space_line: String,
     delete_hint: String,
 }
 
@@ -73,11 +73,12 @@ pub(super) fn findings(
         delete_hint,
     };
     let mut out = Findings::default();
-    let all: [fn(&Evidence, &mut Findings); 14] = [
+    let all: [fn(&Evidence, &mut Findings); 15] = [
         allocation_refused,
         usage_unknown,
         identity_space_nearly_full,
-        exhaustion_soon,
+        super::forecast::exhaustion_soon,
+        super::forecast::gc_cannot_keep_up,
         stale_backlog,
         high_cardinality_labels,
         labels_filter,
@@ -242,37 +243,6 @@ pub(super) fn allocation_refused(c: &Evidence, out: &mut Findings) {
             "free ids now: {delete_hint}; then see below why cilium-operator's GC is not keeping up"
         )),
     );
-}
-
-/// At the last day's creation rate, when the range runs out.
-pub(super) fn exhaustion_soon(c: &Evidence, out: &mut Findings) {
-    let Evidence { d, space_line, .. } = c;
-    let sp = &d.identity_space;
-    if let Some(secs) = d.age.exhaustion_in_seconds {
-        if secs < EXHAUSTION_HORIZON.as_secs_f64() && sp.headroom > 0 {
-            out.add(
-                if secs < DAY as f64 {
-                    Severity::Critical
-                } else {
-                    Severity::Warning
-                },
-                FindingCode::ExhaustionSoon,
-                format!(
-                    "at the last 24 hours' rate the local range is full in {} if GC stalls",
-                    human_duration(secs)
-                ),
-                vec![
-                    format!(
-                        "{} identities created in the last 24h ({}/h)",
-                        thousands(d.age.created_last24h),
-                        d.age.creation_rate_per_hour
-                    ),
-                    space_line.clone(),
-                ],
-                Some("reduce churn (see high-cardinality labels) and keep GC running".into()),
-            );
-        }
-    }
 }
 
 /// Stale identities GC has not removed.

@@ -15,6 +15,7 @@ use super::types::*;
 mod ages;
 mod churn;
 mod findings;
+mod forecast;
 mod labels;
 #[cfg(test)]
 mod tests;
@@ -37,7 +38,7 @@ pub use labels::{FilterDefaults, LabelFilter};
 /// to reclaim an identity before it is deleted under them.
 pub(crate) const LOW_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 /// Utilisation from which the space is a warning.
-pub(crate) const WARNING_PERCENT: f64 = 80.0;
+pub(crate) const WARNING_PERCENT: f64 = crate::forecast::NEARLY_FULL_PERCENT;
 /// Utilisation from which the space is critical.
 pub(crate) const CRITICAL_PERCENT: f64 = 95.0;
 /// A key needs this many distinct values to be a churn driver.
@@ -110,6 +111,13 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
     let mut identity_space = identity_space(input, &states, &range);
     identity_space.local_range_from = Some(range_from(input, &settings));
     let age = age_and_rate(input, &identity_space, settings.heartbeat_timeout, now);
+    let forecast = forecast::forecast(
+        input,
+        &identity_space,
+        settings.heartbeat_timeout,
+        gc_interval,
+        now,
+    );
     let churn = churn(input, &states);
     let integrity = integrity(input, &states, &range);
     let modifiers = modifiers(input);
@@ -134,9 +142,11 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
         labels_what_if: None,
         source: None,
         allocation_refusals: input.allocation_refusals.clone(),
+        forecast: None,
     };
     let health = gc_health(input, &states, settings.heartbeat_timeout, gc_interval, now);
     d.labels_what_if = labels_what_if(input, &health);
+    d.forecast = Some(forecast);
     d.findings = findings(input, &d, &settings, gc_interval);
     let gc_findings = gc_findings(
         &health,

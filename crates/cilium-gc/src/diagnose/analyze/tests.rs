@@ -5,6 +5,8 @@ use crate::diagnose::input::agent_like;
 use crate::model::Identity;
 use crate::preflight::Crds;
 
+mod forecast;
+
 const NOW: &str = "2026-06-01T12:00:00Z";
 
 fn now() -> Timestamp {
@@ -248,10 +250,19 @@ fn only_local_creations_count_towards_exhaustion() {
     assert_eq!(d.identity_space.headroom, 50);
     assert_eq!(d.age.created_last24h, 50);
     assert_eq!(d.age.created[0].count, 550, "the histogram shows them all");
-    // 50 ids at 50/24 per hour: 24 hours, not 2.
+    // The day's rate: 50 ids at 50/24 per hour, 24 hours, not 2.
     assert_eq!(d.age.exhaustion_in_seconds, Some(86_400.0));
+    // The recent pace: the 50 local ones over the last 30m (the heartbeat
+    // timeout's window), not 550: 50 ids at 100/h, 30 minutes.
+    let forecast = d.forecast.as_ref().unwrap();
+    assert_eq!(
+        (forecast.pace.window.as_str(), forecast.pace.created),
+        ("30m", 50)
+    );
+    assert_eq!(forecast.full_if_gc_stops.seconds, Some(1_800.0));
     let f = finding(&d, FindingCode::ExhaustionSoon);
-    assert_eq!(f.severity, Severity::Warning);
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(f.message.contains("full in 30m"), "{}", f.message);
 }
 
 #[test]
@@ -272,9 +283,20 @@ fn fast_churn_near_the_end_is_critical() {
                 .unwrap()
         )
     );
+    // The day's average says 1h36m; the 1,200 came in the last 30 minutes
+    // (2,400/h): the range is full in 2 minutes.
     let f = finding(&d, FindingCode::ExhaustionSoon);
     assert_eq!(f.severity, Severity::Critical);
-    assert!(f.message.contains("1h36m"), "{}", f.message);
+    assert!(
+        f.message.contains("full in 2m if GC stops"),
+        "{}",
+        f.message
+    );
+    assert!(
+        f.evidence[0].starts_with("pace: 2,400/h over the last 30m (1,200 created)"),
+        "{:?}",
+        f.evidence
+    );
 }
 
 #[test]

@@ -44,6 +44,7 @@ fn defaults() -> DiagnoseSettings {
         page_size: 500,
         redact: false,
         operator_metrics_wait: Duration::ZERO,
+        sample: Duration::ZERO,
         labels: None,
     }
 }
