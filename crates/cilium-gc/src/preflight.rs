@@ -17,6 +17,8 @@ use crate::retry::Class;
 
 /// Cilium's default `identity-heartbeat-timeout`.
 pub(crate) const DEFAULT_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// Cilium's default `identity-gc-interval`.
+pub(crate) const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(15 * 60);
 
 /// Which Cilium CRDs the API server serves (from discovery).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -75,6 +77,10 @@ pub(crate) struct CiliumSettings {
     pub config_heartbeat_timeout: Option<Duration>,
     /// `cluster-id` or `max-connected-clusters` was not a number.
     pub cluster_values_unparseable: bool,
+    /// `identity-gc-interval` (absent or unreadable means 15m; zero: the
+    /// operator's GC is disabled). Not a check: the forecast of `diagnose`
+    /// and of every run's report reads it.
+    pub gc_interval: Duration,
 }
 
 impl CiliumSettings {
@@ -144,6 +150,7 @@ pub(crate) fn settings_from_config(
     let cluster_id = number("cluster-id", &cluster_id, 0);
     let max_connected_clusters = number("max-connected-clusters", &max_cc, 255);
     let cluster_values_unparseable = !warnings.is_empty();
+    let gc_interval = gc_interval(data, &mut warnings);
     let (heartbeat_timeout, config_heartbeat_timeout) =
         heartbeat_timeout(data, &timeout_raw, flag_timeout, &mut values, &mut warnings);
     if data.is_none() {
@@ -166,7 +173,24 @@ pub(crate) fn settings_from_config(
         allocation_mode_known: data.is_some(),
         config_heartbeat_timeout,
         cluster_values_unparseable,
+        gc_interval,
     }
+}
+
+/// cilium-config's `identity-gc-interval` (default 15m); an unreadable one
+/// is assumed to be the default, with a warning.
+fn gc_interval(data: Option<&BTreeMap<String, String>>, warnings: &mut Vec<String>) -> Duration {
+    let raw = data
+        .and_then(|d| d.get("identity-gc-interval"))
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty())
+        .unwrap_or("15m0s");
+    crate::settings::parse_duration(raw).unwrap_or_else(|_| {
+        warnings.push(format!(
+            "cilium-config identity-gc-interval={raw:?} is not a duration; assuming 15m"
+        ));
+        DEFAULT_GC_INTERVAL
+    })
 }
 
 /// The heartbeat timeout the run judges marks by (the flag's, else

@@ -52,7 +52,7 @@ use crate::humanize::human_duration;
 
 /// Cilium's default `identity-gc-interval`: here, below `analyze`, which
 /// reads the configured one and falls back to this.
-pub(crate) const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(15 * 60);
+pub(crate) const DEFAULT_GC_INTERVAL: Duration = crate::preflight::DEFAULT_GC_INTERVAL;
 /// A mark older than this many expected collection times is overdue.
 pub(crate) const OVERDUE_FACTOR: f64 = 3.0;
 /// An agent write within this long counts as recent: agents resync the

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use cilium_gc_documents::forecast::Forecast;
 use cilium_gc_documents::header::{Header, Span};
 use jiff::Timestamp;
 
@@ -40,6 +41,8 @@ pub(super) struct Draft {
     /// The server's clock, once connected: whether mark ages were judged
     /// by the local clock instead is said when the run ends.
     pub(super) server_clock: Option<Arc<crate::cluster::ServerClock>>,
+    /// Where the local range is heading, once the list is complete.
+    pub(super) forecast: Option<Forecast>,
 }
 
 impl Draft {
@@ -59,6 +62,7 @@ impl Draft {
             aborted: None,
             interrupted: false,
             usage: None,
+            forecast: None,
         }
     }
 
@@ -121,7 +125,7 @@ impl Draft {
             items: self.items,
             errors: self.errors,
             next_steps: Vec::new(),
-            forecast: None,
+            forecast: self.forecast,
         }
     }
 }

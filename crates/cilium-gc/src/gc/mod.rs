@@ -32,6 +32,7 @@ use crate::stop::{Stop, StopReason};
 use crate::sweep::{self, Action, SweepSettings};
 use crate::usage::UsageHandle;
 
+mod census;
 mod draft;
 mod observer;
 mod plan;
@@ -437,6 +438,7 @@ impl Run<'_> {
         if let Err(e) = scanned {
             return ControlFlow::Break(scan_failed(run, e, ""));
         }
+        run.forecast = Some(plan.census.forecast(cilium, api.clock.now()));
         if test_panic_at("plan") {
             panic!("injected by {TEST_PANIC_ENV}=plan");
         }

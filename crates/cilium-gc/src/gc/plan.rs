@@ -11,6 +11,7 @@ use crate::settings::GcSettings;
 use crate::sweep::ItemResult;
 use crate::usage::UsageHandle;
 
+use super::census::Census;
 use super::draft::Draft;
 use super::{PendingWrites, Ui};
 
@@ -27,6 +28,8 @@ pub(super) struct Plan {
     pub(super) candidate_items: Vec<Option<usize>>,
     pub(super) to_mark: Vec<Identity>,
     pub(super) mark_items: Vec<Option<usize>>,
+    /// The whole list as the forecast reads it, whatever the narrowing.
+    pub(super) census: Census,
 }
 
 impl Plan {
@@ -57,6 +60,8 @@ impl Plan {
         // and the mark (`policy::decide`), so the labels can go.
         let d = policy::plan(&identity, refs, policy, now);
         run.summary.reasons.add(d.reason);
+        self.census
+            .count(&identity, d.reason, &policy.rules.local_range);
         identity.labels = Default::default();
         let candidate = d.is_candidate();
         let markable = s.mark && d.reason == Reason::Unmarked;

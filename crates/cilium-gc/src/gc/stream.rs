@@ -95,6 +95,8 @@ struct Progress {
 /// ran from the first candidate.
 struct Listed {
     scanned: Result<(), scan::ScanError>,
+    /// The run's clock when the list ended: what the forecast is as of.
+    listed_at: jiff::Timestamp,
     plan: Plan,
     results: Vec<sweep::ItemResult>,
     deleting: Option<std::time::Duration>,
@@ -116,11 +118,15 @@ impl Run<'_> {
         let run = &mut self.report;
         let Listed {
             scanned,
+            listed_at,
             mut plan,
             results,
             deleting,
         } = listed;
         close_list(run, s, &plan, readable);
+        if scanned.is_ok() {
+            run.forecast = Some(plan.census.forecast(&cilium, listed_at));
+        }
         apply(run, &plan.candidate_items, results);
         if let Some(elapsed) = deleting.map(|d| d.as_secs_f64()).filter(|e| *e > 0.0) {
             let written = run.summary.deleted + run.summary.validated;
@@ -200,19 +206,21 @@ impl Run<'_> {
                 ) => r,
                 _ = stop.wait() => Err(scan::ScanError::Interrupted),
             };
+            let listed_at = api.clock.now();
             // The sweep ends once the feed is closed and drained.
             plan.feed = None;
             if test_panic_at("background") {
                 tokio::spawn(async { panic!("injected by {TEST_PANIC_ENV}=background") });
             }
             progress.listed(ui, plan.candidate_items.len() as u64);
-            scanned
+            (scanned, listed_at)
         };
         let on_done = |_: &sweep::ItemResult| progress.done(ui);
         let sweep = sweep::sweep(api, usage, rx, Action::Delete, cfg, stop, on_done);
-        let (scanned, results) = tokio::join!(list, sweep);
+        let ((scanned, listed_at), results) = tokio::join!(list, sweep);
         Listed {
             scanned,
+            listed_at,
             plan,
             results,
             deleting: first_candidate.get().map(Instant::elapsed),

@@ -22,7 +22,6 @@ mod tests;
 mod what_if;
 mod writers;
 
-use super::gc_health::DEFAULT_GC_INTERVAL;
 use super::input::{IdentityRecord, Input};
 use crate::model::Change;
 use crate::policy::{self, decide, Reason, Rules};
@@ -89,7 +88,8 @@ pub fn analyze(input: &Input, now: Timestamp) -> Diagnosis {
     let settings = preflight::settings_from_config(input.config.as_ref(), None);
     let mut warnings = input.warnings.clone();
     warnings.extend(settings.warnings.iter().cloned());
-    let gc_interval = gc_interval(input, &mut warnings);
+    // Its warning, when unreadable, is among `settings.warnings`.
+    let gc_interval = Some(settings.gc_interval);
     let range = policy::local_range(settings.cluster_id, settings.max_connected_clusters);
     let policy = Rules {
         local_range: range.clone(),
@@ -266,21 +266,6 @@ fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
         parts.next()??,
         parts.next().flatten().unwrap_or(0),
     ))
-}
-
-/// cilium-config's `identity-gc-interval` (default 15m); an unreadable one
-/// is assumed to be the default, with a warning.
-fn gc_interval(input: &Input, warnings: &mut Vec<String>) -> Option<Duration> {
-    let gc_raw = config_value(input, "identity-gc-interval").unwrap_or("15m0s");
-    match crate::settings::parse_duration(gc_raw) {
-        Ok(d) => Some(d),
-        Err(_) => {
-            warnings.push(format!(
-                "cilium-config identity-gc-interval={gc_raw:?} is not a duration; assuming 15m"
-            ));
-            Some(DEFAULT_GC_INTERVAL)
-        }
-    }
 }
 
 /// Whether the operator's GC keeps up: the stale identities' marks and the
