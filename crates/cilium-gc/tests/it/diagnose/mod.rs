@@ -23,6 +23,7 @@ use crate::support::{mark_of, Engine, World, TEST_TIMEOUT};
 const DIAGNOSIS_SCHEMA_FILE: &str = "schema/diagnosis-v1.json";
 
 mod findings;
+mod forecast;
 mod gc_health;
 
 // ---- Against the simulator: one scenario per finding ----
