@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use super::glyphs;
 use crate::views::format::{Paint, Style};
 use crate::views::phrases;
 use cilium_gc::diagnose::Diagnosis;
@@ -44,6 +45,7 @@ pub fn text(d: &Diagnosis, style: Style) -> String {
         header,
         findings,
         identity_space,
+        forecast,
         age_and_rate,
         churn_drivers,
         integrity,
@@ -105,10 +107,28 @@ fn identity_space(o: &mut String, d: &Diagnosis, p: &Paint) {
         phrases::identity_space(sp, "-", |s| s),
         level(p, sp.level)
     );
+    for line in glyphs::space_bar(sp, p) {
+        let _ = writeln!(o, "{line}");
+    }
     for (label, v) in phrases::states(st) {
         let _ = writeln!(o, "  {label:<32} {:>9}", thousands(v));
     }
     let _ = writeln!(o, "  {:<32} {:>9}", "total", thousands(sp.total));
+}
+
+/// Where the range is heading: creations per hour as a sparkline, the
+/// pace, and the range if GC stops or works (`gc-cannot-keep-up` and
+/// `exhaustion-soon` say what to do about it among the findings).
+fn forecast(o: &mut String, d: &Diagnosis, p: &Paint) {
+    let Some(f) = &d.forecast else { return };
+    let _ = writeln!(o, "\n{}", p.bold("FORECAST"));
+    let timeout = d.configuration.heartbeat_timeout_seconds;
+    for line in glyphs::creations(f, timeout, p)
+        .into_iter()
+        .chain(glyphs::forecast_words(f, p))
+    {
+        let _ = writeln!(o, "{line}");
+    }
 }
 
 /// When identities were created and marked, and the creation rate.
@@ -463,6 +483,29 @@ mod tests {
             assert!(t.contains(s), "missing {s:?} in\n{t}");
         }
         assert!(!t.contains('\u{1b}'));
+    }
+
+    #[test]
+    fn the_pictures_sit_under_the_range_and_in_the_forecast() {
+        let d = sample();
+        let t = text(&d, Style { color: false });
+        let bar = t.lines().position(|l| l.starts_with("  ▕")).expect(&t);
+        let range = t.lines().position(|l| l.contains("local range")).expect(&t);
+        assert_eq!(bar, range + 1, "{t}");
+        let forecast = t.find("\nFORECAST\n").expect(&t);
+        let created = t.find("  created/h  none in the last 48h").expect(&t);
+        assert!(t.find("IDENTITY SPACE").unwrap() < forecast && forecast < created);
+        assert!(created < t.find("AGE AND RATE").unwrap(), "{t}");
+        for s in ["  pace       ", "  GC stops   ", "  GC works   "] {
+            assert!(t.contains(s), "missing {s:?} in\n{t}");
+        }
+        // No forecast (a saved diagnosis from before it): no section.
+        let old = Diagnosis {
+            forecast: None,
+            ..d
+        };
+        let t = text(&old, Style { color: false });
+        assert!(t.contains("  ▕") && !t.contains("FORECAST"), "{t}");
     }
 
     #[test]
