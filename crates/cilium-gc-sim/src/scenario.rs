@@ -253,6 +253,7 @@ impl Scenario {
         "kvstore",
         "missing-crd",
         "slices",
+        "churn",
     ];
 
     /// Names [`Scenario::preset`] knows.
@@ -386,6 +387,18 @@ impl Scenario {
                     shadow_reuse_after: Duration::from_secs(30),
                     ..ActorRates::default()
                 },
+                ..small
+            },
+            // Churn the forecast sees: 3,000 identities all created in the
+            // last 48 hours (about 62 an hour), most of them jobs', 60 %
+            // unused; quiet, so a diagnosis is quick.
+            "churn" => Scenario {
+                identities: 3_000,
+                stale_ratio: 0.6,
+                job_ratio: 0.6,
+                endpoints: 1_200,
+                namespaces: 20,
+                age_spread: Duration::from_secs(48 * 3_600),
                 ..small
             },
             _ => return None,

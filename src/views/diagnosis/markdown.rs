@@ -6,9 +6,11 @@ use cilium_gc::diagnose::Diagnosis;
 use cilium_gc::{human_duration, thousands};
 use cilium_gc_documents::diagnosis::{AgeBucket, Level, Severity};
 
+use super::charts;
 use crate::views::markdown::*;
 use crate::views::phrases;
 use cilium_gc_documents::diagnosis::{CiliumWorkloads, GcHealth};
+use cilium_gc_documents::forecast::{Forecast, PaceSource};
 
 /// The diagnosis as Markdown.
 pub fn diagnosis(d: &Diagnosis) -> String {
@@ -43,6 +45,7 @@ pub fn diagnosis(d: &Diagnosis) -> String {
     findings_table(&mut o, &d.findings);
 
     identity_space_section(&mut o, d);
+    forecast_section(&mut o, d);
     gc_health_section(&mut o, d);
     age_section(&mut o, d);
     churn_section(&mut o, d);
@@ -98,6 +101,82 @@ fn identity_space_section(o: &mut String, d: &Diagnosis) {
         .collect();
     rows.push(vec!["**Total**".into(), thousands(sp.total)]);
     table(o, &["State", "Identities"], &rows);
+    let _ = writeln!(o, "{}", charts::composition(sp));
+}
+
+/// Where the range is heading at the recent pace: the three answers, then
+/// the creations of the last 48 hours as a chart (the findings
+/// `gc-cannot-keep-up` and `exhaustion-soon` say what to do about it).
+fn forecast_section(o: &mut String, d: &Diagnosis) {
+    let Some(f) = &d.forecast else { return };
+    let _ = writeln!(o, "## Forecast\n");
+    table(o, &["Forecast", "Value"], &forecast_rows(f));
+    o.push_str(&charts::creations(
+        f,
+        d.configuration.heartbeat_timeout_seconds,
+    ));
+}
+
+/// `seconds` to the hour past two days, to the minute past an hour: a
+/// forecast is no more precise (`31d16h`, not `31d15h30m44s`).
+fn roughly(seconds: f64) -> f64 {
+    let unit = if seconds >= 2.0 * 86_400.0 {
+        3_600.0
+    } else if seconds >= 3_600.0 {
+        60.0
+    } else {
+        1.0
+    };
+    (seconds / unit).round() * unit
+}
+
+/// The pace and where it was read; the range if GC stops; what a working
+/// GC holds at that pace against the range.
+fn forecast_rows(f: &Forecast) -> Vec<Vec<String>> {
+    let p = &f.pace;
+    let read = match p.source {
+        PaceSource::Sample => format!("watched live for {}", p.window),
+        PaceSource::CreationTimes => format!("over the last {}", p.window),
+    };
+    let full = &f.full_if_gc_stops;
+    let stops = match (full.seconds, full.at) {
+        (None, _) => "never: nothing is being created".to_string(),
+        (Some(s), Some(at)) if s > 0.0 => format!(
+            "full in **{}**, at {at} ({} ids free)",
+            human_duration(roughly(s)),
+            thousands(full.headroom)
+        ),
+        (Some(_), _) => "**full now**".to_string(),
+    };
+    let works = match &f.steady_state {
+        None => "GC is disabled (`identity-gc-interval` 0): it holds every identity".to_string(),
+        Some(s) => format!(
+            "holds {} stale (the pace × {}, the heartbeat timeout plus the GC interval; \
+             up to {}) + {} in use = **{}% of the range**{}",
+            thousands(s.stale_held),
+            human_duration(s.held_seconds),
+            thousands(s.stale_held_max),
+            thousands(s.in_use),
+            s.percent_of_range,
+            if s.exceeds_range {
+                ": more than the range, no GC keeps up"
+            } else {
+                ""
+            }
+        ),
+    };
+    vec![
+        vec![
+            "Pace".into(),
+            format!(
+                "{}/h {read} ({} created)",
+                p.rate_per_hour,
+                thousands(p.created)
+            ),
+        ],
+        vec!["If GC stops".into(), stops],
+        vec!["With GC working".into(), works],
+    ]
 }
 
 fn gc_health_section(o: &mut String, d: &Diagnosis) {

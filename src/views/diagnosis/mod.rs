@@ -7,6 +7,7 @@ use cilium_gc::diagnose::Diagnosis;
 
 use super::format::{write_document, OutputFormat, Style};
 
+mod charts;
 mod glyphs;
 mod markdown;
 mod text;
