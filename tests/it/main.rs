@@ -36,6 +36,10 @@ mod alerts;
 /// Next steps that follow from every refusal of the run. Issue 26.
 mod advice;
 
+/// `diagnose`'s pictures in a real 80-column terminal (tmux): whole rows,
+/// colour only there.
+mod terminal;
+
 /// `demo`: the story, side by side with cilium-operator 1.15.
 mod demo;
 /// The simulator's cilium-operator GC pass checked against the real code
