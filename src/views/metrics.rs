@@ -25,6 +25,10 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+mod forecast;
+
+pub use forecast::{FULL_IF_GC_STOPS, STEADY_STATE_RATIO};
+
 use cilium_gc::policy::Reason;
 use cilium_gc::report::Report;
 use cilium_gc_documents::report::Mode;
@@ -75,6 +79,7 @@ impl Metrics {
         run.identities(report);
         run.counts(&report.summary);
         run.outcome(report, previous_success);
+        run.forecast(report);
     }
 
     /// The registry holding every family, named `cilium_gc_<name>`.
@@ -541,12 +546,12 @@ mod tests {
     use cilium_gc_documents::report::{Abort, AbortReason};
     use cilium_gc_testkit::samples::report as sample;
 
-    fn parsed(text: &str) -> prometheus_parse::Scrape {
+    pub(super) fn parsed(text: &str) -> prometheus_parse::Scrape {
         prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
             .expect("valid Prometheus text format")
     }
 
-    fn value(scrape: &prometheus_parse::Scrape, name: &str) -> Option<f64> {
+    pub(super) fn value(scrape: &prometheus_parse::Scrape, name: &str) -> Option<f64> {
         scrape
             .samples
             .iter()

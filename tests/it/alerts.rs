@@ -16,6 +16,8 @@ use serde_json::{json, Value};
 use crate::support::world::{binary, TEST_TIMEOUT};
 use crate::support::{calm, repo_path, tools};
 
+mod lead_time;
+
 /// The rule file users apply.
 const RULE_FILE: &str = "examples/prometheusrule.yaml";
 /// The job label the CronJob pushes under (and the rules select).
@@ -220,9 +222,23 @@ fn annotations(alert: &str, cluster: Option<&str>) -> Value {
     Value::Object(out)
 }
 
+/// The `severity` the rule file gives `alert`.
+fn severity(alert: &str) -> String {
+    let text = std::fs::read_to_string(repo_path(RULE_FILE)).unwrap();
+    let rule: Value = serde_saphyr::from_str(&text).unwrap();
+    rule["spec"]["groups"][0]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["alert"] == alert)
+        .and_then(|r| r["labels"]["severity"].as_str())
+        .unwrap_or_else(|| panic!("no severity for {alert}"))
+        .to_owned()
+}
+
 /// An expected alert: its labels and rendered annotations.
 fn fired(alert: &str, cluster: Option<&str>) -> Value {
-    let mut labels = json!({ "severity": "warning" });
+    let mut labels = json!({ "severity": severity(alert) });
     if let Some(c) = cluster {
         labels["cluster"] = json!(c);
     }
