@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use crate::support::world::{binary, TEST_TIMEOUT};
 use crate::support::{calm, repo_path, tools};
 
+mod forecast_gauges;
 mod lead_time;
 
 /// The rule file users apply.
