@@ -12,6 +12,10 @@ mod report;
 /// `diagnose`: the diagnosis contract and one scenario per finding.
 mod diagnose;
 
+/// `diagnose -o markdown`'s Mermaid charts drawn by the real renderer
+/// (mermaid-cli and chromium).
+mod mermaid;
+
 /// Packaging: the krew manifest and the release script.
 mod krew;
 

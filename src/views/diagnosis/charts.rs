@@ -116,7 +116,19 @@ pub(super) fn creations(f: &Forecast, timeout: f64) -> String {
         "    x-axis \"Hours from now (each bar is the hour ending there)\" [{}]",
         hours.join(", ")
     );
-    let _ = writeln!(o, "    y-axis \"Identities per hour\"");
+    // From 0, always: Mermaid's own axis starts at the smallest value, and
+    // with every value 0 it draws the zero bars half the chart high.
+    let top = f
+        .created_per_hour
+        .iter()
+        .map(|&n| n as f64)
+        .fold(f.pace.rate_per_hour, f64::max)
+        .max(1.0);
+    let _ = writeln!(
+        o,
+        "    y-axis \"Identities per hour\" 0 --> {}",
+        number(top)
+    );
     let _ = writeln!(o, "    bar [{}]", bars.join(", "));
     let _ = writeln!(o, "    line [{}]", line.join(", "));
     o.push_str("```\n\n");
@@ -250,6 +262,7 @@ mod tests {
             ["7", "0", "12", "0"]
         );
         assert_eq!(series("line"), vec!["56"; x.len()]);
+        assert!(chart.contains(" 0 --> 56\n"), "{chart}");
     }
 
     #[test]
@@ -260,7 +273,7 @@ mod tests {
              title \"Identities created per hour (bars) and the forecast's pace (line)\"\n    \
              x-axis \"Hours from now (each bar is the hour ending there)\" \
              [\"-1\", \"0\", \"+1\", \"+2\", \"+3\", \"+4\", \"+5\", \"+6\"]\n    \
-             y-axis \"Identities per hour\"\n    \
+             y-axis \"Identities per hour\" 0 --> 3\n    \
              bar [3, 1, 0, 0, 0, 0, 0, 0]\n    \
              line [0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25]\n\
              ```\n\n\
@@ -271,6 +284,11 @@ mod tests {
         );
         assert_eq!(chart, expected);
         assert_eq!(creations(&forecast(Vec::new(), 1.0), 900.0), "");
+        let quiet = creations(&forecast(vec![0, 0], 0.0), 900.0);
+        assert!(
+            quiet.contains("y-axis \"Identities per hour\" 0 --> 1\n"),
+            "{quiet}"
+        );
     }
 
     #[test]
