@@ -42,9 +42,11 @@ impl Tmux {
     }
 
     /// `tmux -L <socket> args`: its stdout, or a panic with its stderr.
+    /// No configuration file: a user's `~/.tmux.conf` does not change the
+    /// pane.
     fn run(&self, args: &[&str]) -> String {
         let out = Command::new("tmux")
-            .arg("-L")
+            .args(["-f", "/dev/null", "-L"])
             .arg(&self.socket)
             .args(args)
             .output()
