@@ -84,3 +84,8 @@ mod identity_modes;
 /// `diagnose --labels` reading the network policies of a live server, with
 /// and without the optional permission. Issue 36, item 3.
 mod diagnose_labels;
+
+/// The forecast of `diagnose` against the real current operator and agents
+/// on Cilium's allocator: a pace no GC keeps up with, seen before the first
+/// refusal; a pace GC keeps up with, over several GC cycles.
+mod forecast;
