@@ -1,42 +1,9 @@
 //! The findings: one function per finding, each judging the diagnosis so
 //! far and adding what it supports.
 
+use super::evidence::{Evidence, Findings};
 use super::*;
 use crate::humanize::{human_duration, thousands};
-
-/// What every finding may use: the diagnosis so far and the phrases
-/// several of them repeat.
-pub(super) struct Evidence<'a> {
-    input: &'a Input,
-    pub(super) d: &'a Diagnosis,
-    settings: &'a preflight::CiliumSettings,
-    gc_interval: Option<Duration>,
-    pub(super) space_line: String,
-    delete_hint: String,
-}
-
-/// The findings collected so far.
-#[derive(Default)]
-pub(super) struct Findings(Vec<Finding>);
-
-impl Findings {
-    pub(super) fn add(
-        &mut self,
-        severity: Severity,
-        code: FindingCode,
-        message: String,
-        evidence: Vec<String>,
-        suggestion: Option<String>,
-    ) {
-        self.0.push(Finding {
-            severity,
-            code,
-            message,
-            evidence,
-            suggestion,
-        });
-    }
-}
 
 /// Every finding, most severe first: one function per finding, in the
 /// order a reader should meet them (usage first: every count leans on it).

@@ -5,7 +5,7 @@
 
 use cilium_gc_documents::forecast::{Forecast, Pace, PaceSource, SteadyState};
 
-use super::findings::{Evidence, Findings};
+use super::evidence::{Evidence, Findings};
 use super::*;
 use crate::humanize::{human_duration, thousands};
 

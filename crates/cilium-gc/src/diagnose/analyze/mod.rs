@@ -14,6 +14,7 @@ use super::types::*;
 
 mod ages;
 mod churn;
+mod evidence;
 mod findings;
 mod forecast;
 mod labels;

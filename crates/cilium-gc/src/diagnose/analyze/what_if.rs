@@ -9,6 +9,7 @@
 
 use std::collections::HashSet;
 
+use super::evidence::{Evidence, Findings};
 use super::*;
 use crate::humanize::thousands;
 

@@ -8,6 +8,7 @@
 //! that as part of the protocol (an agent reusing an identity strips the
 //! mark); anything else doing it is the cause the reporter looked for.
 
+use super::evidence::{Evidence, Findings};
 use super::*;
 use crate::humanize::{human_duration, thousands};
 
