@@ -117,12 +117,16 @@ pub(super) fn creations(f: &Forecast, timeout: f64) -> String {
         hours.join(", ")
     );
     // From 0, always: Mermaid's own axis starts at the smallest value, and
-    // with every value 0 it draws the zero bars half the chart high.
-    let top = f
+    // with every value 0 it draws the zero bars half the chart high. A
+    // tenth above the largest value, so the pace line never runs along the
+    // chart's top edge.
+    let top = (f
         .created_per_hour
         .iter()
         .map(|&n| n as f64)
         .fold(f.pace.rate_per_hour, f64::max)
+        * 1.1)
+        .ceil()
         .max(1.0);
     let _ = writeln!(
         o,
@@ -262,7 +266,7 @@ mod tests {
             ["7", "0", "12", "0"]
         );
         assert_eq!(series("line"), vec!["56"; x.len()]);
-        assert!(chart.contains(" 0 --> 56\n"), "{chart}");
+        assert!(chart.contains(" 0 --> 62\n"), "{chart}");
     }
 
     #[test]
@@ -273,7 +277,7 @@ mod tests {
              title \"Identities created per hour (bars) and the forecast's pace (line)\"\n    \
              x-axis \"Hours from now (each bar is the hour ending there)\" \
              [\"-1\", \"0\", \"+1\", \"+2\", \"+3\", \"+4\", \"+5\", \"+6\"]\n    \
-             y-axis \"Identities per hour\" 0 --> 3\n    \
+             y-axis \"Identities per hour\" 0 --> 4\n    \
              bar [3, 1, 0, 0, 0, 0, 0, 0]\n    \
              line [0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25, 0.25]\n\
              ```\n\n\
