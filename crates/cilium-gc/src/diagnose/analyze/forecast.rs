@@ -65,7 +65,7 @@ fn windows_line(f: &Forecast) -> String {
         .iter()
         .map(|w| {
             format!(
-                "{} {} ({}/h{})",
+                "{}: {} ({}/h{})",
                 w.label,
                 thousands(w.created),
                 thousands(w.rate_per_hour.round() as u64),
