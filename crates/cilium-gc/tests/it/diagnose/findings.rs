@@ -71,8 +71,15 @@ async fn near_exhaustion_is_critical_with_the_numbers() {
     assert_eq!(d.age.exhaustion_in_seconds, Some(secs));
     let soon = finding(&d, FindingCode::ExhaustionSoon);
     assert_eq!(soon.severity, Severity::Critical, "under a day");
+    // The finding reads the recent pace first (the last 5 minutes hold
+    // enough creations), the day's rate after it.
     assert!(
-        soon.evidence[0].starts_with("31,000 identities created in the last 24h"),
+        soon.evidence[0].starts_with("pace: ") && soon.evidence[0].contains("over the last 5m"),
+        "{:?}",
+        soon.evidence
+    );
+    assert!(
+        soon.evidence[2].starts_with("31,000 identities created in the last 24h"),
         "{:?}",
         soon.evidence
     );
