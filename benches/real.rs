@@ -35,6 +35,10 @@
 //! *Parts* (`-- --only parts`, only when named): where the plugin's time
 //! per delete goes against curl's; see [`parts`].
 //!
+//! *Forecast* (`-- --only forecast`, only when named): `diagnose`'s "full
+//! if GC stops" against the time to Cilium's allocator's first refusal;
+//! see [`forecast`].
+//!
 //! Prints Markdown tables on stderr and the figures as JSON on stdout;
 //! `benches/results/results-real.json` keeps the last full run.
 
@@ -54,6 +58,8 @@ mod apf;
 mod exhaustion;
 
 mod parts;
+
+mod forecast;
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-cilium_gc");
 
@@ -598,6 +604,13 @@ fn main() {
     {
         let max_id = value("--max-id").map_or(65_535, |v| v.parse().expect("--max-id N"));
         result["exhaustionDefault"] = exhaustion::run_default(&rt, max_id);
+    }
+    // Only when named: the forecast against the first refusal.
+    if only
+        .as_deref()
+        .is_some_and(|o| o.split(',').any(|p| p == "forecast"))
+    {
+        result["forecast"] = forecast::run(&rt);
     }
     result["load1After"] = json!(load());
     let text = serde_json::to_string_pretty(&result).unwrap();
