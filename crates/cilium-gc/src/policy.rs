@@ -383,6 +383,25 @@ mod tests {
                 with(&|p| p.narrowing.namespaces = vec!["dev".into()]),
                 Reason::Filtered,
             ),
+            // A narrowed run still counts what is in use or not local as
+            // such, not as filtered out.
+            (
+                "in use though filtered out",
+                ident("1000", Some(OLD)),
+                2,
+                with(&|p| p.narrowing.namespaces = vec!["dev".into()]),
+                Reason::InUse,
+            ),
+            (
+                "not local though filtered out",
+                ident("1000", Some(OLD)),
+                0,
+                with(&|p| {
+                    p.narrowing.namespaces = vec!["dev".into()];
+                    p.rules.local_range = local_range(3, 255);
+                }),
+                Reason::NotLocal,
+            ),
             (
                 "cluster 3 range",
                 ident("1000", Some(OLD)),
