@@ -329,8 +329,18 @@ pub(crate) async fn collect(
         }
     }
 
-    let (identities, writes, malformed) = list_identities(api, args.page_size, stop).await?;
-    let sample = before.map(|(names, started)| sample_end(&names, started, &identities));
+    let listed = list_identities(api, args.page_size, stop).await?;
+    let (identities, writes, malformed) = (listed.identities, listed.writes, listed.malformed);
+    let sample = before.map(|(names, started)| {
+        let ended = listed
+            .first_page_at
+            .unwrap_or_else(tokio::time::Instant::now);
+        sample_end(
+            &names,
+            ended.saturating_duration_since(started),
+            &identities,
+        )
+    });
     let refs = usage
         .referenced_ids()
         .into_iter()
@@ -362,8 +372,8 @@ pub(crate) async fn collect(
     })
 }
 
-/// The identity names listed now, and when the list started; then a wait
-/// of `--sample` (a signal ends it: the run stops).
+/// The identity names listed now, and when the list's first page arrived;
+/// then a wait of `--sample` from then (a signal ends it: the run stops).
 async fn sample_start(
     api: &ApiClient,
     args: &DiagnoseSettings,
@@ -379,7 +389,7 @@ async fn sample_start(
         #[serde(borrow)]
         name: Option<std::borrow::Cow<'a, str>>,
     }
-    let started = tokio::time::Instant::now();
+    let mut started = None;
     let mut names = HashSet::new();
     scan::list_raw(
         api,
@@ -388,6 +398,7 @@ async fn sample_start(
         MAX_RETRIES,
         stop,
         |raw| {
+            started.get_or_insert_with(tokio::time::Instant::now);
             if let Ok(Meta {
                 metadata: Name { name: Some(n) },
             }) = serde_json::from_str(raw.get())
@@ -397,6 +408,8 @@ async fn sample_start(
         },
     )
     .await?;
+    // The list is a snapshot of when its first page was read.
+    let started = started.unwrap_or_else(tokio::time::Instant::now);
     tokio::select! {
         _ = tokio::time::sleep_until(started + args.sample) => {}
         _ = stop.wait() => return Err(ScanError::Interrupted.into()),
@@ -404,10 +417,14 @@ async fn sample_start(
     Ok((names, started))
 }
 
-/// The names that appeared and disappeared since `before` was listed.
+/// The names that appeared and disappeared between the two lists, whose
+/// first pages were read `elapsed` apart. A paged list is one snapshot, taken
+/// when its first page is read: what is created while the later pages are
+/// read is not in it, so the sample's time ends there too (else a long list
+/// would read the pace low).
 fn sample_end(
     before: &HashSet<String>,
-    started: tokio::time::Instant,
+    elapsed: std::time::Duration,
     now: &[IdentityRecord],
 ) -> cilium_gc_documents::forecast::MeasuredRates {
     let after: HashSet<&str> = now.iter().map(|r| r.identity.name.as_str()).collect();
@@ -416,7 +433,7 @@ fn sample_end(
         .iter()
         .filter(|n| !after.contains(n.as_str()))
         .count() as u64;
-    crate::forecast::measured(started.elapsed(), created, deleted)
+    crate::forecast::measured(elapsed, created, deleted)
 }
 
 /// Every CiliumIdentity, decoded, each name once; the malformed ones as
@@ -426,9 +443,7 @@ async fn list_identities(
     page_size: u32,
     stop: &Stop,
 ) -> Result<IdentityList, ScanError> {
-    let mut identities = Vec::new();
-    let mut writes = BTreeMap::new();
-    let mut malformed = Vec::new();
+    let mut l = IdentityList::default();
     let mut seen: HashSet<String> = HashSet::new();
     scan::list_raw(
         api,
@@ -436,32 +451,40 @@ async fn list_identities(
         page_size,
         MAX_RETRIES,
         stop,
-        |raw| match decode_record(raw) {
-            Ok(r) => {
-                if seen.insert(r.identity.name.clone()) {
-                    writes.insert(r.identity.name.clone(), decode_writes(raw));
-                    identities.push(r);
+        |raw| {
+            l.first_page_at
+                .get_or_insert_with(tokio::time::Instant::now);
+            match decode_record(raw) {
+                Ok(r) => {
+                    if seen.insert(r.identity.name.clone()) {
+                        l.writes.insert(r.identity.name.clone(), decode_writes(raw));
+                        l.identities.push(r);
+                    }
                 }
-            }
-            Err(bad) => {
-                let name = bad.name.unwrap_or_else(|| "<no name>".into());
-                if seen.insert(name.clone()) {
-                    malformed.push(format!("ciliumidentity {name}: {}", bad.problem));
+                Err(bad) => {
+                    let name = bad.name.unwrap_or_else(|| "<no name>".into());
+                    if seen.insert(name.clone()) {
+                        l.malformed
+                            .push(format!("ciliumidentity {name}: {}", bad.problem));
+                    }
                 }
             }
         },
     )
     .await?;
-    Ok((identities, writes, malformed))
+    Ok(l)
 }
 
 /// Every listed identity, the writes its `managedFields` record (by name),
-/// and what could not be decoded (named).
-type IdentityList = (
-    Vec<IdentityRecord>,
-    BTreeMap<String, Vec<input::Write>>,
-    Vec<String>,
-);
+/// what could not be decoded (named), and when the first page arrived (the
+/// list is a snapshot of that moment).
+#[derive(Default)]
+struct IdentityList {
+    identities: Vec<IdentityRecord>,
+    writes: BTreeMap<String, Vec<input::Write>>,
+    malformed: Vec<String>,
+    first_page_at: Option<tokio::time::Instant>,
+}
 
 /// The images of the cilium-operator Deployment and the cilium DaemonSet,
 /// and the operator's pods, from the Cilium namespace. Reading them is an
