@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Mutation testing of the decision core with the real cargo-mutants: every
+# mutant of the named files must be caught by the engine's unit tests.
+# Fails when any is missed or times out; prints cargo-mutants' summary.
+#
+#   tests/mutants/core.sh                      # policy.rs (what .ci/run checks)
+#   tests/mutants/core.sh crates/cilium-gc/src/selector.rs ...
+#
+# The scratch copy cargo-mutants builds shares this checkout's target
+# directory: only the workspace's crates are rebuilt (their paths differ, so
+# nothing of the checkout's own build is overwritten), not every dependency.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+command -v cargo-mutants >/dev/null 2>&1 || cargo install --locked cargo-mutants --version 27.1.0
+files=("$@")
+[ ${#files[@]} -gt 0 ] || files=(crates/cilium-gc/src/policy.rs)
+args=()
+for f in "${files[@]}"; do args+=(-f "$f"); done
+out=${MUTANTS_OUT:-target/mutants}
+mkdir -p "$out"
+# --lib: the engine's unit tests, where the decision core's tests live.
+CARGO_TARGET_DIR="$PWD/target" cargo mutants -p cilium-gc "${args[@]}" \
+  --timeout 300 -o "$out" -- --lib
