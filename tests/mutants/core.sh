@@ -6,9 +6,12 @@
 #   tests/mutants/core.sh                      # policy.rs (what .ci/run checks)
 #   tests/mutants/core.sh crates/cilium-gc/src/selector.rs ...
 #
-# The scratch copy cargo-mutants builds shares this checkout's target
-# directory: only the workspace's crates are rebuilt (their paths differ, so
-# nothing of the checkout's own build is overwritten), not every dependency.
+# The scratch copy cargo-mutants builds has a target directory of its own,
+# kept between runs (target/mutants-build): never this checkout's, because
+# cargo names a workspace crate's artifacts the same wherever the workspace
+# lies, so a mutant built there would replace the checkout's own engine, and
+# its fingerprints (file times, relative paths) would let a later build of
+# the checkout take it as fresh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v cargo-mutants >/dev/null 2>&1 || cargo install --locked cargo-mutants --version 27.1.0
@@ -19,5 +22,5 @@ for f in "${files[@]}"; do args+=(-f "$f"); done
 out=${MUTANTS_OUT:-target/mutants}
 mkdir -p "$out"
 # --lib: the engine's unit tests, where the decision core's tests live.
-CARGO_TARGET_DIR="$PWD/target" cargo mutants -p cilium-gc "${args[@]}" \
+CARGO_TARGET_DIR="$PWD/target/mutants-build" cargo mutants -p cilium-gc "${args[@]}" \
   --timeout 300 -o "$out" -- --lib

@@ -182,6 +182,12 @@ mod tests {
             classify(429, Some("soon"), None, None),
             Class::Throttled { retry_after: None }
         );
+        // retryAfterSeconds 0 (the Status field's zero value) says nothing:
+        // no wait from it, the caller's backoff applies.
+        assert_eq!(
+            classify(429, None, Some(0), None),
+            Class::Throttled { retry_after: None }
+        );
         assert_eq!(
             classify(503, None, Some(5), None),
             Class::Transient {
