@@ -36,7 +36,7 @@ use serde_json::{json, Value};
 
 use crate::support::audit::Actor;
 use crate::support::cluster::Cluster;
-use crate::support::objects::{api, cilium_workloads, Kind};
+use crate::support::objects::{api, cilium_workloads, seed_in_use, Kind};
 use crate::support::operator::{release, Agents, AgentsSummary, Operator, Version};
 use crate::support::workload::record;
 use crate::support::{assert_exit, report, run};
@@ -334,4 +334,206 @@ async fn a_pace_gc_keeps_up_with_fits_and_the_range_never_runs_out() {
                "operatorPasses": passes, "operatorDeletes": deleted,
                "newIdentities": agents.new_identities, "printed": [line]}),
     );
+}
+
+/// The third test's range, the plugin's and the allocator's both: cluster-id
+/// 0 with `max-connected-clusters: 511` (Cilium's smallest), 256..=32767.
+const ONE_RANGE: (u64, u64) = (256, 32_767);
+/// Ids in it.
+const ONE_CAPACITY: u64 = ONE_RANGE.1 - ONE_RANGE.0 + 1;
+/// Ids left free after the seed: what the churn fills.
+const ONE_FREE: u64 = 540;
+/// The seed's namespace, its CiliumEndpoints' and its identities' label.
+const SEEDED_NS: &str = "seeded";
+
+/// A cluster whose cilium-config and operator (v1.19.3, flags as for the
+/// other tests plus `--cluster-id=0 --max-connected-clusters=511`) say
+/// [`ONE_RANGE`], with every id of it but [`ONE_FREE`] in use by a seeded
+/// CiliumEndpoint. The operator's endpoint GC waits a day: the seeded
+/// endpoints have no Pod. Seeded once the operator runs: when it registers
+/// its release's CRDs the server reloads the identities (429 "storage is
+/// (re)initializing" until it has), which with the seed in it held the
+/// agents' first watches back for most of a minute.
+async fn one_range_with_operator() -> Option<(Cluster, Operator, u64)> {
+    let cluster = Cluster::up(&[])?;
+    crate::support::operator::build(Version::Current)?;
+    cluster.set_cilium_config(&[
+        ("identity-heartbeat-timeout", TIMEOUT),
+        ("identity-gc-interval", INTERVAL),
+        ("cluster-id", "0"),
+        ("max-connected-clusters", "511"),
+    ]);
+    cluster.apply(&cilium_workloads(&release(Version::Current)));
+    let flags = [
+        format!("--identity-heartbeat-timeout={TIMEOUT}"),
+        format!("--identity-gc-interval={INTERVAL}"),
+        "--cluster-id=0".into(),
+        "--max-connected-clusters=511".into(),
+        "--cilium-endpoint-gc-interval=24h".into(),
+    ];
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let operator = Operator::up(&cluster, Version::Current, &flags)?;
+    let seeded = ONE_RANGE.0..=ONE_RANGE.1 - ONE_FREE;
+    let n = seeded.end() - seeded.start() + 1;
+    seed_in_use(&cluster.admin().await, SEEDED_NS, seeded).await;
+    Some((cluster, operator, n))
+}
+
+/// How many identities match `selector`. Retries for 60 s: when the
+/// operator registers its release's CRDs, the server answers 429 "storage
+/// is (re)initializing" while it reloads the 32,000 seeded identities.
+async fn count_labelled(client: &kube::Client, selector: &str) -> usize {
+    let lp = kube::api::ListParams::default().labels(selector);
+    let mut last = None;
+    for _ in 0..120 {
+        match api(client, Kind::Identity, None).list_metadata(&lp).await {
+            Ok(list) => return list.items.len(),
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    panic!("identities could not be listed: {last:?}");
+}
+
+/// Identities not of the seed (the agents'): a cheap count.
+async fn churned_count(client: &kube::Client) -> usize {
+    count_labelled(client, &format!("io.kubernetes.pod.namespace!={SEEDED_NS}")).await
+}
+
+/// The seeded identities left, and how many of them the operator deleted
+/// (audit log): the seed is in use, so none.
+async fn seed_kept(cluster: &Cluster, client: &kube::Client) -> (usize, usize) {
+    let left = count_labelled(client, &format!("io.kubernetes.pod.namespace={SEEDED_NS}")).await;
+    let seeded = ONE_RANGE.0..=ONE_RANGE.1 - ONE_FREE;
+    let deleted = cluster
+        .audit()
+        .identity_deletes()
+        .filter(|w| w.took_effect() && w.name.parse().is_ok_and(|id| seeded.contains(&id)))
+        .count();
+    (left, deleted)
+}
+
+/// The finding itself, in the allocator's own range: 31,972 ids in use
+/// (seeded, each with a CiliumEndpoint), 540 free; 4 agents of 5 pods
+/// ending and starting one pod each 200 ms, about 20 new identities a
+/// second, 600 held by a working GC (20 × 30 s) plus the 20 running pods'
+/// against 540 free: the range runs out in about 26 s (the more
+/// `needed` exceeds the range, the sooner: the diagnosis, listing 64,000
+/// objects twice, needs most of that). `diagnose --sample 4s` taken before the first
+/// refusal reports `gc-cannot-keep-up` (critical, `exceedsRange`), and
+/// the allocator then refuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gc_cannot_keep_up_is_found_in_the_allocators_own_range_before_it_refuses() {
+    let Some((cluster, _operator, seeded)) = one_range_with_operator().await else {
+        return;
+    };
+    let client = cluster.admin().await;
+    let churn = Agents {
+        ids: ONE_RANGE,
+        ..fresh_churn(
+            4,
+            5,
+            Duration::from_millis(200),
+            Duration::from_secs(60),
+            83,
+        )
+    };
+    let churning = spawn(&cluster, churn);
+    while churned_count(&client).await < 20 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let (d, _) = diagnose_sampled(&cluster, "4s").await;
+    let agents = churning.await.expect("agents task");
+
+    let generated_at: Timestamp = d["generatedAt"]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .expect("generatedAt");
+    let first_refusal = agents.waits.iter().map(|w| w.first_refused_at).min();
+    assert!(
+        agents.allocation_refusals > 0,
+        "the range ran out: Cilium's allocator refused: {agents:?}"
+    );
+    let first_refusal = first_refusal.expect("the refused pods are recorded");
+    assert!(
+        generated_at < first_refusal,
+        "premise: no refusal yet at diagnose's generatedAt ({generated_at}); the first came at {first_refusal}"
+    );
+    let found = judged_in_one_range(&d);
+    let (left, deleted) = seed_kept(&cluster, &client).await;
+    assert_eq!(
+        (left as u64, deleted),
+        (seeded, 0),
+        "the seed in use is kept"
+    );
+    let line = format!(
+        "forecast, one range (ids {}-{}, cilium-config max-connected-clusters 511 and the allocator's; {seeded} in use with a CiliumEndpoint each; real cilium-operator {}, timeout {TIMEOUT}, interval {INTERVAL}): {found}, diagnosed before the allocator's first refusal; then {} refused attempts; {left} seeded identities left, 0 deleted",
+        ONE_RANGE.0,
+        ONE_RANGE.1,
+        release(Version::Current),
+        agents.allocation_refusals
+    );
+    eprintln!("{line}");
+    record(
+        "forecast_gc_cannot_keep_up_one_range",
+        json!({"forecast": d["forecast"], "identitySpace": d["identitySpace"], "findings": d["findings"],
+               "firstRefusal": first_refusal.to_string(),
+               "allocationRefusals": agents.allocation_refusals, "printed": [line]}),
+    );
+}
+
+/// What the third test asserts of its diagnosis: the range it judged is
+/// the allocator's, the pace the sample's, the operator's settings read,
+/// staleHeld + inUse over the capacity, `exceedsRange`, and the finding
+/// `gc-cannot-keep-up` critical. Returns the part of the printed line.
+fn judged_in_one_range(d: &Value) -> String {
+    let space = &d["identitySpace"];
+    assert_eq!(
+        (
+            space["localRange"]["min"].as_u64(),
+            space["localRange"]["max"].as_u64(),
+            space["capacity"].as_u64()
+        ),
+        (Some(ONE_RANGE.0), Some(ONE_RANGE.1), Some(ONE_CAPACITY)),
+        "the plugin judges the allocator's range: {space}"
+    );
+    let f = &d["forecast"];
+    let watched = f["pace"]["created"].as_u64().unwrap_or_default();
+    assert!(
+        f["pace"]["source"] == "sample" && watched >= 10,
+        "the pace is the watched one: {}",
+        f["pace"]
+    );
+    let s = &f["steadyState"];
+    assert_eq!(
+        (
+            s["heartbeatTimeoutSeconds"].as_f64(),
+            s["gcIntervalSeconds"].as_f64(),
+            s["capacity"].as_u64(),
+            s["exceedsRange"].as_bool()
+        ),
+        (Some(20.0), Some(10.0), Some(ONE_CAPACITY), Some(true)),
+        "steadyState: {s}"
+    );
+    let n = |k: &str| s[k].as_u64().unwrap_or_else(|| panic!("{k}: {s}"));
+    let (held, in_use, needed) = (n("staleHeld"), n("inUse"), n("needed"));
+    assert!(
+        held + in_use == needed && needed > ONE_CAPACITY,
+        "staleHeld + inUse = needed, over the capacity: {s}"
+    );
+    let finding = d["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|f| f["code"] == "gc-cannot-keep-up");
+    assert_eq!(
+        finding.map(|f| f["severity"].clone()),
+        Some(json!("critical")),
+        "findings: {:?}",
+        codes(d)
+    );
+    format!(
+        "diagnose --sample 4s watched {watched} created ({:.1}/s), steadyState staleHeld {held} + inUse {in_use} = {needed} > capacity {ONE_CAPACITY}, exceedsRange true, gc-cannot-keep-up critical",
+        f["pace"]["ratePerHour"].as_f64().unwrap_or_default() / 3600.0
+    )
 }

@@ -170,3 +170,43 @@ spec:
 "#
     )
 }
+
+/// Identities `ids` in use, each with a CiliumEndpoint in namespace `ns`
+/// (created here), as the cluster's admin, 64 requests at a time (as the
+/// real bench's `seed` does): tens of thousands in a minute or two. A
+/// loaded machine's etcd sometimes drops a connection (5xx): retried; a
+/// create whose answer was lost may already exist (409 on a retry).
+pub async fn seed_in_use(client: &kube::Client, ns: &str, ids: std::ops::RangeInclusive<u64>) {
+    create_all(client, vec![namespace(ns)]).await;
+    let objects = ids.flat_map(|id| {
+        [
+            identity(id, ns, None),
+            endpoint(ns, &format!("pod-{id}"), id),
+        ]
+    });
+    stream::iter(objects)
+        .map(|obj| create_retrying(client, obj))
+        .buffer_unordered(64)
+        .try_collect::<Vec<()>>()
+        .await
+        .expect("in-use identities seeded");
+}
+
+/// Create `obj`, retrying a 5xx up to five times.
+async fn create_retrying(client: &kube::Client, obj: Value) -> Result<(), kube::Error> {
+    let kind = Kind::of(&obj);
+    let ns = obj["metadata"]["namespace"].as_str().map(str::to_string);
+    let dobj: DynamicObject = serde_json::from_value(obj).expect("object");
+    let api = api(client, kind, ns.as_deref());
+    let mut tries = 0;
+    loop {
+        match api.create(&PostParams::default(), &dobj).await {
+            Ok(_) => return Ok(()),
+            Err(kube::Error::Api(e)) if e.code == 409 && tries > 0 => return Ok(()),
+            Err(kube::Error::Api(e)) if e.code >= 500 && tries < 5 => {}
+            Err(e) => return Err(e),
+        }
+        tries += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(200 * tries)).await;
+    }
+}
