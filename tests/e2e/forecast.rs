@@ -28,6 +28,11 @@
 //!    identities (its metrics, the audit log, the identities' count going
 //!    down), the churn creates more identities than the range holds, and
 //!    the allocator never refuses.
+//! 3. One range (the plugin's and the allocator's): cilium-config and the
+//!    operator at `max-connected-clusters` 511, the agents at 256..=32767,
+//!    all but 540 ids in use; `gc-cannot-keep-up` critical and
+//!    `exceedsRange` in a diagnosis before the first refusal, then
+//!    refusals; no identity in use deleted.
 
 use std::time::Duration;
 
