@@ -228,3 +228,187 @@ fn the_command_rule_refuses_what_the_cli_refuses() {
         assert!(parses(&args(bad)).is_err(), "{bad} parsed");
     }
 }
+
+/// One citation of a stored output in a document: the file it names and the
+/// strings that must appear in it verbatim, with the line of the marker.
+#[derive(Debug, PartialEq)]
+struct Figure {
+    line: usize,
+    file: String,
+    quotes: Vec<String>,
+}
+
+/// The figures a Markdown text cites (the syntax is docs/development.md's
+/// "Figures in the docs"):
+///
+/// - `"QUOTE" <!-- figure: PATH -->`: the double-quoted string (or the
+///   code span, for a quote with double quotes in it, such as a JSON key
+///   and its value) right before the marker is held by PATH; it may wrap
+///   onto the next line, and the wrap reads as one space;
+/// - `<!-- figures: PATH -->` on the line before a fenced block: every
+///   non-empty line of the block is held by PATH.
+///
+/// A PATH with a placeholder (`<file>`) is an example, not a citation.
+fn figures(text: &str) -> Vec<Figure> {
+    let inline =
+        regex::Regex::new(r#"(?:"([^"]+)"|`([^`]+)`)[ \t]*\n?[ \t]*<!-- figure: (\S+) -->"#)
+            .unwrap();
+    let line_of = |at: usize| text[..at].lines().count().max(1);
+    let mut out: Vec<Figure> = inline
+        .captures_iter(text)
+        .filter(|c| !c[3].contains(['*', '<', '>', '{', '}']))
+        .map(|c| {
+            let quote = c.get(1).or(c.get(2)).unwrap().as_str();
+            let wrap = regex::Regex::new(r"[ \t]*\n[ \t]*").unwrap();
+            Figure {
+                line: line_of(c.get(3).unwrap().start()),
+                file: c[3].to_owned(),
+                quotes: vec![wrap.replace_all(quote, " ").into_owned()],
+            }
+        })
+        .collect();
+    let lines: Vec<&str> = text.lines().collect();
+    for (i, l) in lines.iter().enumerate() {
+        let Some(file) = l
+            .trim()
+            .strip_prefix("<!-- figures: ")
+            .and_then(|r| r.strip_suffix(" -->"))
+        else {
+            continue;
+        };
+        if file.contains(['*', '<', '>', '{', '}']) {
+            continue;
+        }
+        let mut quotes = Vec::new();
+        let fenced = lines.get(i + 1).is_some_and(|f| f.starts_with("```"));
+        if fenced {
+            for b in &lines[i + 2..] {
+                if b.starts_with("```") {
+                    break;
+                }
+                if !b.trim().is_empty() {
+                    quotes.push((*b).to_owned());
+                }
+            }
+        }
+        out.push(Figure {
+            line: i + 1,
+            file: file.to_owned(),
+            quotes,
+        });
+    }
+    out.sort_by_key(|f| f.line);
+    out
+}
+
+/// What a stored output holds, as text to search: the file as it is and,
+/// for JSON, each string value unescaped (a printed line stored in JSON has
+/// its quotes escaped in the file).
+fn held_texts(path: &str, raw: &str) -> Vec<String> {
+    fn strings(v: &serde_json::Value, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::String(s) => out.push(s.clone()),
+            serde_json::Value::Array(a) => a.iter().for_each(|v| strings(v, out)),
+            serde_json::Value::Object(o) => o.values().for_each(|v| strings(v, out)),
+            _ => {}
+        }
+    }
+    let mut texts = vec![raw.to_owned()];
+    if path.ends_with(".json") {
+        let value: serde_json::Value =
+            serde_json::from_str(raw).unwrap_or_else(|e| panic!("{path} is not JSON: {e}"));
+        strings(&value, &mut texts);
+    }
+    texts
+}
+
+/// What is wrong with one figure, or nothing: its file is not under
+/// `benches/results/` or is missing, the block it marks is empty, a quote is
+/// not held verbatim.
+fn figure_problems(figure: &Figure) -> Vec<String> {
+    let file = &figure.file;
+    if !file.starts_with("benches/results/") {
+        return vec![format!(
+            "{file}: not a stored output under benches/results/"
+        )];
+    }
+    let Ok(raw) = std::fs::read_to_string(repo_path(file)) else {
+        return vec![format!("{file}: no such file")];
+    };
+    if figure.quotes.is_empty() {
+        return vec![format!(
+            "{file}: the marker quotes nothing (no fenced block after it?)"
+        )];
+    }
+    let held = held_texts(file, &raw);
+    figure
+        .quotes
+        .iter()
+        .filter(|q| !held.iter().any(|t| t.contains(q.as_str())))
+        .map(|q| format!("{file} does not hold {q:?}"))
+        .collect()
+}
+
+/// Every figure README.md and docs/*.md cite is held verbatim by the stored
+/// output they name.
+#[test]
+fn every_figure_the_docs_cite_is_held_by_its_stored_output() {
+    let mut cited = 0;
+    let mut problems = Vec::new();
+    for (doc, text) in documents() {
+        for f in figures(&text) {
+            cited += f.quotes.len();
+            for p in figure_problems(&f) {
+                problems.push(format!("{}:{}: {p}", doc.display(), f.line));
+            }
+        }
+    }
+    // The premise: the documents do cite figures (the markers are found).
+    assert!(cited > 100, "only {cited} figures cited");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The rule can fail: a quote the file does not hold, a block line it does
+/// not hold, a file that is not there and one outside benches/results/ are
+/// caught; a wrapped quote and a string inside JSON are read as held.
+#[test]
+fn the_figure_rule_catches_a_figure_its_file_does_not_hold() {
+    let lead = "benches/results/forecast-alert-lead-time.txt";
+    let text = format!(
+        "fired \"3h25m\n  earlier\" <!-- figure: {lead} -->, not \"3h26m earlier\" <!-- figure: {lead} -->\n\
+         <!-- figures: {lead} -->\n```text\n$ cargo test --test it alerts::lead_time -- --nocapture\nlead time, GC stopped: 9h\n```\n\
+         \"1 s\" <!-- figure: benches/results/no-such.txt -->, \"x\" <!-- figure: README.md -->\n\
+         \"first id freed at 79.1 s\" <!-- figure: benches/results/results-real-exhaustion-operator.json -->\n\
+         `\"deleteRatePerSecond\": 923.931` <!-- figure: benches/results/results-real-exhaustion.json -->, \
+         `\"deleteRatePerSecond\": 924` <!-- figure: benches/results/results-real-exhaustion.json -->\n\
+         \"an example\" <!-- figure: benches/results/<file> -->\n"
+    );
+    let found = figures(&text);
+    assert_eq!(found.len(), 8, "{found:#?}");
+    assert_eq!(found[0].quotes, ["3h25m earlier"]);
+    assert!(figure_problems(&found[0]).is_empty());
+    assert_eq!(
+        figure_problems(&found[1]),
+        [format!("{lead} does not hold \"3h26m earlier\"")]
+    );
+    assert_eq!(found[2].quotes.len(), 2);
+    assert_eq!(
+        figure_problems(&found[2]),
+        [format!(
+            "{lead} does not hold \"lead time, GC stopped: 9h\""
+        )]
+    );
+    assert_eq!(
+        figure_problems(&found[3]),
+        ["benches/results/no-such.txt: no such file"]
+    );
+    assert_eq!(
+        figure_problems(&found[4]),
+        ["README.md: not a stored output under benches/results/"]
+    );
+    assert!(figure_problems(&found[5]).is_empty());
+    assert_eq!(found[6].quotes, ["\"deleteRatePerSecond\": 923.931"]);
+    assert!(figure_problems(&found[6]).is_empty());
+    assert_eq!(found[7].quotes, ["\"deleteRatePerSecond\": 924"]);
+    assert_eq!(figure_problems(&found[7]).len(), 1);
+}
