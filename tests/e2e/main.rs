@@ -89,3 +89,7 @@ mod diagnose_labels;
 /// on Cilium's allocator: a pace no GC keeps up with, seen before the first
 /// refusal; a pace GC keeps up with, over several GC cycles.
 mod forecast;
+
+/// An identity in use carrying a heartbeat mark older than the timeout:
+/// kept by the plugin's core check alone, on the real operator's world.
+mod marked_in_use;
