@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use crate::support::audit::Actor;
 use crate::support::cluster::Cluster;
 use crate::support::objects::{self, ago, create_all, identity_names};
 use crate::support::{assert_exit, report, run, summary};
@@ -152,5 +153,52 @@ async fn delete_as_the_least_privileged_user_removes_exactly_the_stale_identitie
         r["errors"].as_array().is_none_or(|e| e.is_empty()),
         "no errors (no 403): {}",
         r["errors"]
+    );
+}
+
+/// Deletes begin from the first pages: the plugin judges each identity as
+/// its page arrives (usage is known by then), so an SRE restoring a full
+/// range gets ids back while a 65k list is still paging. Judged by the
+/// server's record, an order and not a time: the plugin's first delete the
+/// server answered 200 was received before the server answered the last
+/// page of its identity list (the premise: that list had at least 100
+/// pages).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletes_begin_while_the_identity_list_is_still_paging() {
+    const LIMIT: u32 = 20;
+    let Some(cluster) = Cluster::up(&[]) else {
+        return;
+    };
+    let seeded = seed(&cluster, 3000).await;
+    let limit = LIMIT.to_string();
+    let out = run(
+        &cluster.gc_kubeconfig(),
+        &["delete", "--yes", "-o", "json", "--page-size", &limit],
+    )
+    .await;
+    assert_exit(&out, 0);
+    assert_eq!(summary(&report(&out), "deleted"), seeded.stale.len() as u64);
+    let audit = cluster.audit();
+    let pages = audit.first_plugin_list(LIMIT);
+    assert!(
+        pages.len() >= 100,
+        "premise: the plugin's identity list paged ({} pages of {LIMIT})",
+        pages.len()
+    );
+    let first = audit
+        .first_identity_delete(&Actor::Plugin)
+        .expect("the plugin deleted");
+    let last_page = pages.last().expect("pages").done;
+    let answered_before = pages.iter().filter(|p| p.done < first.received).count();
+    let line = format!(
+        "streaming: delete --yes --page-size {LIMIT} over {} identities: the first delete ({}) was received after {answered_before} of its list's {} pages were answered",
+        seeded.all.len(),
+        first.name,
+        pages.len()
+    );
+    eprintln!("{line}");
+    assert!(
+        first.received < last_page,
+        "{line}: deletes waited for the whole list"
     );
 }

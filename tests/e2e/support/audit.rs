@@ -159,6 +159,26 @@ impl Write {
 #[derive(Debug, Clone, Default)]
 pub struct Audit {
     writes: Vec<Write>,
+    pages: Vec<Page>,
+}
+
+/// One page of a CiliumIdentity list the plugin's user asked for (the
+/// policy records these at Metadata level).
+#[derive(Debug, Clone)]
+pub struct Page {
+    /// The request's path and query (`...?limit=20&continue=...`).
+    pub uri: String,
+    /// When the server received it.
+    pub received: Timestamp,
+    /// When the server had answered it.
+    pub done: Timestamp,
+}
+
+impl Page {
+    /// The first page of a list: no continue token.
+    pub fn starts_a_list(&self) -> bool {
+        !self.uri.contains("continue=")
+    }
 }
 
 impl Audit {
@@ -180,17 +200,35 @@ impl Audit {
             dir.display()
         );
         files.sort();
-        let mut writes = Vec::new();
+        let (mut writes, mut pages) = (Vec::new(), Vec::new());
         for f in files {
             let text = std::fs::read_to_string(&f).expect("audit log readable");
             for line in text.lines().filter(|l| !l.trim().is_empty()) {
                 let event: Value = serde_json::from_str(line)
                     .unwrap_or_else(|e| panic!("{}: not JSON ({e}): {line}", f.display()));
                 writes.extend(parse(&event));
+                pages.extend(page(&event));
             }
         }
         writes.sort_by_key(|w| w.done);
-        Audit { writes }
+        pages.sort_by_key(|p: &Page| p.received);
+        Audit { writes, pages }
+    }
+
+    /// The pages of the plugin's first CiliumIdentity list with a page
+    /// size of `limit`, in the order the server received them.
+    pub fn first_plugin_list(&self, limit: u32) -> Vec<&Page> {
+        let size = format!("limit={limit}");
+        let mut pages = self
+            .pages
+            .iter()
+            .filter(|p| p.uri.split(['?', '&']).any(|q| q == size));
+        let Some(first) = pages.find(|p| p.starts_a_list()) else {
+            return Vec::new();
+        };
+        std::iter::once(first)
+            .chain(pages.take_while(|p| !p.starts_a_list()))
+            .collect()
     }
 
     /// Every write, in the order the server answered them.
@@ -380,6 +418,27 @@ fn comeback(d: &Write, history: &[&Write]) -> Option<Comeback> {
             .try_into()
             .unwrap_or_default(),
     })
+}
+
+/// The identity list page one audit event stands for, if it is one the
+/// plugin's user asked for (the policy records no other list).
+fn page(e: &Value) -> Option<Page> {
+    let ours = e["stage"] == "ResponseComplete"
+        && e["verb"] == "list"
+        && e["objectRef"]["resource"] == "ciliumidentities"
+        && Actor::of(
+            e["user"]["username"].as_str().unwrap_or_default(),
+            e["userAgent"].as_str().unwrap_or_default(),
+        ) == Actor::Plugin;
+    let time = |k: &str| e[k].as_str().and_then(|s| s.parse().ok());
+    ours.then(|| {
+        Some(Page {
+            uri: e["requestURI"].as_str()?.to_string(),
+            received: time("requestReceivedTimestamp")?,
+            done: time("stageTimestamp")?,
+        })
+    })
+    .flatten()
 }
 
 /// The writes one audit event stands for: none for a read or an event
