@@ -141,3 +141,143 @@ async fn the_audit_log_flags_identities_deleted_while_an_endpoint_or_slice_refer
     // (on drop) is told so.
     cluster.violations_expected();
 }
+
+/// One audit event as kube-apiserver writes it at `ResponseComplete`:
+/// `verb` on `resource`/`name` by `user` with `agent` as user agent,
+/// received at `t` seconds (of a fixed minute) and answered `ms` later,
+/// with the object the server answered.
+fn event(
+    verb: &str,
+    resource: &str,
+    name: &str,
+    (user, agent): (&str, &str),
+    (t, ms): (f64, u32),
+    object: serde_json::Value,
+) -> String {
+    let at = |s: f64| format!("2026-01-01T00:00:{s:09.6}Z");
+    serde_json::json!({
+        "stage": "ResponseComplete", "verb": verb,
+        "objectRef": {"resource": resource, "namespace": "team-0", "name": name},
+        "user": {"username": user}, "userAgent": agent,
+        "requestReceivedTimestamp": at(t),
+        "stageTimestamp": at(t + f64::from(ms) / 1000.0),
+        "responseStatus": {"code": if verb == "create" { 201 } else { 200 }},
+        "responseObject": object,
+        "requestObject": {"preconditions": {"uid": "u", "resourceVersion": "1"}},
+    })
+    .to_string()
+}
+
+/// The checker's race and agent-wrote branches can fire (a control: every
+/// recorded run had them at 0). From a log written for the purpose:
+/// identity 3000's endpoint is created by a request that overlaps the
+/// plugin's delete in time (racing, not a violation: no reader could order
+/// it); identity 3001 is updated by an agent 1 s before the plugin deletes
+/// it (within a 5 s window, not within 0.5 s); identity 3002 is neither.
+#[test]
+fn the_audit_checker_tells_a_racing_endpoint_write_and_an_agents_recent_write() {
+    let (plugin, admin, agents) = (
+        ("cilium-gc", "kubectl-cilium-gc/v0"),
+        ("admin", "kubectl"),
+        ("admin", "cilium-agents/v1"),
+    );
+    let id = |n: u64| identity(n, "team-0", None);
+    let log = [
+        event(
+            "create",
+            "ciliumidentities",
+            "3000",
+            admin,
+            (1.0, 2),
+            id(3000),
+        ),
+        event(
+            "create",
+            "ciliumidentities",
+            "3001",
+            admin,
+            (1.0, 2),
+            id(3001),
+        ),
+        event(
+            "create",
+            "ciliumidentities",
+            "3002",
+            admin,
+            (1.0, 2),
+            id(3002),
+        ),
+        event(
+            "update",
+            "ciliumidentities",
+            "3001",
+            agents,
+            (19.0, 1),
+            id(3001),
+        ),
+        event(
+            "create",
+            "ciliumendpoints",
+            "pod-3000",
+            agents,
+            (20.000, 10),
+            endpoint("team-0", "pod-3000", 3000),
+        ),
+        event(
+            "delete",
+            "ciliumidentities",
+            "3000",
+            plugin,
+            (20.005, 3),
+            serde_json::json!({"kind": "Status"}),
+        ),
+        event(
+            "delete",
+            "ciliumidentities",
+            "3001",
+            plugin,
+            (20.1, 1),
+            serde_json::json!({"kind": "Status"}),
+        ),
+        event(
+            "delete",
+            "ciliumidentities",
+            "3002",
+            plugin,
+            (30.0, 1),
+            serde_json::json!({"kind": "Status"}),
+        ),
+    ];
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(dir.path().join("audit.log"), log.join("\n")).expect("log written");
+    let audit = crate::support::audit::Audit::read(dir.path());
+    let verdict = |window: Duration, name: &str| {
+        audit
+            .judge(window)
+            .deletes
+            .into_iter()
+            .find(|d| d.name == name)
+            .unwrap_or_else(|| panic!("{name} judged"))
+    };
+    let wide = Duration::from_secs(5);
+    let raced = verdict(wide, "3000");
+    assert_eq!(
+        (raced.racing.as_slice(), raced.referenced_by.len()),
+        (["Endpoint team-0/pod-3000".to_string()].as_slice(), 0),
+        "{raced:?}"
+    );
+    assert!(
+        verdict(wide, "3001").agent_wrote_before,
+        "1 s before, 5 s window"
+    );
+    assert!(
+        !verdict(Duration::from_millis(500), "3001").agent_wrote_before,
+        "1 s before, 0.5 s window"
+    );
+    let quiet = verdict(wide, "3002");
+    assert!(
+        quiet.racing.is_empty() && quiet.referenced_by.is_empty() && !quiet.agent_wrote_before,
+        "{quiet:?}"
+    );
+    audit.judge(wide).assert_no_plugin_violation();
+}
