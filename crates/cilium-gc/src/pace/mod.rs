@@ -287,6 +287,20 @@ mod tests {
         assert_eq!(r.rate(), Some(70.0), "the share admitted: 28 of 40");
     }
 
+    /// The limiter holds a write back: at 1/s the bucket starts empty (no
+    /// burst at the start), so a write is not ready at once (polled once,
+    /// no clock read), while an unlimited pace never waits.
+    #[tokio::test]
+    async fn until_ready_holds_the_write_until_its_cell() {
+        use futures::FutureExt;
+        let p = Pace::new(1.0, 1, 8);
+        assert!(p.until_ready().now_or_never().is_none(), "held back");
+        let unlimited = Pace::new(0.0, 1, 8);
+        for _ in 0..100 {
+            assert!(unlimited.until_ready().now_or_never().is_some());
+        }
+    }
+
     #[tokio::test]
     async fn pace_reports_throttled_time_and_lowest_rate() {
         let p = Pace::new(1000.0, 10, 8);
