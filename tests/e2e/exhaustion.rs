@@ -14,8 +14,9 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::Value;
 
-use crate::support::audit::Actor;
+use crate::support::audit::{Actor, Resource, Verb};
 use crate::support::cluster::Cluster;
+use crate::support::freeze::Freeze;
 use crate::support::objects::cilium_workloads;
 use crate::support::objects::{api, Kind};
 use crate::support::operator::{Agents, AgentsSummary, Operator, Version, World};
@@ -118,7 +119,12 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
         WAIT_AGAIN.as_secs()
     );
 
-    // The plugin, as `cilium-gc`, beside the operator and the churn.
+    // The plugin, as `cilium-gc`, beside the churn; the operator is held
+    // still (SIGSTOP) from here until the churn ends, a control: every id
+    // freed from now on is one the plugin freed, so the waiting pods'
+    // identities can be tied to it (the 1.15.6 operator, running, deleted
+    // some of the same identities during earlier runs of this test).
+    let held_still = Freeze::operator(&cluster);
     let before = World::read(&client).await;
     let started = Timestamp::now();
     let mut cmd = plugin();
@@ -137,6 +143,7 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
     let _ = stop_tx.send(true);
     let agents = churning.await.expect("agents task");
     let after = World::read(&client).await;
+    drop(held_still);
     let verdict = Verdict {
         started,
         audit: cluster.audit(),
@@ -183,6 +190,8 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
         "waiting pods never got an identity: {:?}",
         left.iter().map(|w| &w.pod).collect::<Vec<_>>()
     );
+
+    the_restoration_is_the_plugins(&verdict, waiting.len());
 
     // When, from the plugin's start: the first id freed (its first DELETE
     // answered 200, by the audit log), the first waiting pod allocated, and
@@ -233,6 +242,96 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
         verdict.summary("deleted"),
         fill.allocation_refusals,
         churn_refusals,
+    );
+}
+
+/// With the operator held still from the plugin's start, judged by the
+/// audit log: no one but the plugin deleted an identity; it deleted every
+/// identity its report says deleted or already gone, and every stale one it
+/// planned that no agent reclaimed (at least that many, not 1 of 188);
+/// the identities the agents created since took ids the plugin had freed
+/// (at least one, and at least as many as took an id freed just before the
+/// operator was held, a race the test cannot close).
+fn the_restoration_is_the_plugins(verdict: &Verdict, waiting: usize) {
+    let audit = &verdict.audit;
+    let started = verdict.started;
+    let others: Vec<_> = audit
+        .identity_deletes()
+        .filter(|d| d.actor != Actor::Plugin && d.received >= started)
+        .map(|d| (d.name.as_str(), d.actor.to_string()))
+        .collect();
+    assert!(others.is_empty(), "only the plugin deleted: {others:?}");
+    let freed: Vec<(&str, Timestamp)> = audit
+        .identity_deletes()
+        .filter(|d| d.actor == Actor::Plugin && d.done >= started)
+        .map(|d| (d.name.as_str(), d.done))
+        .collect();
+    let by_plugin: BTreeSet<String> = freed.iter().map(|(n, _)| n.to_string()).collect();
+    let reported: BTreeSet<String> = verdict
+        .names_with("deleted")
+        .union(&verdict.names_with("already-gone"))
+        .cloned()
+        .collect();
+    assert!(
+        reported.is_subset(&by_plugin),
+        "reported gone but not deleted by the plugin (audit log): {:?}",
+        reported.difference(&by_plugin).collect::<Vec<_>>()
+    );
+    let planned_stale: BTreeSet<String> = verdict
+        .items()
+        .iter()
+        .filter(|i| i["outcome"] != "skipped" && i["outcome"] != "reclaimed")
+        .filter_map(|i| i["name"].as_str().map(str::to_string))
+        .filter(|n| verdict.old.contains(n))
+        .collect();
+    assert!(
+        !planned_stale.is_empty() && planned_stale.is_subset(&by_plugin),
+        "the plugin deleted every stale identity it planned ({} planned, {} not deleted)",
+        planned_stale.len(),
+        planned_stale.difference(&by_plugin).count()
+    );
+    let creates: Vec<_> = audit
+        .writes()
+        .iter()
+        .filter(|w| {
+            w.actor == Actor::Agents
+                && w.resource == Resource::Identity
+                && w.verb == Verb::Create
+                && w.code == 201
+                && w.received >= started
+        })
+        .collect();
+    // The id each create took was last freed by whom: the plugin, or (a
+    // race this test cannot close) the operator just before it was held.
+    let (mut ours, mut before_start) = (0, 0);
+    for c in &creates {
+        let last = audit
+            .identity_deletes()
+            .filter(|d| d.name == c.name && d.done <= c.received)
+            .last()
+            .unwrap_or_else(|| panic!("identity {} created on an id never freed", c.name));
+        if last.actor == Actor::Plugin && last.done >= started {
+            ours += 1;
+        } else {
+            assert!(
+                last.received < started,
+                "identity {} took an id {} freed after the plugin started",
+                c.name,
+                last.actor
+            );
+            before_start += 1;
+        }
+    }
+    assert!(
+        ours >= 1 && ours >= before_start,
+        "the new identities took ids the plugin freed: {ours} on the plugin's, {before_start} on ids freed before its start"
+    );
+    eprintln!(
+        "exhaustion, the operator held still from the plugin's start: the plugin deleted {} identities ({} stale of the fill it planned, all deleted), no one else deleted any; the agents created {} identities since, {ours} on ids the plugin had freed, {before_start} on ids freed before its start ({} pods waiting at its start)",
+        by_plugin.len(),
+        planned_stale.len(),
+        creates.len(),
+        waiting
     );
 }
 

@@ -12,8 +12,8 @@ use crate::support::audit::{Actor, Resource, Verb, Write};
 use crate::support::cluster::Cluster;
 use crate::support::operator::{Operator, Version, World};
 use crate::support::workload::{
-    churn_under_operator, operator_identity_writes, plugin_under_churn, record, seed_old, GC_FLAGS,
-    PLUGIN_TIMEOUT, PLUGIN_TIMEOUT_DURATION,
+    churn_under_operator, operator_identity_writes, passes_at_409s_on_delete, plugin_under_churn,
+    record, seed_old, GC_FLAGS, PASS_GAP, PLUGIN_TIMEOUT, PLUGIN_TIMEOUT_DURATION,
 };
 use crate::support::{assert_exit, report, run, summary};
 
@@ -62,6 +62,15 @@ async fn current_operator_skips_409s_on_delete_and_leaves_no_stale_identity() {
         run.samples.iter().any(|s| s.successful_runs > 0.0),
         "passes complete: {run}"
     );
+    // The control of operator_115's defect helper: by the same pass
+    // boundaries, no pass of today's operator stopped at a 409 on delete,
+    // though it met one with other identities due (the premise).
+    let passes = passes_at_409s_on_delete(&audit, Duration::from_secs(2), PASS_GAP);
+    eprintln!("{passes}");
+    assert!(
+        passes.met >= 1 && passes.stopped.is_empty(),
+        "a 409 with others due was met, no pass stopped there: {passes}"
+    );
     let last = run.samples.last().expect("sampled");
     assert_eq!(last.old_left, 0, "no stale identity left: {run}");
     let line = format!(
@@ -87,8 +96,10 @@ async fn current_operator_skips_409s_on_delete_and_leaves_no_stale_identity() {
             "seconds": last.at.as_secs(),
             "conflictsSkipped": run.log.conflicts_skipped,
             "deletesAnswered409": refused,
+            "deletes409WithOthersDue": passes.met,
+            "passesStoppedAt409": passes.stopped.len(),
             "auditOperator": theirs.to_json(),
-            "printed": [run.to_string(), line, theirs.to_string()],
+            "printed": [run.to_string(), line, theirs.to_string(), passes.to_string()],
         }),
     );
 }

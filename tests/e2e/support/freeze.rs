@@ -31,16 +31,18 @@ impl Freeze {
             agents,
             "agents programs of this cluster running: {pids:?}"
         );
-        let operator = std::fs::read_to_string(cluster.dir().join("operator/operator.pid"))
-            .expect("operator.pid")
-            .trim()
-            .parse::<i32>()
-            .expect("a pid");
-        assert!(
-            cmdline(operator).is_some_and(|c| c[0].ends_with("cilium-operator-generic")),
-            "pid {operator} is the operator"
-        );
-        pids.push(operator);
+        pids.push(operator_pid(cluster));
+        Freeze::stop(pids)
+    }
+
+    /// Stop only the operator `operator.sh` started on `cluster`: the
+    /// agents churn on, and no identity is marked, stripped by it or
+    /// deleted by it while this lives.
+    pub fn operator(cluster: &Cluster) -> Freeze {
+        Freeze::stop(vec![operator_pid(cluster)])
+    }
+
+    fn stop(pids: Vec<i32>) -> Freeze {
         for &pid in &pids {
             // SAFETY: kill(2) on a process this test started.
             let rc = unsafe { libc::kill(pid, libc::SIGSTOP) };
@@ -48,6 +50,21 @@ impl Freeze {
         }
         Freeze { pids }
     }
+}
+
+/// The pid of the operator `operator.sh` started on `cluster`, checked to
+/// be the operator.
+fn operator_pid(cluster: &Cluster) -> i32 {
+    let operator = std::fs::read_to_string(cluster.dir().join("operator/operator.pid"))
+        .expect("operator.pid")
+        .trim()
+        .parse::<i32>()
+        .expect("a pid");
+    assert!(
+        cmdline(operator).is_some_and(|c| c[0].ends_with("cilium-operator-generic")),
+        "pid {operator} is the operator"
+    );
+    operator
 }
 
 impl Drop for Freeze {

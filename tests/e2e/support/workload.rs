@@ -27,6 +27,10 @@ pub const GC_FLAGS: [&str; 4] = [
     "--identity-gc-rate-interval=1s",
 ];
 
+/// The silence after an operator's write that tells its pass ended: four
+/// steps of its rate limit (250 ms), half its GC interval.
+pub const PASS_GAP: Duration = Duration::from_secs(1);
+
 /// The plugin's heartbeat timeout in these tests (the operator's is 2 s;
 /// under 5m needs --allow-short-heartbeat-timeout).
 pub const PLUGIN_TIMEOUT: &str = "5s";
@@ -300,69 +304,107 @@ pub async fn churn_until_a_1_15_delete_conflicts(
     run
 }
 
-/// What the first 1.15.6 pass that ended at a 409 on delete left behind:
-/// identities whose last write before that 409 was the operator's own mark
-/// (`io.cilium.heartbeat`), made at least `heartbeat` earlier, so unused
-/// and due then (an agent reusing a marked identity strips the mark, a
-/// write), and that a later pass of the operator deleted. The seed's defect
-/// is exactly these: due, but left to the next pass (at the default 15 m
-/// interval, left for 15 m per abandoned pass).
-pub struct LeftBehind {
-    /// Due at the operator's first delete answered 409 and deleted by the operator only after it.
-    pub due: usize,
+/// The operator's passes around its deletes answered 409, told apart by
+/// pass boundaries in the audit log. A 409 is judged when identities were
+/// due at that instant (their last write was the operator's own mark, made
+/// at least the heartbeat timeout before, none written since) besides the
+/// one refused: a pass that goes on deletes the next of them within the
+/// rate limit (4/s here: 250 ms); a pass that stopped writes nothing more
+/// until its next pass, one GC interval later. The seed's defect is a pass
+/// that met a 409 on a delete and stopped, with due identities left that a
+/// later pass deleted: at the default 15 m interval, left 15 m per pass.
+pub struct Passes409 {
+    /// The operator's deletes answered 409 with other identities due.
+    pub met: usize,
+    /// Of those, the passes that stopped there (no operator write to an
+    /// identity within `gap`) and left due identities a later pass deleted:
+    /// how many each left.
+    pub stopped: Vec<usize>,
 }
 
-impl fmt::Display for LeftBehind {
+impl fmt::Display for Passes409 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "audit log: the pass that ended at the operator's first 409 on delete left {} identities due (marked by it at least the heartbeat timeout before, unwritten since) that only a later pass deleted",
-            self.due
+            "audit log: {} operator deletes answered 409 with other identities due; {} passes stopped there, leaving {:?} due identities that only a later pass deleted",
+            self.met,
+            self.stopped.len(),
+            self.stopped
         )
     }
 }
 
-/// [`LeftBehind`] from the audit log (`None`: no delete of the operator's
-/// was answered 409).
-pub fn left_behind_by_the_first_delete_409(
-    audit: &Audit,
-    heartbeat: Duration,
-) -> Option<LeftBehind> {
-    let identity = |w: &&crate::support::audit::Write| w.resource == Resource::Identity;
-    let by_operator = |w: &&crate::support::audit::Write| w.actor == Actor::Operator;
-    let at = audit
+/// [`Passes409`] from the audit log: `heartbeat` is the operator's
+/// timeout, `gap` the silence that marks a pass's end (longer than the
+/// rate limit's step, shorter than the GC interval).
+pub fn passes_at_409s_on_delete(audit: &Audit, heartbeat: Duration, gap: Duration) -> Passes409 {
+    let ours = |w: &&crate::support::audit::Write| {
+        w.resource == Resource::Identity && w.actor == Actor::Operator
+    };
+    let heartbeat = jiff::SignedDuration::try_from(heartbeat).expect("a short heartbeat");
+    let gap = jiff::SignedDuration::try_from(gap).expect("a short gap");
+    let mut out = Passes409 {
+        met: 0,
+        stopped: Vec::new(),
+    };
+    let refused = audit
         .writes()
         .iter()
-        .filter(identity)
-        .filter(by_operator)
-        .find(|w| w.verb == Verb::Delete && w.code == 409)?
-        .done;
+        .filter(ours)
+        .filter(|w| w.verb == Verb::Delete && w.code == 409);
+    for r in refused {
+        let due = due_at(audit, r.done, heartbeat, &r.name);
+        if due.is_empty() {
+            continue;
+        }
+        out.met += 1;
+        let next = audit
+            .writes()
+            .iter()
+            .filter(ours)
+            .find(|w| w.received > r.done);
+        if next.is_some_and(|n| n.received < r.done + gap) {
+            continue;
+        }
+        let left = audit
+            .identity_deletes()
+            .filter(|w| w.actor == Actor::Operator && w.done > r.done)
+            .filter(|w| due.contains(w.name.as_str()))
+            .count();
+        if left > 0 {
+            out.stopped.push(left);
+        }
+    }
+    out
+}
+
+/// Identities (other than `but`) due at `at`: their last write before it
+/// was the operator's own mark, made at least `heartbeat` before.
+fn due_at<'a>(
+    audit: &'a Audit,
+    at: jiff::Timestamp,
+    heartbeat: jiff::SignedDuration,
+    but: &str,
+) -> BTreeSet<&'a str> {
     let mut last = std::collections::BTreeMap::new();
-    for w in audit.writes().iter().filter(identity) {
-        if w.took_effect() && w.done < at {
+    for w in audit.writes().iter() {
+        if w.resource == Resource::Identity && w.took_effect() && w.done < at {
             last.insert(w.name.as_str(), w);
         }
     }
-    let heartbeat = jiff::SignedDuration::try_from(heartbeat).expect("a short heartbeat");
-    let due: BTreeSet<&str> = last
-        .into_iter()
-        .filter(|(_, w)| {
+    last.into_iter()
+        .filter(|(name, w)| {
             let marked = w.object.as_ref().is_some_and(|o| {
                 o["metadata"]["annotations"][crate::support::objects::HEARTBEAT].is_string()
             });
-            w.actor == Actor::Operator
+            *name != but
+                && w.actor == Actor::Operator
                 && matches!(w.verb, Verb::Update | Verb::Patch)
                 && marked
                 && w.done + heartbeat <= at
         })
         .map(|(name, _)| name)
-        .collect();
-    let due = audit
-        .identity_deletes()
-        .filter(|w| w.actor == Actor::Operator && w.done > at)
-        .filter(|w| due.contains(w.name.as_str()))
-        .count();
-    Some(LeftBehind { due })
+        .collect()
 }
 
 /// The operator's writes of `verb` to CiliumIdentities the server answered `code`.
