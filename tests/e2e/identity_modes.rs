@@ -8,7 +8,9 @@
 //! does not move (nothing strips it in these modes), so the server accepts
 //! a delete with the marked {uid, resourceVersion} preconditions; the
 //! plugin refuses before any write and the identity keeps its uid; the
-//! operator then deletes and re-creates it under the same name. The
+//! operator then deletes and re-creates it under the same name. And the
+//! harm the refusal prevents: overridden (cilium-config edited to say
+//! `agent`), the plugin deletes the running Pod's re-created identity. The
 //! reading of Cilium's code behind it is in docs/real-cilium.md.
 
 use std::process::Output;
@@ -16,6 +18,7 @@ use std::time::Duration;
 
 use kube::api::{DeleteParams, DynamicObject, Preconditions};
 
+use crate::support::audit::Actor;
 use crate::support::cluster::Cluster;
 use crate::support::objects::{api, Kind, HEARTBEAT};
 use crate::support::operator::{Operator, Version};
@@ -131,18 +134,61 @@ async fn refused_next_to_the_operator(mode: &str) {
     assert_eq!(again.name, marked.name);
     assert!(pod_runs(&cluster), "the Pod is still on the server");
     let creates = creations(&operator.log(), &marked.name);
+    assert!(creates >= 2, "created again: {}", operator.log());
+    let harm = harm_when_overridden(&cluster, &client, &again).await;
     let line = format!(
-        "identity-management-mode={mode}: identity {} of running Pod {NS}/web marked (uid {}), kept its mark and resourceVersion {}, then deleted and re-created by the operator (uid {}); Creating CID lines for it: {creates}",
+        "identity-management-mode={mode}: identity {} of running Pod {NS}/web marked (uid {}), kept its mark and resourceVersion {}, then deleted and re-created by the operator (uid {}); Creating CID lines for it: {creates}; {harm}",
         marked.name, marked.uid, marked.rv, again.uid
     );
     eprintln!("{line}");
-    assert!(creates >= 2, "created again: {}", operator.log());
     record(
         &format!("identity_modes_{mode}"),
         serde_json::json!({"mode": mode, "identity": marked.name, "markedUid": marked.uid,
                "resourceVersion": marked.rv, "recreatedUid": again.uid,
                "creatingCidLines": creates, "printed": [line]}),
     );
+}
+
+/// The harm the refusal prevents, shown on this scratch cluster: with the
+/// check overridden (cilium-config edited to say `agent`, as a user forcing
+/// the run would), the plugin deletes the running Pod's identity once the
+/// operator has marked it again and the mark is past the plugin's timeout:
+/// no CiliumEndpoint references it, only the Pod holds it. Judged by the
+/// audit log: one delete of it by the plugin, its answer 200, the Pod on
+/// the server. Returns the printed part.
+async fn harm_when_overridden(cluster: &Cluster, client: &kube::Client, again: &Held) -> String {
+    let remarked = wait_for(client, "the operator to mark it again", |h| {
+        h.is_some_and(|h| h.uid == again.uid && h.mark.is_some())
+    })
+    .await;
+    let mark: jiff::Timestamp = remarked
+        .mark
+        .as_deref()
+        .and_then(|m| m.parse().ok())
+        .expect("an RFC 3339 mark");
+    // Past the plugin's 5 s, well before the operator's own delete (20 s).
+    let due = mark + jiff::SignedDuration::from_secs(6);
+    if let Ok(wait) = Duration::try_from(due - jiff::Timestamp::now()) {
+        tokio::time::sleep(wait).await;
+    }
+    cluster.set_cilium_config(&[("identity-management-mode", "agent")]);
+    let out = delete_run(cluster).await;
+    assert_exit(&out, 0);
+    let ours: Vec<_> = cluster
+        .audit()
+        .identity_deletes()
+        .filter(|d| d.actor == Actor::Plugin && d.name == remarked.name)
+        .map(|d| d.done)
+        .collect();
+    assert!(
+        ours.len() == 1 && pod_runs(cluster),
+        "overridden, the plugin deleted the running Pod's identity {} (audit log: {ours:?})",
+        remarked.name
+    );
+    format!(
+        "with the check overridden (cilium-config saying agent), delete --yes deleted identity {} (uid {}) of the running Pod (audit log), which the default run refused",
+        remarked.name, remarked.uid
+    )
 }
 
 /// `delete --yes` as the published RBAC's user, as against the agents.

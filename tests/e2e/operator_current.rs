@@ -157,6 +157,10 @@ async fn plugin_next_to_the_current_operator_already_gone_are_its_deletes_and_ou
         .collect();
     let gone = verdict.names_with("already-gone");
     assert!(
+        !operator_deleted.is_empty(),
+        "premise: the operator deleted planned identities during our run (audit log)"
+    );
+    assert!(
         gone.is_subset(&operator_deleted),
         "every already-gone was the operator's delete (audit log): {:?}",
         gone.difference(&operator_deleted).collect::<Vec<_>>()
@@ -197,6 +201,10 @@ async fn plugin_next_to_the_current_operator_already_gone_are_its_deletes_and_ou
         .filter(|w| w.actor == Actor::Operator && w.resource == Resource::Identity)
         .filter(|w| w.code == 404)
         .collect();
+    assert!(
+        !not_found.is_empty(),
+        "premise: our deletes ended at least one of the operator's passes (a 404 on its write)"
+    );
     let ended_by_404 = log.delete_errors.not_found + log.mark_errors.not_found;
     assert_eq!(
         ended_by_404,
