@@ -73,7 +73,7 @@ for m in "${mutants[@]}"; do
     echo "mutant $n SURVIVED: $what ($file); tests: $filters"
     survived=$((survived + 1))
   else
-    failed=$(grep -E '^    [a-z_:]+$|^test .* FAILED$' "$base/last.log" | sed 's/^ *//; s/^test //; s/ \.\.\. FAILED$//' | sort -u | tr '\n' ' ')
+    failed=$(grep -E '^    [a-z0-9_:]+$' "$base/last.log" | sed 's/^ *//' | sort -u | tr '\n' ' ' || true)
     if grep -q "error\[E" "$base/last.log"; then
       echo "mutant $n ($what): does not compile; see $base/last.log" >&2
       exit 2
