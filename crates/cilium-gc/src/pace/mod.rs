@@ -301,6 +301,28 @@ mod tests {
         }
     }
 
+    /// Throttled time counts from the rate's drop below the one set to its
+    /// return: open while below (it grows), closed once back (it stays).
+    #[test]
+    fn throttled_time_runs_while_below_the_set_rate_and_stops_when_back() {
+        let p = Pace::new(1000.0, 10, 8);
+        assert_eq!(p.summary().unwrap().throttled, Duration::ZERO);
+        for _ in 0..12 {
+            p.record(true, None, 0);
+        }
+        let open = p.summary().unwrap().throttled;
+        std::thread::sleep(Duration::from_millis(2));
+        assert!(p.summary().unwrap().throttled > open, "open: it grows");
+        for _ in 0..30 {
+            p.record(false, None, 0);
+        }
+        assert_eq!(p.rate(), Some(1000.0));
+        let closed = p.summary().unwrap().throttled;
+        assert!(closed >= Duration::from_millis(2), "{closed:?}");
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(p.summary().unwrap().throttled, closed, "closed: it stays");
+    }
+
     #[tokio::test]
     async fn pace_reports_throttled_time_and_lowest_rate() {
         let p = Pace::new(1000.0, 10, 8);
