@@ -11,6 +11,37 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+pub mod judge;
+
+/// Every line a bench printed through `say!`, in order: its results
+/// JSON stores them (`"printed"`), so docs quote lines verbatim.
+static PRINTED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Print `text` on stderr and record each of its lines (see [`printed`]);
+/// `say!` formats and calls it.
+pub fn print_recorded(text: &str) {
+    eprintln!("{text}");
+    PRINTED
+        .lock()
+        .unwrap()
+        .extend(text.lines().map(str::to_owned));
+}
+
+/// The lines printed through [`print_recorded`] (`say!`) so far.
+pub fn printed() -> Vec<String> {
+    PRINTED.lock().unwrap().clone()
+}
+
+/// `say!("...", args)`: [`print_recorded`] of a `format!`.
+#[allow(unused_macros)]
+macro_rules! say {
+    ($($t:tt)*) => {
+        $crate::common::print_recorded(&format!($($t)*))
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use say;
+
 /// What one child process cost, and what the simulator spent meanwhile.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Cost {
