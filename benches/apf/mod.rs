@@ -44,6 +44,7 @@ use std::process::Stdio;
 use serde_json::{json, Value};
 
 use super::{json_of, plugin_report, r3, seed_from, Cluster};
+use crate::common::say;
 
 /// The server's concurrency limit: 30 + 10 seats, shared by every level.
 const SERVER_FLAGS: [&str; 2] = [
@@ -148,7 +149,8 @@ fn plugin_run(
     let mut all = vec!["delete", "--yes", "-o", "json"];
     all.extend(args);
     let started = std::time::Instant::now();
-    let (report, exit, cpu) = plugin_report(cluster, &all);
+    let run = format!("apf, {stale} stale from {first}, neighbour {secs} s");
+    let (report, exit, cpu) = plugin_report(cluster, &all, &run);
     let wall = started.elapsed().as_secs_f64();
     let neighbour = neighbour.map_or(Value::Null, |n| n.join().unwrap());
     let left = identities_left(cluster);
@@ -240,7 +242,7 @@ fn configuration(
     };
     let caps = [measure(&mut next)];
     let cap = caps[0]["ratePerSecond"].as_f64().unwrap_or(f64::NAN);
-    eprintln!("apf {name}: {seats} seats, capacity {cap:.0}/s");
+    say!("apf {name}: {seats} seats, capacity {cap:.0}/s");
     let alone = neighbour(cluster, refclient, secs).join().unwrap();
     // --qps 0: enough identities for about `secs` at the capacity; alone
     // (as the capacity is measured), then beside the neighbour.
@@ -257,7 +259,7 @@ fn configuration(
     let around = |a: usize| (rate(&caps[a]) + rate(&caps[a + 1])) / 2.0;
     let of = |r: &Value, ceiling: f64| r["ratePerSecond"].as_f64().unwrap_or(0.0) / ceiling;
     let ceiling = around(1).min(40.0);
-    eprintln!(
+    say!(
         "| {name}, {seats} seats | capacity {:.0} / {:.0} / {:.0}/s | --qps 0: {:.0}/s ({:.0}%), beside the neighbour {:.0}/s ({:.0}%) | default: {:.1}/s ({:.0}% of min(capacity, 40/s)) | neighbour 429s alone / beside default / beside --qps 0: {} / {} / {} |",
         rate(&caps[0]), rate(&caps[1]), rate(&caps[2]),
         rate(&qps0), 100.0 * of(&qps0, around(0)),
@@ -277,7 +279,7 @@ fn configuration(
 /// The whole APF part: both configurations.
 pub fn run(rt: &tokio::runtime::Runtime, refclient: &Path, quick: bool) -> Value {
     let secs: u64 = if quick { 10 } else { 20 };
-    eprintln!("apf: starting a cluster ({})", SERVER_FLAGS.join(" "));
+    say!("apf: starting a cluster ({})", SERVER_FLAGS.join(" "));
     let cluster = Cluster::up(&SERVER_FLAGS);
     rt.block_on(seed_from(&cluster, 1000, IN_USE, 0, true));
     // Every id in cluster 0's local range (256..65535), or the plugin
@@ -293,6 +295,15 @@ pub fn run(rt: &tokio::runtime::Runtime, refclient: &Path, quick: bool) -> Value
         apply(&cluster, &level(&response));
         rows.push(configuration(rt, &cluster, refclient, name, quick));
     }
-    json!({"serverFlags": SERVER_FLAGS, "shares": SHARES, "neighbourRate": NEIGHBOUR_RATE,
+    // Every id from 2000 was seeded stale (the plugin's runs and the
+    // capacity's); the plugin's reports say how many it deleted.
+    let deleted: u64 = rows
+        .iter()
+        .flat_map(|r| ["qps0", "qps0BesideNeighbour", "default"].map(|k| &r[k]["deleted"]))
+        .map(|d| d.as_u64().expect("the plugin's report has summary.deleted"))
+        .sum();
+    let judged =
+        crate::common::judge::judge(&cluster.dir, &(2_000..=65_535).collect(), Some(deleted));
+    json!({"judge": judged.json(),"serverFlags": SERVER_FLAGS, "shares": SHARES, "neighbourRate": NEIGHBOUR_RATE,
            "neighbourSeconds": secs, "configurations": rows})
 }

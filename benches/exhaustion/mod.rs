@@ -56,7 +56,9 @@ use serde_json::{json, Value};
 use super::{common, curl_deletes, plugin, seed_from, Cluster};
 
 pub(crate) mod operator;
-use common::{load, r3};
+use common::judge::{expect_exit, goal, judge, PLUGIN_AGENT};
+use common::{load, r3, say};
+use std::collections::BTreeSet;
 
 mod fresh;
 use fresh::Fresh;
@@ -84,13 +86,27 @@ pub fn run(rt: &tokio::runtime::Runtime, max_id: u64) -> Value {
     };
     out["defaultSettings"] = run.one(agents, refused_at, &[], Some(DEFAULT_RUN), "fresh-default");
     let refilled = rt.block_on(refill(&cluster, FIRST, max_id));
-    eprintln!("exhaustion: {} freed ids seeded again", refilled.len());
+    say!("exhaustion: {} freed ids seeded again", refilled.len());
     out["refilledBetweenRuns"] = json!(refilled.len());
     let (agents, refused_at) = Agents::start(&cluster, &agents_dir, max_id, "later");
     let qps0 = run.one(agents, refused_at, &["--qps", "0"], None, "fresh-qps0");
     out["curl"] = curl(rt, &run, &qps0);
     out["qps0"] = qps0;
+    out["judge"] = judge_runs(&cluster, max_id, &[&out["defaultSettings"], &out["qps0"]]);
     out
+}
+
+/// The audit judge over the whole cluster's log: the plugin deleted only
+/// the seeded stale ids (`FIRST + IN_USE..=max_id`, each seeded by the
+/// bench when deleted), none in use, each with preconditions, as many as
+/// its `runs`' reports say.
+fn judge_runs(cluster: &Cluster, max_id: u64, runs: &[&Value]) -> Value {
+    let stale: BTreeSet<u64> = (FIRST + IN_USE..=max_id).collect();
+    let deleted = runs
+        .iter()
+        .map(|r| r["deleted"].as_u64().expect("a run's deleted"))
+        .sum();
+    judge(&cluster.dir, &stale, Some(deleted)).json()
 }
 
 /// The default settings to the end (`--only exhaustion-default`): one
@@ -104,6 +120,7 @@ pub fn run_default(rt: &tokio::runtime::Runtime, max_id: u64) -> Value {
         max_id,
     };
     out["defaultSettings"] = run.one(agents, refused_at, &[], None, "fresh-default");
+    out["judge"] = judge_runs(&cluster, max_id, &[&out["defaultSettings"]]);
     out
 }
 
@@ -116,12 +133,12 @@ fn exhausted(rt: &tokio::runtime::Runtime, max_id: u64) -> (Cluster, PathBuf, Va
     let space = max_id - FIRST + 1;
     let stale = space - IN_USE;
     let agents_dir = cilium_v115();
-    eprintln!(
+    say!(
         "exhaustion: ids {FIRST}..={max_id} ({space}): seeding {IN_USE} in use + {stale} stale marked"
     );
     let cluster = Cluster::up(&[]);
     let seed_seconds = rt.block_on(seed_from(&cluster, FIRST, IN_USE, stale, true));
-    eprintln!("exhaustion: seeded in {seed_seconds:.0} s");
+    say!("exhaustion: seeded in {seed_seconds:.0} s");
     let out = json!({
         "ids": {"first": FIRST, "last": max_id, "space": space},
         "inUse": IN_USE, "staleSeeded": stale, "seedSeconds": r3(seed_seconds),
@@ -187,7 +204,7 @@ fn curl(rt: &tokio::runtime::Runtime, run: &Run, qps0: &Value) -> Value {
         } else {
             "DELETE, no body: no preconditions".to_string()
         };
-        eprintln!(
+        say!(
             "exhaustion: curl --parallel --parallel-max 32 --http1.1, as cilium-gc, {how}, agents watching as in the plugin's run, deleted the same {} stale identities at {:.0}/s with {:.1} s of CPU, load1 {load1:.2}; delete --yes --qps 0 cleared at {:.0}/s from its start ({plugin_rate:.0}/s by its report) with {plugin_cpu:.1} s of CPU: its time per delete {:.2}x curl's",
             ids.len(),
             c.rate,
@@ -202,6 +219,23 @@ fn curl(rt: &tokio::runtime::Runtime, run: &Run, qps0: &Value) -> Value {
             "preconditionsListSeconds": body.then(|| r3(list_seconds)),
             "pluginTimeOverCurlTime": clear_rate.map(|r| r3(c.rate / r)),
         });
+        // The goal against curl sending the same requests: the plugin's
+        // DeleteOptions body, the same stale set, in this invocation.
+        if body {
+            let ratio = clear_rate.map(|r| c.rate / r);
+            let met = goal(
+                "clearing within 1.1× of curl sending the same requests",
+                ratio.is_some_and(|x| x <= 1.1),
+                &format!(
+                    "{} stale: delete --yes --qps 0 cleared at {:.0}/s from its start, curl --parallel-max 32 --http1.1 with its DeleteOptions body at {:.0}/s in the same run: the plugin's time per delete {}",
+                    ids.len(),
+                    clear_rate.unwrap_or(0.0),
+                    c.rate,
+                    ratio.map_or("not measured (no stale delete in the audit log)".into(), |x| format!("{x:.2}× curl's")),
+                ),
+            );
+            out["goalClearingWithin1_1xCurl"] = json!(met);
+        }
     }
     out["pluginClearRatePerSecond"] = json!(clear_rate.map(r3));
     out
@@ -247,7 +281,7 @@ impl Agents {
         loop {
             let text = std::fs::read_to_string(&agents.log).unwrap_or_default();
             if text.contains("no more available IDs in configured space") {
-                eprintln!("exhaustion: Cilium's allocator refuses new pods");
+                say!("exhaustion: Cilium's allocator refuses new pods");
                 return (agents, Timestamp::now());
             }
             assert!(
@@ -283,7 +317,13 @@ fn diagnose(cluster: &Cluster) -> Value {
         .stderr(Stdio::null())
         .output()
         .unwrap();
-    let d: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let run = "exhaustion: diagnose -o json as cilium-gc";
+    expect_exit(
+        run,
+        out.status.code().unwrap_or(-1),
+        cilium_gc::Exit::Success.code(),
+    );
+    let d = common::judge::report(run, &out.stdout);
     let findings = d["findings"].as_array().cloned().unwrap_or_default();
     let order: Vec<Value> = findings
         .iter()
@@ -296,7 +336,7 @@ fn diagnose(cluster: &Cluster) -> Value {
     let first_is_full = findings
         .first()
         .is_some_and(|f| f["code"] == "identity-space-nearly-full");
-    eprintln!(
+    say!(
         "exhaustion: diagnose -o json as cilium-gc: exit {:?}, first finding {} ({}), identity-space-nearly-full first: {first_is_full}",
         out.status.code(),
         findings.first().map_or(Value::Null, |f| f["code"].clone()),
@@ -307,12 +347,14 @@ fn diagnose(cluster: &Cluster) -> Value {
 }
 
 /// Run the plugin with `args` to its end, sent SIGTERM after `limit` if
-/// it is still running: its report, exit code and rusage.
+/// it is still running: its report, exit code, rusage and whether it was
+/// sent SIGTERM. Its report must parse (the run named `run` otherwise).
 fn run_plugin(
     cluster: &Cluster,
     args: &[&str],
     limit: Option<Duration>,
-) -> (Value, i32, libc::rusage) {
+    run: &str,
+) -> (Value, i32, libc::rusage, bool) {
     common::reset_peak_rss();
     let mut child = plugin(cluster, args)
         .stdout(Stdio::piped())
@@ -333,7 +375,9 @@ fn run_plugin(
                 // SAFETY: kill(2) on our own child's pid, not yet reaped:
                 // wait4 below returns only after `ended` is sent.
                 unsafe { libc::kill(pid, libc::SIGTERM) };
+                return true;
             }
+            false
         })
     });
     // Blocks until the child has ended, leaving it unreaped (WNOWAIT), so
@@ -349,13 +393,11 @@ fn run_plugin(
         )
     };
     let _ = ended.send(());
-    if let Some(s) = stopper {
-        s.join().unwrap();
-    }
+    let signalled = stopper.is_some_and(|s| s.join().unwrap());
     let (exit, usage) = common::wait4(child);
     assert_eq!(r, 0, "waitid");
-    let report = serde_json::from_slice(&reader.join().unwrap()).unwrap_or(Value::Null);
-    (report, exit, usage)
+    let report = common::judge::report(run, &reader.join().unwrap());
+    (report, exit, usage, signalled)
 }
 
 /// What each run shares: the cluster, the agents' build, the range.
@@ -386,9 +428,16 @@ impl Run<'_> {
         let started = Timestamp::now();
         let fresh =
             Fresh::when_first_freed(cluster, bin, max_id, audit_path.clone(), offset, fresh);
-        let (report, exit, usage) = run_plugin(cluster, &args, limit);
+        let run = format!("exhaustion: kubectl cilium-gc {}", args.join(" "));
+        let (report, exit, usage, stopped) = run_plugin(cluster, &args, limit, &run);
         let wall = started.duration_until(Timestamp::now()).as_secs_f64();
-        let stopped = limit.is_some_and(|l| wall >= l.as_secs_f64() - 0.5);
+        // SIGTERM ends a run with its report and 143; else 0.
+        let want = if stopped {
+            cilium_gc::Exit::Terminated
+        } else {
+            cilium_gc::Exit::Success
+        };
+        expect_exit(&run, exit, want.code());
         // Pods already waiting try again on Cilium's backoff.
         std::thread::sleep(Duration::from_secs(20));
         let summary = agents.stop();
@@ -403,8 +452,10 @@ impl Run<'_> {
         let figures = figures(&events, &summary, started, refused_at, max_id);
         let rate = report["summary"]["deleteRatePerSecond"]
             .as_f64()
-            .unwrap_or(0.0);
-        let deleted = report["summary"]["deleted"].as_u64().unwrap_or(0);
+            .unwrap_or_else(|| panic!("violation: {run}: no summary.deleteRatePerSecond"));
+        let deleted = report["summary"]["deleted"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("violation: {run}: no summary.deleted"));
         let rss = usage.ru_maxrss as f64 / 1024.0;
         let secs = |v: &Value| v.as_f64().map_or("-".into(), |s| format!("{s:.1} s"));
         let clear = if stopped {
@@ -419,7 +470,7 @@ impl Run<'_> {
                 secs(&figures["lastStaleGoneSeconds"])
             )
         };
-        eprintln!(
+        say!(
             "exhaustion ({} ids full, {IN_USE} in use; agents on Cilium 1.15.6's allocator refused {} attempts in all, {} pods waiting at its start): delete --yes {}as cilium-gc: first id freed at {}, first identity created at {}, first waiting pod allocated at {} and the last at {} ({CILIUM_BACKOFF}), {clear}; {deleted} deleted at {rate:.0}/s, peak RSS {rss:.1} MiB, load1 {load1:.2}",
             max_id - FIRST + 1,
             figures["allocationRefusalsInAll"],
@@ -430,7 +481,7 @@ impl Run<'_> {
             secs(&figures["firstWaitingAllocatedSeconds"]),
             secs(&figures["lastWaitingAllocatedSeconds"]),
         );
-        eprintln!(
+        say!(
             "exhaustion: a pod started after the first id was freed (a new agent on Cilium 1.15.6's allocator, started at {}): {} refused attempts (0 expected), allocated identity {} at {} ({} after its agent started, its list of every identity included)",
             secs(&fresh["spawnedSeconds"]),
             fresh["allocationRefusals"],
@@ -438,7 +489,19 @@ impl Run<'_> {
             secs(&fresh["identityCreatedSeconds"]),
             secs(&fresh["spawnToAllocatedSeconds"]),
         );
+        let first = figures["firstFreedSeconds"].as_f64();
+        let met = goal(
+            "first id freed ≤ 1 s",
+            first.is_some_and(|s| s <= 1.0),
+            &format!(
+                "delete --yes {}as cilium-gc: the first identity DELETE answered 200 at {} from the plugin's start (audit log), {} ids full",
+                flags.iter().map(|f| format!("{f} ")).collect::<String>(),
+                first.map_or("never".into(), |s| format!("{s:.2} s")),
+                max_id - FIRST + 1,
+            ),
+        );
         json!({
+            "goalFirstFreedWithin1s": met,
             "flags": flags, "load1": load1, "load1After": load(),
             "exit": exit, "wallSeconds": r3(wall), "stoppedBySigterm": stopped,
             "cpuSeconds": r3(common::cpu_seconds(&usage)), "peakRssKiB": usage.ru_maxrss,
@@ -481,6 +544,8 @@ fn audit_from(path: &Path, offset: u64) -> Vec<Event> {
         }
         let user = e["user"]["username"].as_str().unwrap_or_default();
         let agent = e["userAgent"].as_str().unwrap_or_default();
+        // The plugin: its user and its user agent (curl sends as the same
+        // user in the curl runs).
         events.push(Event {
             verb: e["verb"].as_str().unwrap_or_default().to_owned(),
             name: e["objectRef"]["name"]
@@ -488,7 +553,7 @@ fn audit_from(path: &Path, offset: u64) -> Vec<Event> {
                 .unwrap_or_default()
                 .to_owned(),
             code: e["responseStatus"]["code"].as_u64().unwrap_or(0),
-            plugin: user == "cilium-gc",
+            plugin: user == "cilium-gc" && agent.starts_with(PLUGIN_AGENT),
             agents: agent.starts_with("cilium-agents"),
             done: e["stageTimestamp"].as_str().unwrap().parse().unwrap(),
         });

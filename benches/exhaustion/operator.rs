@@ -33,7 +33,8 @@ use jiff::Timestamp;
 use serde_json::{json, Value};
 
 use super::{audit_from, cilium_v115, figures, Agents, CILIUM_BACKOFF, IN_USE};
-use crate::common::{load, r3};
+use crate::common::judge::judge;
+use crate::common::{load, r3, say};
 use crate::{repo, seed_from, Cluster};
 
 /// How long deletes are measured after the first one: four GC-limiter
@@ -64,10 +65,10 @@ pub(crate) fn run(rt: &tokio::runtime::Runtime, max_id: u64) -> Value {
     let space = max_id - FIRST + 1;
     let stale = space - IN_USE;
     let agents_dir = cilium_v115();
-    eprintln!("exhaustion-operator: ids {FIRST}..={max_id} ({space}): seeding {IN_USE} in use + {stale} stale marked");
+    say!("exhaustion-operator: ids {FIRST}..={max_id} ({space}): seeding {IN_USE} in use + {stale} stale marked");
     let cluster = Cluster::up(&[]);
     let seed_seconds = rt.block_on(seed_from(&cluster, FIRST, IN_USE, stale, true));
-    eprintln!("exhaustion-operator: seeded in {seed_seconds:.0} s");
+    say!("exhaustion-operator: seeded in {seed_seconds:.0} s");
     let (agents, refused_at) = Agents::start(&cluster, &agents_dir, max_id, "new");
     let audit_path = cluster.dir.join("audit.log");
     let offset = std::fs::metadata(&audit_path).map_or(0, |m| m.len());
@@ -115,7 +116,9 @@ pub(crate) fn run(rt: &tokio::runtime::Runtime, max_id: u64) -> Value {
         c["clearMinutes"].as_f64().unwrap_or(f64::NAN),
         c["batches"],
     );
-    eprintln!("{line}");
+    say!("{line}");
+    // The plugin does not run here: the judge holds it to no delete at all.
+    let judged = judge(&cluster.dir, &Default::default(), Some(0));
     json!({
         "ids": {"first": FIRST, "last": max_id, "space": space},
         "inUse": IN_USE, "staleSeeded": stale, "seedSeconds": r3(seed_seconds),
@@ -130,6 +133,7 @@ pub(crate) fn run(rt: &tokio::runtime::Runtime, max_id: u64) -> Value {
         "agentsRefusedFirstAt": refused_at.to_string(),
         "agents": agents_figures,
         "printed": line,
+        "judge": judged.json(),
     })
 }
 
@@ -172,7 +176,7 @@ fn watch(audit: &Path, offset: u64, metrics_url: &str, log: &str) -> Watched {
         let lines: String = pending.drain(..cut).collect();
         if first.is_none() && lines.lines().any(is_operator_delete) {
             let (passes, last) = gc_metrics(metrics_url);
-            eprintln!("exhaustion-operator: its first delete, after {passes} completed passes");
+            say!("exhaustion-operator: its first delete, after {passes} completed passes");
             first = Some((Instant::now(), passes as u64, last));
         }
         if let Some((at, passes, last)) = first {

@@ -30,6 +30,8 @@ use jiff::Timestamp;
 use serde_json::{json, Value};
 
 use super::{plugin, seed_ids, Cluster};
+use crate::common::judge::judge;
+use crate::common::say;
 
 /// The local range of cluster-id 0 with max-connected-clusters 511.
 const FIRST: u64 = 256;
@@ -57,7 +59,7 @@ pub fn run(rt: &tokio::runtime::Runtime) -> Value {
     patch_config(&cluster);
     let seeded: Vec<u64> = (FIRST..=LAST - FREE).collect();
     let seed_seconds = rt.block_on(seed_ids(&cluster, &seeded));
-    eprintln!(
+    say!(
         "forecast: ids {FIRST}..={LAST}: {} seeded unused in {seed_seconds:.0} s, {FREE} free; no operator",
         seeded.len()
     );
@@ -86,8 +88,11 @@ pub fn run(rt: &tokio::runtime::Runtime) -> Value {
         if met { "met" } else { "missed" },
         diagnosis.seconds
     );
-    eprintln!("{line}");
+    say!("{line}");
+    // The plugin only diagnoses here: the judge holds it to no delete.
+    let judged = judge(&cluster.dir, &Default::default(), Some(0));
     json!({
+        "judge": judged.json(),
         "ids": {"first": FIRST, "last": LAST, "space": LAST - FIRST + 1, "seeded": seeded.len(), "free": FREE},
         "seedSeconds": super::r3(seed_seconds),
         "operator": "none (scaled to 0): nothing deletes an identity",
@@ -191,7 +196,7 @@ impl Diagnosis {
             .as_str()
             .and_then(|t| t.parse().ok())
             .expect("violation: generatedAt is a timestamp");
-        eprintln!(
+        say!(
             "forecast: diagnose at {generated_at}: headroom {}, pace {}/h ({} created in {} s watched), full if GC stops in {seconds} s",
             forecast["fullIfGcStops"]["headroom"],
             forecast["pace"]["ratePerHour"],

@@ -22,7 +22,8 @@
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-use super::common::{load, proc_cpu, r3};
+use super::common::judge::{goal, judge};
+use super::common::{load, proc_cpu, r3, say};
 use super::{curl_deletes, curl_deletes_with_bodies, plugin_report, reseed, seed_from, Cluster};
 
 const FIRST: u64 = 256;
@@ -57,20 +58,22 @@ struct Part {
     client_cpu: f64,
     server_cpu: f64,
     ok: bool,
+    /// Deletes sent (curl) or reported (the plugin).
+    deleted: u64,
 }
 
 impl Part {
     fn json(&self) -> Value {
         json!({"ratePerSecond": r3(self.rate), "wallSeconds": r3(self.wall),
                "clientCpuSeconds": r3(self.client_cpu), "serverCpuSeconds": r3(self.server_cpu),
-               "ok": self.ok})
+               "ok": self.ok, "deleted": self.deleted})
     }
 }
 
 /// See the module doc.
 pub fn run(rt: &tokio::runtime::Runtime, stale: u64) -> Value {
     let cluster = Cluster::up(&[]);
-    eprintln!("parts: seeding {IN_USE} in use + {stale} stale marked");
+    say!("parts: seeding {IN_USE} in use + {stale} stale marked");
     rt.block_on(seed_from(&cluster, FIRST, IN_USE, stale, true));
     let ids: Vec<u64> = (FIRST + IN_USE..FIRST + IN_USE + stale).collect();
     let mut runs: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
@@ -92,10 +95,10 @@ pub fn run(rt: &tokio::runtime::Runtime, stale: u64) -> Value {
                     let bodies = rt.block_on(preconditions(&cluster, &ids));
                     curl_part(&cluster, &ids, Some(&bodies))
                 }
-                Client::Plugin => plugin_part(&cluster),
+                Client::Plugin => plugin_part(&cluster, &format!("parts round {}", round + 1)),
             };
             let (key, what) = client.names();
-            eprintln!(
+            say!(
                 "parts: {what}: {} stale at {:.0}/s in {:.1} s, client CPU {:.1} s, kube-apiserver + etcd CPU {:.1} s ({:.2} ms per delete), load1 {load1:.2}",
                 ids.len(),
                 p.rate,
@@ -109,7 +112,33 @@ pub fn run(rt: &tokio::runtime::Runtime, stale: u64) -> Value {
             runs.entry(key).or_default().push(v);
         }
     }
-    json!({"stale": stale, "inUse": IN_USE, "runs": runs})
+    // The goal, within this invocation: the plugin's time per delete (its
+    // list included) against curl sending the same DELETEs with the same
+    // body, medians of the three interleaved rounds.
+    let median_wall = |key: &str| {
+        let mut w: Vec<f64> = runs[key]
+            .iter()
+            .map(|r| r["wallSeconds"].as_f64().unwrap())
+            .collect();
+        w.sort_by(f64::total_cmp);
+        w[w.len() / 2]
+    };
+    let (plugin, curl) = (median_wall("plugin"), median_wall("curlPreconditions"));
+    let met = goal(
+        "clearing within 1.1× of curl sending the same requests",
+        plugin <= 1.1 * curl,
+        &format!(
+            "{stale} stale: delete --yes --qps 0 {plugin:.1} s from its start (list included), curl --parallel-max 32 --http1.1 with the plugin's DeleteOptions body {curl:.1} s, medians of 3 interleaved rounds in this run: {:.2}×",
+            plugin / curl
+        ),
+    );
+    let deleted: u64 = runs["plugin"]
+        .iter()
+        .map(|r| r["deleted"].as_u64().unwrap())
+        .sum();
+    let judged = judge(&cluster.dir, &ids.iter().copied().collect(), Some(deleted));
+    json!({"stale": stale, "inUse": IN_USE, "runs": runs, "judge": judged.json(),
+           "goalClearingWithin1_1xCurl": {"met": met, "pluginOverCurl": r3(plugin / curl)}})
 }
 
 /// The kube-apiserver's and etcd's CPU seconds so far.
@@ -136,18 +165,22 @@ fn curl_part(cluster: &Cluster, ids: &[u64], bodies: Option<&BTreeMap<u64, Strin
         client_cpu: c.cpu,
         server_cpu: server_cpu(cluster) - before,
         ok: c.ok,
+        deleted: ids.len() as u64,
     }
 }
 
 /// The plugin's run: wall from its start to its exit, rate over that.
-fn plugin_part(cluster: &Cluster) -> Part {
+fn plugin_part(cluster: &Cluster, run: &str) -> Part {
     let before = server_cpu(cluster);
     let started = std::time::Instant::now();
-    let (report, exit, cpu) =
-        plugin_report(cluster, &["delete", "--yes", "--qps", "0", "-o", "json"]);
+    let (report, exit, cpu) = plugin_report(
+        cluster,
+        &["delete", "--yes", "--qps", "0", "-o", "json"],
+        run,
+    );
     let wall = started.elapsed().as_secs_f64();
     let deleted = report["summary"]["deleted"].as_u64().unwrap_or(0);
-    eprintln!(
+    say!(
         "parts: delete --yes --qps 0's report: {deleted} deleted at {:.0}/s (its delete phase), lowest in flight {}",
         report["summary"]["deleteRatePerSecond"].as_f64().unwrap_or(0.0),
         report["summary"]["lowestInFlight"],
@@ -158,6 +191,7 @@ fn plugin_part(cluster: &Cluster) -> Part {
         client_cpu: cpu,
         server_cpu: server_cpu(cluster) - before,
         ok: exit == Some(0),
+        deleted,
     }
 }
 
