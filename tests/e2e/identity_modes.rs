@@ -118,7 +118,7 @@ async fn refused_next_to_the_operator(mode: &str) {
     // The plugin refuses before any write. The operator cannot delete the
     // identity within 20 s of its mark (its heartbeat store records the
     // mark's own update as a lifesign, identitygc/heartbeat.go isAlive).
-    let out = delete_run(&cluster).await;
+    let out = delete_run(&cluster, &[]).await;
     let after = held(&client).await.expect("the identity is still there");
     // Same uid: the plugin deleted nothing; same mark and resourceVersion:
     // neither it nor anyone else wrote it.
@@ -151,7 +151,8 @@ async fn refused_next_to_the_operator(mode: &str) {
 
 /// The harm the refusal prevents, shown on this scratch cluster: with the
 /// check overridden (cilium-config edited to say `agent`, as a user forcing
-/// the run would), the plugin deletes the running Pod's identity once the
+/// the run would, and `--force` for the endpoints no agent wrote here), the
+/// plugin deletes the running Pod's identity once the
 /// operator has marked it again and the mark is past the plugin's timeout:
 /// no CiliumEndpoint references it, only the Pod holds it. Judged by the
 /// audit log: one delete of it by the plugin, its answer 200, the Pod on
@@ -172,7 +173,9 @@ async fn harm_when_overridden(cluster: &Cluster, client: &kube::Client, again: &
         tokio::time::sleep(wait).await;
     }
     cluster.set_cilium_config(&[("identity-management-mode", "agent")]);
-    let out = delete_run(cluster).await;
+    // --force too: no agent runs here, so there is no CiliumEndpoint at all,
+    // which the plugin also refuses to trust without it.
+    let out = delete_run(cluster, &["--force"]).await;
     assert_exit(&out, 0);
     let ours: Vec<_> = cluster
         .audit()
@@ -186,17 +189,18 @@ async fn harm_when_overridden(cluster: &Cluster, client: &kube::Client, again: &
         remarked.name
     );
     format!(
-        "with the check overridden (cilium-config saying agent), delete --yes deleted identity {} (uid {}) of the running Pod (audit log), which the default run refused",
+        "with the check overridden (cilium-config saying agent, --force), delete --yes deleted identity {} (uid {}) of the running Pod (audit log), which the default run refused",
         remarked.name, remarked.uid
     )
 }
 
 /// `delete --yes` as the published RBAC's user, as against the agents.
-async fn delete_run(cluster: &Cluster) -> Output {
+async fn delete_run(cluster: &Cluster, extra: &[&str]) -> Output {
     let mut cmd = plugin();
     cmd.arg("--kubeconfig")
         .arg(cluster.gc_kubeconfig())
         .args(["delete", "--yes", "-o", "json"])
+        .args(extra)
         .args([
             "--heartbeat-timeout",
             PLUGIN_TIMEOUT,
