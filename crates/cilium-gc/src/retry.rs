@@ -237,7 +237,7 @@ mod tests {
         assert_eq!(d, Duration::from_secs(4));
     }
 
-    /// Issue 12: a `Retry-After` of 9.2e18 seconds overflowed the timer.
+    /// A `Retry-After` of 9.2e18 seconds once overflowed the timer.
     #[test]
     fn retry_after_is_capped_at_ten_minutes() {
         for v in [
@@ -248,6 +248,9 @@ mod tests {
         ] {
             assert_eq!(parse_retry_after(v), Some(MAX_RETRY_AFTER), "{v}");
         }
+        // More digits than an f64 holds (it reads them as infinity): the cap.
+        assert_eq!(parse_retry_after(&"9".repeat(400)), Some(MAX_RETRY_AFTER));
+        assert_eq!(parse_retry_after(""), None);
         assert_eq!(parse_retry_after("1.5"), Some(Duration::from_millis(1500)));
         assert_eq!(parse_retry_after("-3"), None);
         assert_eq!(parse_retry_after("NaN"), None);
