@@ -349,8 +349,96 @@ fn figure_problems(figure: &Figure) -> Vec<String> {
         .collect()
 }
 
+/// One marked table: the files it names and the numbers its body cells
+/// show, with the line of the marker.
+#[derive(Debug, PartialEq)]
+struct Table {
+    line: usize,
+    files: Vec<String>,
+    numbers: Vec<String>,
+}
+
+/// The numbers in a piece of text, each stripped of a unit written onto it
+/// (`923.931/s`, `1.9x`, `12 %`, `3.2s`, `48 MiB` read as `923.931`, `1.9`,
+/// `12`, `3.2`, `48`). A word with a number inside that is not one (`v1.15.6`,
+/// `3h25m`, `1.15`-style versions with a second dot) is no number.
+fn numbers(text: &str) -> Vec<String> {
+    let word = regex::Regex::new(r"[\w.]+").unwrap();
+    let number = regex::Regex::new(r"^(\d+(?:\.\d+)?)(?:x|×|s|ms|MiB)?$").unwrap();
+    word.find_iter(text)
+        .filter_map(|w| {
+            let w = w.as_str().trim_end_matches('.');
+            number.captures(w).map(|c| c[1].to_owned())
+        })
+        .collect()
+}
+
+/// The tables a Markdown text marks (docs/development.md's "Figures in the
+/// docs"): `<!-- table: PATH [PATH ...] -->` on the line before a table;
+/// every number in the table's body cells (not its header) is one of the
+/// numbers the named files hold.
+fn tables(text: &str) -> Vec<Table> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        let Some(files) = l
+            .trim()
+            .strip_prefix("<!-- table: ")
+            .and_then(|r| r.strip_suffix(" -->"))
+        else {
+            continue;
+        };
+        let files: Vec<String> = files.split_whitespace().map(str::to_owned).collect();
+        if files.iter().any(|f| f.contains(['*', '<', '>', '{', '}'])) {
+            continue;
+        }
+        let rows: Vec<&str> = lines[i + 1..]
+            .iter()
+            .take_while(|r| r.trim_start().starts_with('|'))
+            .copied()
+            .collect();
+        // Header and separator first; a "table" of fewer rows has no body.
+        let numbers = rows.iter().skip(2).flat_map(|r| numbers(r)).collect();
+        out.push(Table {
+            line: i + 1,
+            files,
+            numbers,
+        });
+    }
+    out
+}
+
+/// What is wrong with one table, or nothing: a file is not a stored output or
+/// is missing, no table follows the marker, a number of its body is held by
+/// none of its files (a rounded or computed figure).
+fn table_problems(table: &Table) -> Vec<String> {
+    let mut held = std::collections::HashSet::new();
+    for file in &table.files {
+        if !file.starts_with("benches/results/") {
+            return vec![format!(
+                "{file}: not a stored output under benches/results/"
+            )];
+        }
+        let Ok(raw) = std::fs::read_to_string(repo_path(file)) else {
+            return vec![format!("{file}: no such file")];
+        };
+        held.extend(numbers(&raw));
+    }
+    if table.numbers.is_empty() {
+        return vec!["the marker is not followed by a table with numbers".to_owned()];
+    }
+    let files = table.files.join(" ");
+    table
+        .numbers
+        .iter()
+        .filter(|n| !held.contains(n.as_str()))
+        .map(|n| format!("{n} is held by none of {files}"))
+        .collect()
+}
+
 /// Every figure README.md and docs/*.md cite is held verbatim by the stored
-/// output they name.
+/// output they name, and every number of a marked table is held by one of
+/// the files its marker names.
 #[test]
 fn every_figure_the_docs_cite_is_held_by_its_stored_output() {
     let mut cited = 0;
@@ -362,6 +450,12 @@ fn every_figure_the_docs_cite_is_held_by_its_stored_output() {
                 problems.push(format!("{}:{}: {p}", doc.display(), f.line));
             }
         }
+        for t in tables(&text) {
+            cited += t.numbers.len();
+            for p in table_problems(&t) {
+                problems.push(format!("{}:{}: {p}", doc.display(), t.line));
+            }
+        }
     }
     // The premise: the documents do cite figures (the markers are found).
     assert!(cited > 100, "only {cited} figures cited");
@@ -370,7 +464,8 @@ fn every_figure_the_docs_cite_is_held_by_its_stored_output() {
 
 /// The rule can fail: a quote the file does not hold, a block line it does
 /// not hold, a file that is not there and one outside benches/results/ are
-/// caught; a wrapped quote and a string inside JSON are read as held.
+/// caught; a wrapped quote and a string inside JSON are read as held; a
+/// table's rounded number is caught, its exact one held.
 #[test]
 fn the_figure_rule_catches_a_figure_its_file_does_not_hold() {
     let lead = "benches/results/forecast-alert-lead-time.txt";
@@ -411,4 +506,32 @@ fn the_figure_rule_catches_a_figure_its_file_does_not_hold() {
     assert!(figure_problems(&found[6]).is_empty());
     assert_eq!(found[7].quotes, ["\"deleteRatePerSecond\": 924"]);
     assert_eq!(figure_problems(&found[7]).len(), 1);
+
+    // Tables: the exact stored value is held, a rounded one is not, the
+    // header's numbers are not checked, a unit is stripped.
+    let exhaustion = "benches/results/results-real-exhaustion.json";
+    let table = format!(
+        "<!-- table: {exhaustion} -->\n| run 1 | rate |\n|---|---|\n| ours | 923.931/s |\n| rounded | 924/s |\n\n\
+         <!-- table: benches/results/no-such.json -->\n| a |\n|---|\n| 1 |\n\n\
+         <!-- table: {exhaustion} -->\nno table\n"
+    );
+    let found = tables(&table);
+    assert_eq!(found.len(), 3, "{found:#?}");
+    assert_eq!(found[0].numbers, ["923.931", "924"]);
+    assert_eq!(
+        table_problems(&found[0]),
+        [format!("924 is held by none of {exhaustion}")]
+    );
+    assert_eq!(
+        table_problems(&found[1]),
+        ["benches/results/no-such.json: no such file"]
+    );
+    assert_eq!(
+        table_problems(&found[2]),
+        ["the marker is not followed by a table with numbers"]
+    );
+    assert_eq!(
+        numbers("v1.15.6 3h25m 1.9x 12 % 3.2s 48 MiB 7."),
+        ["1.9", "12", "3.2", "48", "7"]
+    );
 }
