@@ -131,6 +131,27 @@ fn the_circle_finder_finds_a_circle() {
     );
 }
 
+#[test]
+fn the_circle_finder_sees_through_pub_use() {
+    // A loop hidden behind a re-export: `b` names `a::E`, which `a`'s
+    // mod.rs hands on from `a::e`, and `a::e` names `b`.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("a")).unwrap();
+    std::fs::write(dir.path().join("lib.rs"), "mod a;\nmod b;\n").unwrap();
+    std::fs::write(
+        dir.path().join("a/mod.rs"),
+        "mod e;\npub use e::{\n    E,\n    F as G,\n};\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("a/e.rs"), "pub fn f() { crate::b::g() }\n").unwrap();
+    std::fs::write(dir.path().join("b.rs"), "use crate::a::E;\n").unwrap();
+    let graph = import_graph(dir.path());
+    assert_eq!(
+        circles_of(&graph),
+        vec![vec!["a::e".to_string(), "b".to_string()]]
+    );
+}
+
 /// Module path (`diagnose::analyze`) → the modules it imports.
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
@@ -140,13 +161,14 @@ fn import_graph(root: &Path) -> Graph {
         .filter(|f| !is_test_file(f) && f.file_name().is_some_and(|n| n != "main.rs"))
         .collect();
     let modules: BTreeSet<String> = files.iter().map(|f| module_of(root, f)).collect();
+    let handed_on = re_exports(root, &files);
     let mut graph = Graph::new();
     for file in &files {
         let here = module_of(root, file);
         let source = shipped_part(&std::fs::read_to_string(file).unwrap());
         let mut to = BTreeSet::new();
         for path in crate_paths(&source, &here) {
-            let target = deepest_module(&modules, &path);
+            let target = deepest_module(&modules, &see_through(&handed_on, &path));
             if !related(&here, &target) {
                 to.insert(target);
             }
@@ -154,6 +176,83 @@ fn import_graph(root: &Path) -> Graph {
         graph.insert(here, to);
     }
     graph
+}
+
+/// What each module's `pub use` hands on: `module::Name` → the path of
+/// the item it names (groups expanded; `crate::`, `self::`, `super::` and
+/// a child module's path resolved from the module; `as` renames read), so
+/// that a path through a re-export (`crate::cluster::ConnectError`) is
+/// cut at the module that defines the item (`cluster::error`), not at the
+/// one that re-exports it.
+fn re_exports(root: &Path, files: &[PathBuf]) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for file in files {
+        let here = module_of(root, file);
+        let source = std::fs::read_to_string(file).unwrap();
+        let source = source.split("#[cfg(test)]").next().unwrap_or_default();
+        for (i, _) in source.match_indices("use ") {
+            let head = source[..i].trim_end();
+            if !(head.ends_with("pub") || head.ends_with("pub(crate)")) {
+                continue;
+            }
+            let Some(end) = source[i..].find(';') else {
+                continue;
+            };
+            let statement = expand_groups(&source[i + 4..i + end]);
+            for item in statement.split(',') {
+                let item: String = item.split_whitespace().collect::<Vec<_>>().join(" ");
+                let (path, name) = match item.split_once(" as ") {
+                    Some((p, alias)) => (p.to_string(), alias.to_string()),
+                    None => {
+                        let name = item.rsplit("::").next().unwrap_or_default();
+                        (item.clone(), name.to_string())
+                    }
+                };
+                if name.is_empty() || name == "*" || name == "self" {
+                    continue;
+                }
+                out.insert(join(&here, &name), resolve_use(&here, &path));
+            }
+        }
+    }
+    out
+}
+
+/// A `use` path as a path from the crate's root, seen from `here`.
+fn resolve_use(here: &str, path: &str) -> String {
+    let parent = here.rsplit_once("::").map_or("", |(p, _)| p);
+    if let Some(rest) = path.strip_prefix("crate::") {
+        rest.to_string()
+    } else if let Some(rest) = path.strip_prefix("self::") {
+        join(here, rest)
+    } else if path.starts_with("super::") {
+        crate_paths(&format!(" {path};"), here)
+            .pop()
+            .unwrap_or_else(|| parent.to_string())
+    } else {
+        join(here, path)
+    }
+}
+
+/// `path` with every re-exported prefix replaced by what it hands on
+/// (a few rounds: a re-export of a re-export).
+fn see_through(handed_on: &BTreeMap<String, String>, path: &str) -> String {
+    let mut path = path.to_string();
+    for _ in 0..8 {
+        let segments: Vec<&str> = path.split("::").collect();
+        let found = (1..=segments.len()).rev().find_map(|n| {
+            let prefix = segments[..n].join("::");
+            handed_on
+                .get(&prefix)
+                .filter(|to| **to != prefix)
+                .map(|to| join(to, &segments[n..].join("::")))
+        });
+        match found {
+            Some(next) if next != path => path = next,
+            _ => break,
+        }
+    }
+    path
 }
 
 /// The shipped source: comments, re-exports and test code dropped. A

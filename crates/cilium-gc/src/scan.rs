@@ -17,8 +17,6 @@ use crate::retry::Class;
 use crate::stats::Stats;
 use crate::stop::Stop;
 
-/// Default identities per page.
-pub(crate) const PAGE_SIZE: u32 = 500;
 /// How many 410s in a row (with no page read between them) a list
 /// tolerates, and how many restarts from the first page in all. Continuing
 /// with the server's token always makes progress, so 410s separated by

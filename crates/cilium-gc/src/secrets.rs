@@ -68,17 +68,8 @@ pub(crate) fn describe_with(
     e: &(dyn std::error::Error + 'static),
     exec_program: Option<&str>,
 ) -> String {
-    let mut exec_program = exec_program;
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(c) = cur {
-        // A client that could not be built names its own exec plugin.
-        if let Some(crate::cluster::ConnectError::Client {
-            exec_program: Some(p),
-            ..
-        }) = c.downcast_ref::<crate::cluster::ConnectError>()
-        {
-            exec_program = Some(p);
-        }
         if let Some(auth) = c.downcast_ref::<AuthError>() {
             return auth_message(auth, exec_program);
         }
@@ -187,31 +178,5 @@ mod tests {
         let m = auth_message(&e, Some("/opt/cluster-b/plugin"));
         assert!(m.contains("\"/opt/cluster-b/plugin\""), "{m}");
         assert!(!m.contains("/bin/plugin"), "{m}");
-    }
-
-    /// The exec plugin runs when the client is built: that failure names
-    /// the plugin configured for this client, whoever prints the chain.
-    #[test]
-    fn a_client_that_could_not_be_built_names_its_own_plugin() {
-        use std::os::unix::process::ExitStatusExt;
-        let out = std::process::Output {
-            status: std::process::ExitStatus::from_raw(7 << 8),
-            stdout: b"token-printed".to_vec(),
-            stderr: Vec::new(),
-        };
-        let e = crate::cluster::ConnectError::Client {
-            exec_program: Some("/opt/cluster-b/plugin".into()),
-            source: kube::Error::Auth(AuthError::AuthExecRun {
-                cmd: r#"A="{\"json\": 1}" "/opt/cluster-b/plugin" "--x""#.into(),
-                out: Box::new(out),
-            }),
-        };
-        for m in [e.to_string(), describe(&e)] {
-            assert!(m.contains("\"/opt/cluster-b/plugin\""), "{m}");
-            assert!(
-                m.contains("exit status 7") && !m.contains("token-printed"),
-                "{m}"
-            );
-        }
     }
 }

@@ -102,6 +102,9 @@ pub(crate) const MIN_QPS: f64 = 0.001;
 /// Fastest `--qps`: far beyond any API server's write rate.
 pub(crate) const MAX_QPS: f64 = 1_000_000.0;
 
+/// Default identities per list page (kubectl's chunk size is 500 too).
+const PAGE_SIZE: u32 = 500;
+
 impl Default for ScanSettings {
     fn default() -> Self {
         ScanSettings {
@@ -110,7 +113,7 @@ impl Default for ScanSettings {
             namespaces: Vec::new(),
             min_age: None,
             heartbeat_timeout: None,
-            page_size: crate::scan::PAGE_SIZE,
+            page_size: PAGE_SIZE,
             items: ItemsMode::default(),
             identity_allocation_mode: None,
             allow_short_heartbeat_timeout: false,

@@ -21,9 +21,23 @@ use super::error::ConnectError;
 use super::kubeconfig::{load_config, Endpoint};
 
 /// The whole cause chain on one line, with no credential in it (see
-/// `crate::secrets::describe`).
+/// `crate::secrets::describe`). A client that could not be built names its
+/// own exec plugin (the innermost [`ConnectError::Client`] of the chain
+/// that knows it), whoever prints the chain.
 pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    crate::secrets::describe(e)
+    let mut exec_program = None;
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        if let Some(ConnectError::Client {
+            exec_program: Some(p),
+            ..
+        }) = c.downcast_ref::<ConnectError>()
+        {
+            exec_program = Some(p.as_str());
+        }
+        cur = c.source();
+    }
+    crate::secrets::describe_with(e, exec_program)
 }
 
 /// The parts of a `Status` body we use.

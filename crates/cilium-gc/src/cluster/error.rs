@@ -127,4 +127,30 @@ mod tests {
             assert!(std::error::Error::source(&e).is_none(), "{chain}");
         }
     }
+
+    /// The exec plugin runs when the client is built: that failure names
+    /// the plugin configured for this client, whoever prints the chain.
+    #[test]
+    fn a_client_that_could_not_be_built_names_its_own_plugin() {
+        use std::os::unix::process::ExitStatusExt;
+        let out = std::process::Output {
+            status: std::process::ExitStatus::from_raw(7 << 8),
+            stdout: b"token-printed".to_vec(),
+            stderr: Vec::new(),
+        };
+        let e = ConnectError::Client {
+            exec_program: Some("/opt/cluster-b/plugin".into()),
+            source: kube::Error::Auth(kube::client::AuthError::AuthExecRun {
+                cmd: r#"A="{\"json\": 1}" "/opt/cluster-b/plugin" "--x""#.into(),
+                out: Box::new(out),
+            }),
+        };
+        for m in [e.to_string(), crate::cluster::error_chain(&e)] {
+            assert!(m.contains("\"/opt/cluster-b/plugin\""), "{m}");
+            assert!(
+                m.contains("exit status 7") && !m.contains("token-printed"),
+                "{m}"
+            );
+        }
+    }
 }
