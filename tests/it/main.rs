@@ -4,6 +4,7 @@
 //! `cilium-gc-testkit`). What the engine does on its own is tested by the
 //! engine: `crates/cilium-gc/tests/`.
 
+mod architecture;
 mod support;
 
 /// The report contract: the committed schema, its validity, example reports.
