@@ -379,6 +379,9 @@ fn numbers(text: &str) -> Vec<String> {
 /// that is a command the run was given) is one of the numbers the named
 /// files hold.
 fn tables(text: &str) -> Vec<Table> {
+    // A code span is a command or a flag (`--qps 0 -c 32`), a setting the
+    // run was given, not a figure it measured.
+    let code = regex::Regex::new(r"`[^`]*`").unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let mut out = Vec::new();
     for (i, l) in lines.iter().enumerate() {
@@ -399,9 +402,6 @@ fn tables(text: &str) -> Vec<Table> {
             .copied()
             .collect();
         // Header and separator first; a "table" of fewer rows has no body.
-        // A code span is a command or a flag (`--qps 0 -c 32`), a setting
-        // the run was given, not a figure it measured.
-        let code = regex::Regex::new(r"`[^`]*`").unwrap();
         let numbers = rows
             .iter()
             .skip(2)
