@@ -348,6 +348,32 @@ impl ApiClient {
         self.send(Method::GET, path_and_query, None, max_retries)
             .await
     }
+
+    /// `GET /version`: the answer (a run decides by its class whether the
+    /// server is reachable) and the server's `gitVersion` when it was read.
+    pub(crate) async fn version(&self, max_retries: u32) -> ServerVersion {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Version {
+            git_version: Option<String>,
+        }
+        let answer = self.get("/version", max_retries).await;
+        let git_version = (answer.class == Class::Success)
+            .then(|| answer.json::<Version>().ok().and_then(|v| v.git_version))
+            .flatten();
+        ServerVersion {
+            answer,
+            git_version,
+        }
+    }
+}
+
+/// What `GET /version` told.
+pub(crate) struct ServerVersion {
+    /// The answer itself.
+    pub(crate) answer: Answer,
+    /// `gitVersion` (`v1.35.0`), when the server answered it.
+    pub(crate) git_version: Option<String>,
 }
 
 /// What an answer means, from what came on the wire (no I/O): its class

@@ -266,16 +266,7 @@ pub fn diagnose_saved(
 /// The server's `gitVersion` from `/version`; `None` when it cannot be read
 /// (some servers forbid it): the diagnosis goes on without it.
 async fn kubernetes_version(api: &ApiClient) -> Option<String> {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Version {
-        git_version: Option<String>,
-    }
-    let a = api.get("/version", 1).await;
-    if a.class != crate::retry::Class::Success {
-        return None;
-    }
-    a.json::<Version>().ok().and_then(|v| v.git_version)
+    api.version(1).await.git_version
 }
 
 /// Everything the analysis needs, read from the cluster. Usage is synced

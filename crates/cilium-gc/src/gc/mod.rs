@@ -681,15 +681,11 @@ async fn reach(
     s: &GcSettings,
     run: &mut Draft,
 ) -> Result<(), Exit> {
-    #[derive(serde::Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Version {
-        git_version: Option<String>,
-    }
-    let a = api.get("/version", s.pacing.max_retries.min(2)).await;
+    let version = api.version(s.pacing.max_retries.min(2)).await;
+    let a = version.answer;
     match a.class {
         Class::Success => {
-            run.cluster.kubernetes_version = a.json::<Version>().ok().and_then(|v| v.git_version);
+            run.cluster.kubernetes_version = version.git_version;
             Ok(())
         }
         Class::Unauthorized => {
