@@ -19,6 +19,11 @@ pub const NAMESPACE_LABEL: &str = "io.kubernetes.pod.namespace";
 /// API group of all Cilium resources.
 pub const CILIUM_GROUP: &str = "cilium.io";
 
+/// cilium-operator's default metrics port (`--operator-prometheus-serve-addr`
+/// `:9963`): where `diagnose` reads its identity-GC metrics through the pod
+/// proxy, and where the simulator serves them.
+pub const OPERATOR_METRICS_PORT: u16 = 9963;
+
 /// A Cilium resource, with where it lives in the API.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {

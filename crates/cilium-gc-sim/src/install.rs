@@ -34,8 +34,7 @@ pub struct OperatorPod {
     pub metrics: Option<OperatorMetrics>,
 }
 
-/// cilium-operator's metrics port (`--operator-prometheus-serve-addr`).
-pub const OPERATOR_METRICS_PORT: u16 = 9963;
+pub use cilium_gc_kinds::OPERATOR_METRICS_PORT;
 
 /// What a cilium-operator pod's `/metrics` says about its identity GC, as
 /// the real operator writes it (operator/identitygc/metrics.go): gauges

@@ -554,9 +554,6 @@ pub(crate) async fn fetch_workloads(api: &ApiClient, namespace: &str) -> input::
     w
 }
 
-/// cilium-operator's default `--operator-prometheus-serve-addr` port.
-pub(crate) const OPERATOR_METRICS_PORT: u16 = 9963;
-
 /// The port of an address like `:9963`, `0.0.0.0:9963` or `[::]:9963`.
 fn addr_port(addr: &str) -> Option<u16> {
     addr.trim()
@@ -634,7 +631,7 @@ async fn read_operator_metrics(
     let default_port = config
         .and_then(|c| c.get("operator-prometheus-serve-addr"))
         .and_then(|a| addr_port(a))
-        .unwrap_or(OPERATOR_METRICS_PORT);
+        .unwrap_or(cilium_gc_kinds::OPERATOR_METRICS_PORT);
     for r in &mut w.metrics {
         if r.port == 0 {
             r.port = default_port;
