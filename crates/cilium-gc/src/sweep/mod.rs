@@ -190,9 +190,15 @@ fn finish(mut r: ItemResult, outcome: Outcome, error: Option<String>) -> ItemRes
 enum Step {
     /// Go round again: wait for usage and the limiter, decide, write.
     Retry,
-    /// Give the worker back; not to be sent again for this long (the
-    /// first), of which the second counts as `Retry-After` (a 429's).
-    Park(Duration, Duration),
+    /// Give the worker back; not to be sent again for `wait`, of which
+    /// `retry_after` counts as the server's `Retry-After` (a 429's; zero
+    /// for a 5xx's backoff).
+    Park {
+        /// How long before the item may be sent again.
+        wait: Duration,
+        /// The part of `wait` the report counts as `Retry-After`.
+        retry_after: Duration,
+    },
     /// The item ends with this outcome (and error, if any).
     Finish(Outcome, Option<String>),
     /// The run is stopping: see [`stopped`].
@@ -257,9 +263,14 @@ async fn turn(ctx: &Sweeper<'_>, i: usize, mut item: Box<Item>) -> (usize, Turn)
         drop(ticket);
         match on_answer(ctx, &mut item, answer, ahead).await {
             Step::Retry => {}
-            Step::Park(wait, counted) => {
+            Step::Park { wait, retry_after } => {
                 let not_before = tokio::time::Instant::now() + wait;
-                return (i, Turn::Park(item, not_before, counted));
+                let park = Turn::Park {
+                    item,
+                    not_before,
+                    retry_after,
+                };
+                return (i, park);
             }
             Step::Finish(outcome, error) => return (i, Turn::Done(finish(item.r, outcome, error))),
             Step::Stopped => return (i, Turn::Done(stopped(item.r, &item.tries))),
@@ -429,7 +440,10 @@ fn on_throttled(
             .backoff
             .delay(tries.throttled.min(8) - 1, None, &mut rand::rng())
     });
-    Step::Park(delay, delay)
+    Step::Park {
+        wait: delay,
+        retry_after: delay,
+    }
 }
 
 /// A 5xx, a timeout or a reset: backoff with jitter (at least the server's
@@ -449,7 +463,10 @@ fn on_transient(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<Durati
         .delay(tries.transient, retry_after, &mut rand::rng());
     tries.transient += 1;
     Stats::bump(&ctx.api.stats.retries);
-    Step::Park(delay, Duration::ZERO)
+    Step::Park {
+        wait: delay,
+        retry_after: Duration::ZERO,
+    }
 }
 
 /// The connection was refused: the request never reached a server (a

@@ -45,11 +45,17 @@ impl Item {
 pub(super) enum Turn {
     /// In its report state.
     Done(ItemResult),
-    /// Waiting on the server: not to be sent again before the instant (a
-    /// 429's `Retry-After`, else backoff). The last field is the part of
-    /// the wait the report counts as `Retry-After` (a 429's; zero for a
-    /// 5xx's backoff).
-    Park(Box<Item>, tokio::time::Instant, Duration),
+    /// Waiting on the server: not to be sent again before `not_before` (a
+    /// 429's `Retry-After`, else backoff).
+    Park {
+        /// The item, with its tries so far.
+        item: Box<Item>,
+        /// When it may be sent again.
+        not_before: tokio::time::Instant,
+        /// The part of the wait the report counts as `Retry-After` (a
+        /// 429's; zero for a 5xx's backoff).
+        retry_after: Duration,
+    },
 }
 
 /// An item waiting out a 429's `Retry-After` or a 5xx's backoff off the
@@ -208,7 +214,11 @@ where
                     on_done(&r);
                     done.push((i, r));
                 }
-                Turn::Park(item, not_before, counted) => queue.park(i, item, not_before, counted),
+                Turn::Park {
+                    item,
+                    not_before,
+                    retry_after,
+                } => queue.park(i, item, not_before, retry_after),
             },
             fresh = queue.feed.recv(), if listen => match fresh {
                 Some(t) => queue.waiting = Some(t),
@@ -270,7 +280,12 @@ mod tests {
                         item.tries.lost_answers += 1;
                         item.r.last_error = Some("503".into());
                         let until = tokio::time::Instant::now() + Duration::from_secs(5);
-                        return (i, Turn::Park(item, until, Duration::ZERO));
+                        let park = Turn::Park {
+                            item,
+                            not_before: until,
+                            retry_after: Duration::ZERO,
+                        };
+                        return (i, park);
                     }
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     ended.lock().unwrap().push(i);
