@@ -201,7 +201,151 @@ pub(super) fn apply(run: &mut Draft, indices: &[Option<usize>], results: Vec<Ite
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::{ScanSettings, WriteSettings};
+    use crate::settings::{ConnectSettings, ScanSettings, WriteSettings};
+    use std::time::Duration;
+
+    const NOW: &str = "2026-06-01T12:00:00Z";
+
+    fn identity(id: u64, mark: Option<&str>) -> Identity {
+        Identity {
+            name: id.to_string(),
+            uid: format!("uid-{id}"),
+            resource_version: "1".into(),
+            created_at: Some("2026-05-01T00:00:00Z".parse().unwrap()),
+            labels: Default::default(),
+            namespace: Some("prod".into()),
+            mark: mark.map(str::to_owned),
+            last_change: None,
+        }
+    }
+
+    fn policy() -> Policy {
+        Policy {
+            rules: policy::Rules {
+                local_range: policy::local_range(0, 255),
+                heartbeat_timeout: Duration::from_secs(30 * 60),
+            },
+            narrowing: Default::default(),
+        }
+    }
+
+    /// Settings of a delete (`mark`: `--mark`) keeping `items` in the report.
+    fn settings(items: ItemsMode, mark: bool) -> GcSettings {
+        let scan = ScanSettings {
+            items,
+            ..ScanSettings::default()
+        };
+        GcSettings::for_delete(
+            scan,
+            WriteSettings {
+                mark,
+                ..WriteSettings::default()
+            },
+        )
+        .unwrap()
+    }
+
+    /// One of each: in use (1000), stale (1001, marked a day before NOW),
+    /// unmarked (1002), marked too recently (1003); then a malformed object.
+    fn planned(s: &GcSettings) -> (Plan, Draft) {
+        let usage = crate::usage::referencing(&[1000]);
+        let (mut plan, mut run) = (Plan::default(), Draft::new(s, &ConnectSettings::default()));
+        let day_before = Some("2026-05-31T12:00:00Z");
+        let just_now = Some("2026-06-01T11:59:00Z");
+        let now: Timestamp = NOW.parse().unwrap();
+        for i in [
+            identity(1000, day_before),
+            identity(1001, day_before),
+            identity(1002, None),
+            identity(1003, just_now),
+        ] {
+            plan.take(Ok(i), &usage, &policy(), now, s, &mut run);
+        }
+        let bad = Malformed {
+            kind: crate::model::Kind::Identity,
+            name: Some("bad".into()),
+            namespace: None,
+            problem: "no uid".into(),
+        };
+        plan.take(Err(bad), &usage, &policy(), now, s, &mut run);
+        (plan, run)
+    }
+
+    fn names(ids: &[Identity]) -> Vec<&str> {
+        ids.iter().map(|i| i.name.as_str()).collect()
+    }
+
+    /// Every object counted once, by what became of it; only the stale one
+    /// is a candidate; the report's items and the plan's indices agree.
+    #[test]
+    fn take_counts_each_object_and_plans_only_the_stale() {
+        let s = settings(ItemsMode::All, false);
+        let (plan, run) = planned(&s);
+        assert_eq!((run.summary.scanned, run.summary.malformed), (4, 1));
+        assert_eq!(run.errors.len(), 1, "the malformed object is named");
+        assert!(run.errors[0].message.contains("ciliumidentity bad: no uid"));
+        assert_eq!(names(&plan.candidates), ["1001"]);
+        assert!(plan.to_mark.is_empty(), "no --mark");
+        let kept: Vec<&str> = run.items.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(kept, ["1000", "1001", "1002", "1003"]);
+        assert_eq!(plan.candidate_items, [Some(1)], "the stale one's item");
+        let r = &run.summary.reasons;
+        assert_eq!(
+            (r.in_use, r.stale, r.unmarked, r.mark_too_recent),
+            (1, 1, 1, 1)
+        );
+    }
+
+    /// `--mark` marks the unmarked unused one only: never one in use, nor
+    /// one already marked.
+    #[test]
+    fn mark_takes_only_the_unmarked_unused() {
+        let s = settings(ItemsMode::All, true);
+        let (plan, run) = planned(&s);
+        assert_eq!(names(&plan.to_mark), ["1002"]);
+        assert_eq!(plan.mark_items, [Some(2)]);
+        assert_eq!(names(&plan.candidates), ["1001"]);
+        assert_eq!(run.items[2].name, "1002");
+    }
+
+    /// What the report keeps: unused drops only what is in use;
+    /// actionable keeps what will be written (deleted, or marked with
+    /// `--mark`); none keeps nothing, and the plan still writes.
+    #[test]
+    fn items_modes_keep_what_they_say() {
+        let kept = |items, mark| {
+            let (plan, run) = planned(&settings(items, mark));
+            let names: Vec<String> = run.items.iter().map(|i| i.name.clone()).collect();
+            (names, plan.candidate_items, plan.mark_items)
+        };
+        assert_eq!(kept(ItemsMode::Unused, false).0, ["1001", "1002", "1003"]);
+        assert_eq!(kept(ItemsMode::Actionable, false).0, ["1001"]);
+        let (names, candidates, marks) = kept(ItemsMode::Actionable, true);
+        assert_eq!(names, ["1001", "1002"]);
+        assert_eq!((candidates, marks), (vec![Some(0)], vec![Some(1)]));
+        let (names, candidates, _) = kept(ItemsMode::None, false);
+        assert!(names.is_empty());
+        assert_eq!(candidates, [None], "written, not reported");
+    }
+
+    /// A refused run reports every planned write not attempted, and
+    /// nothing else.
+    #[test]
+    fn a_refused_plan_is_not_attempted() {
+        let s = settings(ItemsMode::All, true);
+        let (plan, mut run) = planned(&s);
+        mark_not_attempted(&mut run, &plan);
+        let outcomes: Vec<Outcome> = run.items.iter().map(|i| i.outcome).collect();
+        assert_eq!(
+            outcomes,
+            [
+                Outcome::Skipped,
+                Outcome::NotAttempted,
+                Outcome::NotAttempted,
+                Outcome::Skipped
+            ]
+        );
+    }
 
     fn limits(max_deletions: Option<u64>, max_percent: Option<f64>) -> GcSettings {
         let w = WriteSettings {

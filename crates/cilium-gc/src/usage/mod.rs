@@ -262,6 +262,25 @@ impl UsageHandle {
     }
 }
 
+/// A handle whose CiliumEndpoints (listed, complete) reference `ids`, one
+/// endpoint each: what the engine's unit tests of the plan decide against.
+#[cfg(test)]
+pub(crate) fn referencing(ids: &[u64]) -> UsageHandle {
+    use kube::runtime::watcher::Event;
+    let h = UsageHandle::with_tap(WatchTap::default());
+    lock(&h.shared.sources).insert(Kind::Endpoint, Source::default());
+    let stats = crate::stats::Stats::default();
+    h.on_event(Kind::Endpoint, Event::Init, &stats);
+    for (n, id) in ids.iter().enumerate() {
+        let cep = serde_json::json!({"metadata": {"name": format!("pod-{n}"), "namespace": "n"},
+            "status": {"identity": {"id": id}}});
+        let cep = serde_json::from_value(cep).expect("an endpoint");
+        h.on_event(Kind::Endpoint, Event::InitApply(cep), &stats);
+    }
+    h.on_event(Kind::Endpoint, Event::InitDone, &stats);
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
