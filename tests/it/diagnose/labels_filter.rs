@@ -134,10 +134,11 @@ fn cilium(which: &str) -> Option<Answer> {
 
 /// What the plugin keeps of [`LABELS`] under `filter`, or its refusal.
 fn plugin(filter: &str, defaults: FilterDefaults) -> Result<Vec<String>, Vec<String>> {
-    let (f, problems) = LabelFilter::with_defaults(filter, defaults);
-    if !problems.is_empty() {
-        return Err(problems);
+    let parsed = LabelFilter::with_defaults(filter, defaults);
+    if !parsed.problems.is_empty() {
+        return Err(parsed.problems);
     }
+    let f = parsed.filter;
     let mut kept: Vec<String> = LABELS
         .iter()
         .map(|l| l.split_once('=').map_or(*l, |(k, _)| k).to_string())

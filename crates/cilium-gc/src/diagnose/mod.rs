@@ -30,7 +30,7 @@ use serde_json::value::RawValue;
 
 pub use crate::model::Change;
 pub use crate::preflight::Crds;
-pub use analyze::{analyze, FilterDefaults, LabelFilter};
+pub use analyze::{analyze, FilterDefaults, LabelFilter, ParsedFilter};
 pub use cilium_gc_documents::diagnosis::Diagnosis;
 // The diagnosis' parts, for the engine's own code; callers name them from
 // `cilium_gc_documents::diagnosis`.
@@ -199,13 +199,7 @@ pub async fn diagnose(
             args.page_size
         )));
     }
-    if let Some(l) = &args.labels {
-        if let Some(problem) = LabelFilter::new(l).1.first() {
-            return Err(DiagnoseError::Flag(format!(
-                "--labels: {problem} (cilium-agent would refuse to start on it)"
-            )));
-        }
-    }
+    check_labels(args)?;
     let stats = Arc::new(Stats::default());
     let (mut api, endpoint) = ApiClient::connect(kube, stats.clone()).await?;
     api.stop = stop.clone();
@@ -223,6 +217,21 @@ pub async fn diagnose(
     Ok(d)
 }
 
+/// A `--labels` what-if whose patterns do not compile is refused before
+/// anything is read: cilium-agent would refuse to start on it.
+fn check_labels(args: &DiagnoseSettings) -> Result<(), DiagnoseError> {
+    let problems = args
+        .labels
+        .as_deref()
+        .map(|l| LabelFilter::parse(l).problems);
+    match problems.as_deref().and_then(<[String]>::first) {
+        Some(problem) => Err(DiagnoseError::Flag(format!(
+            "--labels: {problem} (cilium-agent would refuse to start on it)"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `--from PATH`: the diagnosis of saved objects. No client
 /// exists on this path, so nothing can be written; "now" is the capture
 /// time the files carry, and the diagnosis says what it rests on.
@@ -230,13 +239,7 @@ pub fn diagnose_saved(
     path: &std::path::Path,
     args: &DiagnoseSettings,
 ) -> Result<Diagnosis, DiagnoseError> {
-    if let Some(l) = &args.labels {
-        if let Some(problem) = LabelFilter::new(l).1.first() {
-            return Err(DiagnoseError::Flag(format!(
-                "--labels: {problem} (cilium-agent would refuse to start on it)"
-            )));
-        }
-    }
+    check_labels(args)?;
     let (mut input, now, mut source) = saved::collect(path, args.labels.as_deref())?;
     if args.redact {
         let r = redact::redact(&mut input, &[&args.cilium_namespace]);

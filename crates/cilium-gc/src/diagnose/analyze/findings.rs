@@ -311,7 +311,7 @@ pub(super) fn labels_filter(c: &Evidence, out: &mut Findings) {
             current.map_or("(not set)".to_string(), |c| format!("{c:?}"))
         )];
         evidence.extend(cfg.leaky_keys.iter().map(|k| format!("passes: {k}")));
-        let (after, _) = LabelFilter::new(suggested);
+        let after = LabelFilter::parse(suggested).filter;
         for k in cfg.leaky_keys.iter().filter(|k| after.accepts(k)) {
             evidence.push(format!(
                 "{k} would still pass: an inclusive pattern in labels matches it further than the exclusion; narrow that pattern"

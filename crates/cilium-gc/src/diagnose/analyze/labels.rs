@@ -163,16 +163,26 @@ pub struct LabelFilter {
     whitelist: bool,
 }
 
+/// A `labels` value parsed: the filter, and the patterns that did not
+/// compile (the agent would refuse to start on them).
+#[derive(Debug, Clone)]
+pub struct ParsedFilter {
+    /// The filter, without the patterns that did not compile.
+    pub filter: LabelFilter,
+    /// One line per pattern that did not compile.
+    pub problems: Vec<String>,
+}
+
 impl LabelFilter {
     /// [`LabelFilter::with_defaults`] from today's defaults.
-    pub fn new(labels: &str) -> (LabelFilter, Vec<String>) {
+    pub fn parse(labels: &str) -> ParsedFilter {
         LabelFilter::with_defaults(labels, FilterDefaults::default())
     }
 
     /// Parse the `labels` value on top of `defaults`; patterns that do not
     /// compile are skipped and returned as problems (the agent would refuse
     /// to start on them).
-    pub fn with_defaults(labels: &str, defaults: FilterDefaults) -> (LabelFilter, Vec<String>) {
+    pub fn with_defaults(labels: &str, defaults: FilterDefaults) -> ParsedFilter {
         let mut problems = Vec::new();
         let mut patterns: Vec<LabelPattern> = defaults
             .patterns()
@@ -189,13 +199,13 @@ impl LabelFilter {
                 Err(e) => problems.push(format!("labels: {e}")),
             }
         }
-        (
-            LabelFilter {
+        ParsedFilter {
+            filter: LabelFilter {
                 patterns,
                 whitelist,
             },
             problems,
-        )
+        }
     }
 
     /// Whether a security label `source:key` would be identity-relevant:
@@ -262,7 +272,7 @@ pub(super) fn configuration(
         })
         .collect();
     let labels = config_value(input, "labels").unwrap_or("");
-    let (filter, _) = LabelFilter::new(labels);
+    let filter = LabelFilter::parse(labels).filter;
     let leaky_keys: Vec<String> = churn
         .label_keys
         .iter()

@@ -32,7 +32,7 @@ use ages::*;
 use churn::*;
 use findings::*;
 use labels::*;
-pub use labels::{FilterDefaults, LabelFilter};
+pub use labels::{FilterDefaults, LabelFilter, ParsedFilter};
 
 /// A heartbeat timeout under this is flagged: agents get too little time
 /// to reclaim an identity before it is deleted under them.
@@ -255,7 +255,7 @@ fn labels_what_if(input: &Input, health: &GcHealth) -> Option<LabelsWhatIf> {
         .and_then(|c| c.agent_version.as_deref());
     let defaults = FilterDefaults::for_version(agent.and_then(parse_version));
     let current =
-        LabelFilter::with_defaults(config_value(input, "labels").unwrap_or(""), defaults).0;
+        LabelFilter::with_defaults(config_value(input, "labels").unwrap_or(""), defaults).filter;
     Some(what_if::what_if(input, proposal, defaults, &current))
 }
 

@@ -371,7 +371,10 @@ fn a_leaky_filter_is_extended_not_replaced() {
 
 #[test]
 fn label_filter_follows_cilium() {
-    let (f, problems) = LabelFilter::new("");
+    let crate::diagnose::ParsedFilter {
+        filter: f,
+        problems,
+    } = LabelFilter::parse("");
     assert!(problems.is_empty());
     assert!(f.accepts("k8s:job-name"));
     assert!(f.accepts("k8s:app"));
@@ -382,23 +385,23 @@ fn label_filter_follows_cilium() {
         "include beats shorter ignore"
     );
     // Source must match; `!` goes after the source.
-    let (f, _) = LabelFilter::new("k8s:!job-name");
+    let f = LabelFilter::parse("k8s:!job-name").filter;
     assert!(!f.accepts("k8s:job-name"));
     assert!(f.accepts("container:job-name"));
     // `!` before the source is a different thing: an inclusive pattern of
     // source `!k8s` that matches nothing, which turns the filter into a
     // whitelist and drops every non-default label.
-    let (f, _) = LabelFilter::new("!k8s:job-name");
+    let f = LabelFilter::parse("!k8s:job-name").filter;
     assert!(!f.accepts("k8s:job-name") && !f.accepts("k8s:app"));
     assert!(f.accepts("k8s:io.kubernetes.pod.namespace"));
     // An inclusive pattern makes it a whitelist.
-    let (f, _) = LabelFilter::new("k8s:app");
+    let f = LabelFilter::parse("k8s:app").filter;
     assert!(f.accepts("k8s:app"));
     assert!(!f.accepts("k8s:job-name"));
     // Anchored at the start of the key.
-    let (f, _) = LabelFilter::new("k8s:!name");
+    let f = LabelFilter::parse("k8s:!name").filter;
     assert!(f.accepts("k8s:job-name"));
-    let (_, problems) = LabelFilter::new("k8s:!job-(name");
+    let problems = LabelFilter::parse("k8s:!job-(name").problems;
     assert_eq!(problems.len(), 1);
     assert_eq!(exclusion("k8s:a.b/c"), r"k8s:!a\.b/c");
 }

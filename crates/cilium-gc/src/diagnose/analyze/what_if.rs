@@ -40,7 +40,7 @@ pub(super) fn what_if(
     defaults: FilterDefaults,
     current: &LabelFilter,
 ) -> LabelsWhatIf {
-    let (proposed, _) = LabelFilter::with_defaults(proposal, defaults);
+    let proposed = LabelFilter::with_defaults(proposal, defaults).filter;
     let mut keys: BTreeMap<&str, (u64, HashSet<&str>)> = BTreeMap::new();
     for r in &input.identities {
         for (k, v) in &r.security_labels {
