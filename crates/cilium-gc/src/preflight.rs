@@ -5,11 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use http::Method;
 use serde::Deserialize;
-use serde_json::json;
 
-use crate::cluster::{ApiClient, ServerError, JSON};
+use crate::cluster::ApiClient;
 use crate::model::{Kind, CILIUM_GROUP};
 use crate::rbac::Permission;
 use crate::report::{Check, CheckName, ConfigSource, ConfigValue};
@@ -346,7 +344,10 @@ pub(crate) fn evaluate(crds: Crds, s: &CiliumSettings, missing: &[Permission]) -
         message: if missing.is_empty() {
             "all needed permissions granted".into()
         } else {
-            let names: Vec<String> = missing.iter().map(describe_permission).collect();
+            let names: Vec<String> = missing
+                .iter()
+                .map(crate::rbac::describe_permission)
+                .collect();
             format!("missing permission: {}", names.join("; "))
         },
     });
@@ -367,16 +368,6 @@ fn management_refusal(mode: &str) -> String {
          (agents only read identities in this mode), so a delete's {{uid, resourceVersion}} preconditions cannot stop deleting an identity a Pod was just given; \
          refusing (the operator's own identity GC collects them; see docs/real-cilium.md)"
     )
-}
-
-/// `delete ciliumidentities.cilium.io (cluster-wide)`.
-pub(crate) fn describe_permission(p: &Permission) -> String {
-    let res = if p.group.is_empty() {
-        p.resource.to_owned()
-    } else {
-        format!("{}.{}", p.resource, p.group)
-    };
-    format!("{} {}", p.verb, res)
 }
 
 /// The zero-endpoints check, once usage is synced.
@@ -493,83 +484,6 @@ pub(crate) async fn fetch_cilium_config(
             )),
         ),
     }
-}
-
-/// Ask SelfSubjectAccessReview for each permission; returns the ones denied.
-/// A review that cannot be made is treated as allowed (the run then meets
-/// the real 403 and stops cleanly), with a warning.
-pub(crate) async fn fetch_missing_permissions(
-    api: &ApiClient,
-    crds: Crds,
-    wanted: &[Permission],
-    cilium_namespace: &str,
-    max_retries: u32,
-) -> (Vec<Permission>, Vec<String>) {
-    let mut missing = Vec::new();
-    let mut warnings = Vec::new();
-    for p in wanted {
-        let version = if p.resource == Kind::EndpointSlice.plural() {
-            crds.slices_version()
-        } else {
-            "v2"
-        };
-        match review(api, p, version, cilium_namespace, max_retries).await {
-            Ok(true) => {}
-            Ok(false) => missing.push(*p),
-            Err(message) => warnings.push(format!(
-                "could not check permission {} ({message})",
-                describe_permission(p)
-            )),
-        }
-    }
-    (missing, warnings)
-}
-
-/// Whether the server allows `p` now, by SelfSubjectAccessReview (`version`
-/// is the Cilium API version of the resource). `Err` with the answer (its
-/// status code and message) when the review could not be made.
-pub(crate) async fn review(
-    api: &ApiClient,
-    p: &Permission,
-    version: &str,
-    cilium_namespace: &str,
-    max_retries: u32,
-) -> Result<bool, ServerError> {
-    let mut attrs = json!({"group": p.group, "resource": p.resource, "verb": p.verb});
-    if p.namespaced {
-        attrs["namespace"] = json!(cilium_namespace);
-    }
-    if p.group == CILIUM_GROUP {
-        attrs["version"] = json!(version);
-    }
-    let body = json!({
-        "apiVersion": "authorization.k8s.io/v1",
-        "kind": "SelfSubjectAccessReview",
-        "spec": {"resourceAttributes": attrs},
-    });
-    let a = api
-        .send(
-            Method::POST,
-            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-            Some((JSON, body.to_string().into_bytes())),
-            max_retries,
-        )
-        .await;
-    if let (Class::Success, Ok(r)) = (&a.class, a.json::<Review>()) {
-        return Ok(r.status.allowed);
-    }
-    Err(a.into_error())
-}
-
-#[derive(Deserialize)]
-struct Review {
-    #[serde(default)]
-    status: ReviewStatus,
-}
-#[derive(Deserialize, Default)]
-struct ReviewStatus {
-    #[serde(default)]
-    allowed: bool,
 }
 
 #[cfg(test)]

@@ -1,8 +1,15 @@
-//! The permissions a run needs: one list, used by preflight's
-//! SelfSubjectAccessReviews and by the least-privilege RBAC in
-//! `examples/cronjob.yaml` (a test keeps the two equal).
+//! The permissions a run needs: one list, used by the
+//! SelfSubjectAccessReviews below (preflight's, before any write, and the
+//! sweep's, when a write meets a 403 mid-run) and by the least-privilege
+//! RBAC in `examples/cronjob.yaml` (a test keeps the two equal).
 
+use http::Method;
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::cluster::{ApiClient, ServerError, JSON};
 use crate::model::{Kind, CILIUM_GROUP};
+use crate::retry::Class;
 
 /// One permission: a verb on a resource.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -125,6 +132,93 @@ pub(crate) fn required(deleting: bool, marking: bool, slices: bool) -> Vec<Permi
             Need::Optional => false,
         })
         .collect()
+}
+
+/// `delete ciliumidentities.cilium.io (cluster-wide)`.
+pub(crate) fn describe_permission(p: &Permission) -> String {
+    let res = if p.group.is_empty() {
+        p.resource.to_owned()
+    } else {
+        format!("{}.{}", p.resource, p.group)
+    };
+    format!("{} {}", p.verb, res)
+}
+
+/// Ask SelfSubjectAccessReview for each permission; returns the ones denied.
+/// A review that cannot be made is treated as allowed (the run then meets
+/// the real 403 and stops cleanly), with a warning.
+pub(crate) async fn fetch_missing_permissions(
+    api: &ApiClient,
+    slices_version: &str,
+    wanted: &[Permission],
+    cilium_namespace: &str,
+    max_retries: u32,
+) -> (Vec<Permission>, Vec<String>) {
+    let mut missing = Vec::new();
+    let mut warnings = Vec::new();
+    for p in wanted {
+        let version = if p.resource == Kind::EndpointSlice.plural() {
+            slices_version
+        } else {
+            "v2"
+        };
+        match review(api, p, version, cilium_namespace, max_retries).await {
+            Ok(true) => {}
+            Ok(false) => missing.push(*p),
+            Err(message) => warnings.push(format!(
+                "could not check permission {} ({message})",
+                describe_permission(p)
+            )),
+        }
+    }
+    (missing, warnings)
+}
+
+/// Whether the server allows `p` now, by SelfSubjectAccessReview (`version`
+/// is the Cilium API version of the resource). `Err` with the answer (its
+/// status code and message) when the review could not be made.
+pub(crate) async fn review(
+    api: &ApiClient,
+    p: &Permission,
+    version: &str,
+    cilium_namespace: &str,
+    max_retries: u32,
+) -> Result<bool, ServerError> {
+    let mut attrs = json!({"group": p.group, "resource": p.resource, "verb": p.verb});
+    if p.namespaced {
+        attrs["namespace"] = json!(cilium_namespace);
+    }
+    if p.group == CILIUM_GROUP {
+        attrs["version"] = json!(version);
+    }
+    let body = json!({
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": attrs},
+    });
+    let a = api
+        .send(
+            Method::POST,
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            Some((JSON, body.to_string().into_bytes())),
+            max_retries,
+        )
+        .await;
+    if let (Class::Success, Ok(r)) = (&a.class, a.json::<Review>()) {
+        return Ok(r.status.allowed);
+    }
+    Err(a.into_error())
+}
+
+#[derive(Deserialize)]
+struct Review {
+    #[serde(default)]
+    status: ReviewStatus,
+}
+#[derive(Deserialize, Default)]
+struct ReviewStatus {
+    #[serde(default)]
+    allowed: bool,
 }
 
 #[cfg(test)]

@@ -298,9 +298,9 @@ impl Run<'_> {
         let cilium = Self::read_cilium_config(api, s, run).await;
         run.options = options(s, kube, Some(&cilium));
         let wanted = crate::rbac::required(s.writes(), s.mark, crds.slices);
-        let (missing, perm_warnings) = preflight::fetch_missing_permissions(
+        let (missing, perm_warnings) = crate::rbac::fetch_missing_permissions(
             api,
-            crds,
+            crds.slices_version(),
             &wanted,
             &s.scan.cilium_namespace,
             s.pacing.max_retries,

@@ -518,7 +518,7 @@ async fn on_forbidden(ctx: &Sweeper<'_>, tries: &mut Tries, message: String) -> 
     let started = Instant::now();
     let mut asked = 0;
     while let Some(p) = permission {
-        if let Ok(true) = crate::preflight::review(ctx.api, p, "v2", "", 0).await {
+        if let Ok(true) = crate::rbac::review(ctx.api, p, "v2", "", 0).await {
             Stats::bump(&ctx.api.stats.retries);
             return Step::Retry;
         }
