@@ -455,13 +455,13 @@ struct ConfigMap {
     data: BTreeMap<String, String>,
 }
 
-/// Read `cilium-config`; `Ok(None)` when it is missing or unreadable
-/// (defaults are assumed, and the report says so).
+/// Read `cilium-config`: its data, or why it could not be read (missing,
+/// forbidden, malformed). Callers then assume Cilium's defaults and say so.
 pub(crate) async fn fetch_cilium_config(
     api: &ApiClient,
     namespace: &str,
     max_retries: u32,
-) -> (Option<BTreeMap<String, String>>, Option<String>) {
+) -> Result<BTreeMap<String, String>, String> {
     let a = api
         .get(
             &format!("/api/v1/namespaces/{namespace}/configmaps/cilium-config"),
@@ -469,20 +469,14 @@ pub(crate) async fn fetch_cilium_config(
         )
         .await;
     match a.class {
-        Class::Success => match a.json::<ConfigMap>() {
-            Ok(cm) => (Some(cm.data), None),
-            Err(e) => (
-                None,
-                Some(format!("cilium-config in {namespace} is malformed: {e}")),
-            ),
-        },
-        _ => (
-            None,
-            Some(format!(
-                "cannot read cilium-config in {namespace}: {}",
-                a.message
-            )),
-        ),
+        Class::Success => a
+            .json::<ConfigMap>()
+            .map(|cm| cm.data)
+            .map_err(|e| format!("cilium-config in {namespace} is malformed: {e}")),
+        _ => Err(format!(
+            "cannot read cilium-config in {namespace}: {}",
+            a.message
+        )),
     }
 }
 

@@ -289,9 +289,10 @@ pub(crate) async fn collect(
         return Err(DiagnoseError::CrdMissing);
     }
     let mut warnings = Vec::new();
-    let (config, problem) =
-        crate::preflight::fetch_cilium_config(api, &args.cilium_namespace, MAX_RETRIES).await;
-    warnings.extend(problem);
+    let config = crate::preflight::fetch_cilium_config(api, &args.cilium_namespace, MAX_RETRIES)
+        .await
+        .map_err(|problem| warnings.push(problem))
+        .ok();
     let settings = crate::preflight::settings_from_config(config.as_ref(), None);
     let sources = crate::preflight::usage_sources(crds, &settings);
     let mut workloads = fetch_workloads(api, &args.cilium_namespace).await;

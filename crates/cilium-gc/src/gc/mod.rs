@@ -344,12 +344,12 @@ impl Run<'_> {
         s: &GcSettings,
         run: &mut Draft,
     ) -> CiliumSettings {
-        let (data, config_problem) =
+        let config =
             preflight::fetch_cilium_config(api, &s.scan.cilium_namespace, s.pacing.max_retries)
                 .await;
-        if let Some(p) = config_problem {
-            run.error(ErrorKind::ConfigUnavailable, p);
-        }
+        let data = config
+            .map_err(|problem| run.error(ErrorKind::ConfigUnavailable, problem))
+            .ok();
         let mut cilium = preflight::settings_from_config(data.as_ref(), s.scan.heartbeat_timeout);
         cilium.state_allocation_mode(s.scan.identity_allocation_mode.as_deref());
         for w in &cilium.warnings {
