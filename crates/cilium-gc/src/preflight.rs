@@ -526,6 +526,15 @@ mod tests {
         assert!(s.warnings[0].contains("cluster-id"));
     }
 
+    /// The check of that name (not its position in the list).
+    fn check(checks: &[Check], name: CheckName) -> Check {
+        checks
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no {name:?} check"))
+            .clone()
+    }
+
     #[test]
     fn refusals() {
         let all = Crds {
@@ -537,13 +546,13 @@ mod tests {
         let ok = settings_from_config(Some(&cfg(&[])), None);
         assert!(evaluate(all, &ok, &[]).iter().all(|c| c.passed));
         let kv = settings_from_config(Some(&cfg(&[("identity-allocation-mode", "kvstore")])), None);
-        let c = evaluate(all, &kv, &[]);
-        assert!(!c[2].passed && c[2].message.contains("kvstore"));
+        let c = check(&evaluate(all, &kv, &[]), CheckName::AllocationMode);
+        assert!(!c.passed && c.message.contains("kvstore"));
         let op = settings_from_config(
             Some(&cfg(&[("identity-management-mode", "operator")])),
             None,
         );
-        let refused = &evaluate(all, &op, &[])[2];
+        let refused = &check(&evaluate(all, &op, &[]), CheckName::AllocationMode);
         assert!(!refused.passed);
         assert!(
             refused.message.contains("\"operator\"") && refused.message.contains("strips"),
@@ -551,29 +560,29 @@ mod tests {
             refused.message
         );
         let both = settings_from_config(Some(&cfg(&[("identity-management-mode", "both")])), None);
-        assert!(!evaluate(all, &both, &[])[2].passed);
+        assert!(!check(&evaluate(all, &both, &[]), CheckName::AllocationMode).passed);
         let no_usage = Crds {
             identities: true,
             endpoints: false,
             slices: false,
             slices_v2: false,
         };
-        assert!(!evaluate(no_usage, &ok, &[])[1].passed);
+        assert!(!check(&evaluate(no_usage, &ok, &[]), CheckName::UsageCrds).passed);
         let no_cep = settings_from_config(Some(&cfg(&[("disable-endpoint-crd", "true")])), None);
-        assert!(!evaluate(all, &no_cep, &[])[1].passed);
+        assert!(!check(&evaluate(all, &no_cep, &[]), CheckName::UsageCrds).passed);
         let none = Crds::default();
-        assert!(!evaluate(none, &ok, &[])[0].passed);
+        assert!(!check(&evaluate(none, &ok, &[]), CheckName::IdentityCrd).passed);
         let del = crate::rbac::required(true, false, false);
         let denied: Vec<_> = del.iter().copied().filter(|p| p.verb == "delete").collect();
-        let c = evaluate(all, &ok, &denied);
+        let c = check(&evaluate(all, &ok, &denied), CheckName::Permissions);
         assert!(
-            c[3].message.contains("delete ciliumidentities.cilium.io"),
+            !c.passed && c.message.contains("delete ciliumidentities.cilium.io"),
             "{}",
-            c[3].message
+            c.message
         );
     }
 
-    /// Issue 12: what cannot be read fails closed.
+    /// What cannot be read fails closed.
     #[test]
     fn unknown_mode_bad_cluster_id_and_short_timeouts_are_refused() {
         let all = Crds {
@@ -583,9 +592,9 @@ mod tests {
             slices_v2: false,
         };
         let mut unread = settings_from_config(None, None);
-        assert!(!evaluate(all, &unread, &[])[2].passed);
+        assert!(!check(&evaluate(all, &unread, &[]), CheckName::AllocationMode).passed);
         unread.state_allocation_mode(Some("crd"));
-        assert!(evaluate(all, &unread, &[])[2].passed);
+        assert!(check(&evaluate(all, &unread, &[]), CheckName::AllocationMode).passed);
         let v = unread
             .values
             .iter()
@@ -596,7 +605,7 @@ mod tests {
         let mut kv =
             settings_from_config(Some(&cfg(&[("identity-allocation-mode", "kvstore")])), None);
         kv.state_allocation_mode(Some("crd"));
-        assert!(!evaluate(all, &kv, &[])[2].passed);
+        assert!(!check(&evaluate(all, &kv, &[]), CheckName::AllocationMode).passed);
 
         let ok = |pairs: &[(&str, &str)]| {
             cluster_id_check(&settings_from_config(Some(&cfg(pairs)), None)).passed
