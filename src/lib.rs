@@ -15,6 +15,6 @@
 pub mod cli;
 pub mod commands;
 pub mod crash;
-mod output;
+pub mod output;
 mod signals;
 pub mod views;

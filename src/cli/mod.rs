@@ -351,10 +351,10 @@ pub struct ScanArgs {
     #[arg(long, value_name = "PATH", help_heading = heading::OUTPUT)]
     pub metrics_file: Option<PathBuf>,
     /// Push Prometheus metrics of the run to this Pushgateway (e.g. http://pushgateway:9091).
-    #[arg(long, value_name = "URL", value_parser = crate::views::metrics::parse_pushgateway_url, help_heading = heading::OUTPUT)]
+    #[arg(long, value_name = "URL", value_parser = crate::output::metrics::parse_pushgateway_url, help_heading = heading::OUTPUT)]
     pub pushgateway: Option<http::Uri>,
     /// The job label to push under.
-    #[arg(long, value_name = "NAME", default_value = crate::views::metrics::DEFAULT_JOB, help_heading = heading::OUTPUT)]
+    #[arg(long, value_name = "NAME", default_value = crate::output::metrics::DEFAULT_JOB, help_heading = heading::OUTPUT)]
     pub pushgateway_job: String,
     /// Namespace of the cilium-config ConfigMap.
     #[arg(long, default_value = "kube-system", value_parser = parse_namespace, help_heading = heading::CONNECTION)]

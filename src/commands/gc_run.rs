@@ -14,10 +14,10 @@ use cilium_gc::{ConnectSettings, GcSettings, SettingsError};
 
 use super::progress::{FleetTerminal, Terminal};
 use crate::cli::{KubeArgs, ScanArgs};
+use crate::output::metrics;
 use crate::output::{emit, usage_error};
 use crate::views::fleet::render_fleet_report;
 use crate::views::format::{stdout_style, write_report_file, ColorChoice};
-use crate::views::metrics;
 
 /// Run scan/delete with signal handling and write the report; settings that
 /// did not validate are a usage error (exit 2) before any network call.

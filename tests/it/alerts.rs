@@ -307,10 +307,10 @@ fn published_rules_pass_promtool_check_and_the_docs_show_them() {
     );
     assert!(file.contains(&format!(
         "job=\"{}\"",
-        kubectl_cilium_gc::views::metrics::DEFAULT_JOB
+        kubectl_cilium_gc::output::metrics::DEFAULT_JOB
     )));
     let cronjob = std::fs::read_to_string(repo_path("examples/cronjob.yaml")).unwrap();
-    assert!(cronjob.contains(kubectl_cilium_gc::views::metrics::DEFAULT_JOB));
+    assert!(cronjob.contains(kubectl_cilium_gc::output::metrics::DEFAULT_JOB));
 
     if tools::bin_dir().is_none() {
         return;

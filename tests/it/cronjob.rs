@@ -199,7 +199,7 @@ fn cron_job_sweeps_every_15_minutes_without_overlap() {
         .find(|w| w[0] == "--pushgateway")
         .map(|w| w[1].clone())
         .expect("the example pushes metrics");
-    kubectl_cilium_gc::views::metrics::parse_pushgateway_url(&push)
+    kubectl_cilium_gc::output::metrics::parse_pushgateway_url(&push)
         .expect("a valid Pushgateway URL");
     // The flags the example passes are flags the binary accepts.
     let mut argv = vec!["kubectl-cilium_gc".to_string()];

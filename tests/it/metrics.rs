@@ -192,7 +192,7 @@ async fn a_failed_run_never_replaces_the_last_success_on_a_real_pushgateway() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let job = kubectl_cilium_gc::views::metrics::DEFAULT_JOB;
+    let job = kubectl_cilium_gc::output::metrics::DEFAULT_JOB;
     let first = gauge(
         &scraped(&pg, job, None),
         kubectl_cilium_gc::views::metrics::LAST_SUCCESS,
@@ -264,7 +264,7 @@ async fn a_fleet_pushes_one_group_per_cluster_to_a_real_pushgateway() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let job = kubectl_cilium_gc::views::metrics::DEFAULT_JOB;
+    let job = kubectl_cilium_gc::output::metrics::DEFAULT_JOB;
     let api: serde_json::Value = serde_json::from_str(&pg.get("/api/v1/metrics")).unwrap();
     let mut groups: Vec<serde_json::Value> = api["data"]
         .as_array()
@@ -388,10 +388,10 @@ fn published_alert_rules_use_metrics_the_tool_writes() {
     for r in rules {
         assert!(r["expr"].as_str().unwrap().contains(&format!(
             "job=\"{}\"",
-            kubectl_cilium_gc::views::metrics::DEFAULT_JOB
+            kubectl_cilium_gc::output::metrics::DEFAULT_JOB
         )));
     }
     let cronjob =
         std::fs::read_to_string(crate::support::repo_path("examples/cronjob.yaml")).unwrap();
-    assert!(cronjob.contains(kubectl_cilium_gc::views::metrics::DEFAULT_JOB));
+    assert!(cronjob.contains(kubectl_cilium_gc::output::metrics::DEFAULT_JOB));
 }

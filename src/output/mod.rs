@@ -1,6 +1,8 @@
 //! Writing what a command produced: the report on stdout and nothing else
 //! there, errors as one line on stderr, `--report-file` atomically.
 
+pub mod metrics;
+
 use std::io::Write;
 use std::path::Path;
 
