@@ -17,7 +17,7 @@
 //! objects and their metadata bookkeeping); `tls` (CA and kubeconfig). The
 //! cluster it starts from: `scenario`, `seed`, `cilium_objects` (object
 //! builders), `install` (versions, operator pods), `crds` (Cilium's CRDs,
-//! verbatim). What acts on it: `actors`, `operator115` (cilium-operator
+//! verbatim). What acts on it: `actors`, `identity_gc` (cilium-operator
 //! 1.15's GC pass), `faults`, `chaos` (malformed objects and spoiled list
 //! answers, for tests). What judges the client: `ledger`. Its own reading
 //! of Cilium objects: `kinds` (endpoint references, over the shared
@@ -38,7 +38,7 @@ mod kinds;
 mod labels;
 mod ledger;
 mod object;
-mod operator115;
+mod identity_gc;
 mod resource;
 mod routes;
 mod scenario;
@@ -72,7 +72,7 @@ pub use kinds::{
     parse_id, referenced_ids, Kind, CILIUM_GROUP, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL,
 };
 pub use ledger::{IdentityDelete, Ledger, RequestRecord};
-pub use operator115::{OperatorPass, OperatorRelease, OperatorSettings, OPERATOR_1_15};
+pub use identity_gc::{OperatorPass, OperatorRelease, OperatorSettings, OPERATOR_1_15};
 pub use scenario::{default_cilium_config, CrdSet, Denial, Scenario, UnusedMix};
 
 use object::{Clock, Writer};
