@@ -17,8 +17,8 @@
 //! objects and their metadata bookkeeping); `tls` (CA and kubeconfig). The
 //! cluster it starts from: `scenario`, `seed`, `cilium_objects` (object
 //! builders), `install` (versions, operator pods), `crds` (Cilium's CRDs,
-//! verbatim). What acts on it: `actors`, `identity_gc` (cilium-operator
-//! 1.15's GC pass), `faults`, `chaos` (malformed objects and spoiled list
+//! verbatim). What acts on it: `actors`, `identity_gc` (cilium-operator's
+//! identity GC pass, as 1.15 and current releases run it), `faults`, `chaos` (malformed objects and spoiled list
 //! answers, for tests). What judges the client: `ledger`. Its own reading
 //! of Cilium objects: `kinds` (endpoint references, over the shared
 //! `cilium-gc-kinds` vocabulary) and `labels` (label selectors).
@@ -33,12 +33,12 @@ mod cilium_objects;
 mod crds;
 mod discovery;
 mod faults;
+mod identity_gc;
 mod install;
 mod kinds;
 mod labels;
 mod ledger;
 mod object;
-mod identity_gc;
 mod resource;
 mod routes;
 mod scenario;
@@ -67,12 +67,12 @@ use tokio_rustls::TlsAcceptor;
 pub use actors::ActorRates;
 pub use chaos::PageFault;
 pub use faults::{ApfRetryAfter, Faults, ResetMode, ThrottleShape};
+pub use identity_gc::{OperatorPass, OperatorRelease, OperatorSettings, OPERATOR_1_15};
 pub use install::{CiliumInstall, OperatorMetrics, OperatorPod, OPERATOR_METRICS_PORT};
 pub use kinds::{
     parse_id, referenced_ids, Kind, CILIUM_GROUP, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL,
 };
 pub use ledger::{IdentityDelete, Ledger, RequestRecord};
-pub use identity_gc::{OperatorPass, OperatorRelease, OperatorSettings, OPERATOR_1_15};
 pub use scenario::{default_cilium_config, CrdSet, Denial, Scenario, UnusedMix};
 
 use object::{Clock, Writer};
