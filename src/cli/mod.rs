@@ -19,6 +19,18 @@ use cilium_gc_documents::report::ItemsMode;
 
 pub use crate::views::format::{ColorChoice, OutputFormat};
 
+/// A `--labels` filter whose patterns all compile: one that does not would
+/// make cilium-agent refuse to start, so it is refused here as a flag.
+fn parse_labels_filter(v: &str) -> Result<String, String> {
+    let parsed = cilium_gc::diagnose::LabelFilter::parse(v);
+    match parsed.problems.first() {
+        Some(problem) => Err(format!(
+            "{problem} (cilium-agent would refuse to start on it)"
+        )),
+        None => Ok(v.to_string()),
+    }
+}
+
 /// Parse a namespace name: an RFC 1123 label, as Kubernetes requires.
 pub fn parse_namespace(s: &str) -> Result<String, String> {
     if is_dns_label(s) {
@@ -654,8 +666,8 @@ pub struct DiagnoseArgs {
     /// Replace namespaces, label values and the server URL with stable hashes.
     #[arg(long)]
     pub redact: bool,
-    /// Identities per list request.
-    #[arg(long, default_value_t = 500)]
+    /// Identities per list request (1 to 10000).
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub page_size: u32,
     /// Read cilium-operator's metrics (through the pod proxy) a second time
     /// this long after the first, to see whether its GC passes complete in
@@ -673,7 +685,7 @@ pub struct DiagnoseArgs {
     /// `[source:][!]regex` patterns): the label sets the identities would
     /// collapse to, and the network policies it would break (reads them:
     /// an optional permission).
-    #[arg(long, value_name = "FILTER")]
+    #[arg(long, value_name = "FILTER", value_parser = parse_labels_filter)]
     pub labels: Option<String>,
     /// Diagnose saved objects instead of a cluster: a directory, `.zip` or
     /// `.tar.gz` of `kubectl get -o yaml|json` output, or a `cilium sysdump`.

@@ -112,7 +112,8 @@ mod tests {
             }),
             DiagnoseError::Connect(ConnectError::NoConfig),
             DiagnoseError::SyncTimeout(120),
-            DiagnoseError::Flag("x".into()),
+            DiagnoseError::Settings("x".into()),
+            DiagnoseError::Saved("x".into()),
             DiagnoseError::List(ScanError::Interrupted),
         ];
         for e in cases {

@@ -127,9 +127,10 @@ async fn a_malformed_identities_file_alone_is_named_in_a_one_line_error() {
     );
 }
 
-/// A `--labels` pattern Cilium would refuse is a usage error in one line
-/// that names the pattern and the regex's reason (the regex crate's own
-/// text spans three lines), before anything is read.
+/// A `--labels` pattern Cilium would refuse is a usage error, refused as a
+/// flag (exit 2, before anything is read): one `error:` line that names the
+/// pattern and the regex's reason (the regex crate's own text spans three
+/// lines), then clap's hint, as every flag error.
 #[tokio::test]
 async fn a_labels_pattern_that_is_not_a_regex_is_a_one_line_usage_error() {
     let dir = tempfile::tempdir().unwrap();
@@ -146,8 +147,13 @@ async fn a_labels_pattern_that_is_not_a_regex_is_a_one_line_usage_error() {
         assert_eq!(out.status.code(), Some(2), "{out:?}");
         assert!(out.stdout.is_empty(), "no document on stdout");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
-        assert!(err.contains(&format!("{pattern:?}")), "names it: {err}");
-        assert!(err.contains(reason), "says why: {err}");
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "one error line: {err}");
+        assert!(errors[0].contains("--labels"), "names the flag: {err}");
+        assert!(
+            errors[0].contains(&format!("{pattern:?}")),
+            "names it: {err}"
+        );
+        assert!(errors[0].contains(reason), "says why: {err}");
     }
 }

@@ -75,9 +75,14 @@ pub(crate) const MAX_RETRIES: u32 = 5;
 /// ([`DiagnoseError::exit`]); none is worth retrying at once.
 #[derive(Debug, thiserror::Error)]
 pub enum DiagnoseError {
-    /// A flag value is unusable (exit 2).
+    /// A setting is unusable: a page size out of range, a labels filter
+    /// that does not compile (exit 2). The plugin refuses such flags before
+    /// the engine sees them; this is the engine's own check.
     #[error("{0}")]
-    Flag(String),
+    Settings(String),
+    /// The saved objects cannot be read or hold nothing to judge (exit 2).
+    #[error("{0}")]
+    Saved(String),
     /// The kubeconfig or connection flags are unusable (exit 2).
     #[error(transparent)]
     Connect(#[from] ConnectError),
@@ -194,8 +199,8 @@ pub async fn diagnose(
     stop: &Stop,
 ) -> Result<Diagnosis, DiagnoseError> {
     if args.page_size == 0 || args.page_size > 10_000 {
-        return Err(DiagnoseError::Flag(format!(
-            "--page-size must be between 1 and 10000, not {}",
+        return Err(DiagnoseError::Settings(format!(
+            "the page size must be between 1 and 10000, not {}",
             args.page_size
         )));
     }
@@ -225,8 +230,8 @@ fn check_labels(args: &DiagnoseSettings) -> Result<(), DiagnoseError> {
         .as_deref()
         .map(|l| LabelFilter::parse(l).problems);
     match problems.as_deref().and_then(<[String]>::first) {
-        Some(problem) => Err(DiagnoseError::Flag(format!(
-            "--labels: {problem} (cilium-agent would refuse to start on it)"
+        Some(problem) => Err(DiagnoseError::Settings(format!(
+            "the labels filter: {problem} (cilium-agent would refuse to start on it)"
         ))),
         None => Ok(()),
     }
@@ -754,7 +759,8 @@ mod tests {
             ),
             (DiagnoseError::Connect(ConnectError::NoConfig), 2),
             (DiagnoseError::SyncTimeout(120), 2),
-            (DiagnoseError::Flag("x".into()), 2),
+            (DiagnoseError::Settings("x".into()), 2),
+            (DiagnoseError::Saved("x".into()), 2),
             (DiagnoseError::List(ScanError::Interrupted), 130),
         ];
         for (e, code) in cases {

@@ -330,7 +330,7 @@ pub(crate) fn collect(
     path: &Path,
     labels: Option<&str>,
 ) -> Result<(Input, Timestamp, SavedSource), DiagnoseError> {
-    let flag = |e: String| DiagnoseError::Flag(format!("--from {}: {e}", path.display()));
+    let flag = |e: String| DiagnoseError::Saved(format!("{}: {e}", path.display()));
     // An archive is unpacked into a directory of our own that dies with it.
     let unpacked = if path.is_dir() {
         None
@@ -357,8 +357,8 @@ pub(crate) fn collect(
             } else {
                 format!(" ({})", f.warnings.join("; "))
             };
-            return Err(DiagnoseError::Flag(format!(
-                "--from {}: no CiliumIdentity objects with times and no sysdump file names: nothing to judge ages by{skipped}",
+            return Err(DiagnoseError::Saved(format!(
+                "{}: no CiliumIdentity objects with times and no sysdump file names: nothing to judge ages by{skipped}",
                 path.display()
             )));
         }
