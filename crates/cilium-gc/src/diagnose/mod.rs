@@ -94,7 +94,7 @@ pub enum DiagnoseError {
     #[error("the CiliumIdentity CRD (ciliumidentities.cilium.io/v2) is not installed: is Cilium running in CRD identity mode?")]
     CrdMissing,
     /// The endpoint watchers did not finish their first list in time (exit 2).
-    #[error("the endpoint watchers did not complete their first list within {0}s")]
+    #[error("{}", crate::usage::SyncTimedOut(*.0))]
     SyncTimeout(u64),
     /// The identity list failed (exit 3 when the CRD vanished, else 2).
     #[error(transparent)]
@@ -320,10 +320,9 @@ pub(crate) async fn collect(
     let usage = UsageHandle::start(api.client(), api.watch_tap.clone(), sources, stats);
     let _watchers = usage.stop_on_drop();
     if sources.endpoints || sources.slices {
-        let limit = crate::gc::SYNC_TIMEOUT;
         tokio::select! {
-            r = tokio::time::timeout(limit, usage.wait_ready()) => if r.is_err() {
-                return Err(DiagnoseError::SyncTimeout(limit.as_secs()));
+            r = usage.wait_synced() => if let Err(e) = r {
+                return Err(DiagnoseError::SyncTimeout(e.0));
             },
             _ = stop.wait() => return Err(ScanError::Interrupted.into()),
         }

@@ -14,7 +14,7 @@
 use std::ops::ControlFlow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::FutureExt;
 
@@ -42,8 +42,6 @@ use draft::{options, round_millis, Draft};
 pub use observer::{Headless, Observer, PendingWrites, Ui};
 use plan::{apply, blast_radius, mark_not_attempted, Plan};
 
-/// How long to wait for the endpoint watchers' first full list.
-pub(crate) const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
 /// Run-level errors kept in the report; the rest are counted.
 pub(crate) const MAX_REPORTED_ERRORS: usize = 1000;
 
@@ -395,14 +393,8 @@ impl Run<'_> {
         );
         run.usage = Some(usage.clone());
         ui.observer.listing("syncing endpoints");
-        if tokio::time::timeout(SYNC_TIMEOUT, usage.wait_ready())
-            .await
-            .is_err()
-        {
-            let m = format!(
-                "the endpoint watchers did not complete their first list within {}s",
-                SYNC_TIMEOUT.as_secs()
-            );
+        if let Err(e) = usage.wait_synced().await {
+            let m = e.to_string();
             return ControlFlow::Break(run.abort(AbortReason::ReadFailed, m, Exit::Unexpected));
         }
         run.summary.endpoints = usage.object_count(Kind::Endpoint);

@@ -97,6 +97,25 @@ pub(crate) struct UsageHandle {
     shared: Arc<Shared>,
 }
 
+/// How long the endpoint watchers may take to list fully once before a
+/// run or a diagnosis gives up.
+pub(crate) const SYNC_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The endpoint watchers did not complete their first list in time (the
+/// seconds waited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SyncTimedOut(pub(crate) u64);
+
+impl std::fmt::Display for SyncTimedOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the endpoint watchers did not complete their first list within {}s",
+            self.0
+        )
+    }
+}
+
 /// Stops the watchers when dropped; see [`UsageHandle::stop_on_drop`].
 pub(crate) struct WatchersGuard<'a>(&'a UsageHandle);
 
@@ -155,6 +174,14 @@ impl UsageHandle {
     pub(crate) fn unreadable_count(&self) -> usize {
         let g = lock(&self.shared.malformed);
         g.keys().filter(|(_, _, p)| *p != NO_NAME).count()
+    }
+
+    /// [`UsageHandle::wait_ready`], for at most [`SYNC_TIMEOUT`]: what a
+    /// run and a diagnosis both wait for before they judge anything.
+    pub(crate) async fn wait_synced(&self) -> Result<(), SyncTimedOut> {
+        tokio::time::timeout(SYNC_TIMEOUT, self.wait_ready())
+            .await
+            .map_err(|_| SyncTimedOut(SYNC_TIMEOUT.as_secs()))
     }
 
     /// Wait until every source has listed fully once (before the first
