@@ -210,23 +210,8 @@ async fn push_to(url: String, report: &Report) -> Result<(), PushError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::views::metrics::tests::{parsed, value};
     use cilium_gc_testkit::samples::report as sample;
-
-    fn parsed(text: &str) -> prometheus_parse::Scrape {
-        prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
-            .expect("valid Prometheus text format")
-    }
-
-    fn value(scrape: &prometheus_parse::Scrape, name: &str) -> Option<f64> {
-        scrape
-            .samples
-            .iter()
-            .find(|s| s.metric == name)
-            .map(|s| match s.value {
-                prometheus_parse::Value::Gauge(v) | prometheus_parse::Value::Untyped(v) => v,
-                _ => f64::NAN,
-            })
-    }
 
     /// A fleet's textfile: one family per metric, every cluster's sample
     /// labelled, and a failed cluster keeps its own last success (not

@@ -342,17 +342,17 @@ fn mode_name(m: Mode) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use cilium_gc_documents::report::{Abort, AbortReason};
     use cilium_gc_testkit::samples::report as sample;
 
-    pub(super) fn parsed(text: &str) -> prometheus_parse::Scrape {
+    pub(crate) fn parsed(text: &str) -> prometheus_parse::Scrape {
         prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))
             .expect("valid Prometheus text format")
     }
 
-    pub(super) fn value(scrape: &prometheus_parse::Scrape, name: &str) -> Option<f64> {
+    pub(crate) fn value(scrape: &prometheus_parse::Scrape, name: &str) -> Option<f64> {
         scrape
             .samples
             .iter()
