@@ -23,7 +23,7 @@ pub const PUSH_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Writes the metrics of `report` to `path` for node-exporter's textfile
 /// collector, atomically. A failed run keeps the previous file's
-/// [`LAST_SUCCESS`], so an alert on it fires when runs keep failing.
+/// [`LAST_SUCCESS`](crate::views::metrics::LAST_SUCCESS), so an alert on it fires when runs keep failing.
 ///
 /// Errs when the directory is not writable; not worth retrying.
 pub fn write_textfile(path: &Path, report: &Report) -> std::io::Result<()> {
