@@ -215,6 +215,28 @@ mod tests {
         w
     }
 
+    /// The writes in flight grow only in a quiet window: under a tenth of
+    /// the last [`WINDOW`] refused, and not within [`PROBE`] of the last
+    /// change. At exactly a tenth (4 of 40), or between a tenth and the
+    /// share that cuts (8 of 40), the limit stands however long after;
+    /// at 3 of 40 it grows by one.
+    #[test]
+    fn the_window_grows_only_when_fewer_than_a_tenth_were_refused() {
+        let t0 = Instant::now();
+        let later = t0 + Duration::from_secs(2);
+        for (refused, grows) in [(3, Some(5)), (4, None), (8, None)] {
+            let mut w = started(8, t0);
+            assert_eq!(w.record(true, 4, t0), Some(4), "the first 429 cuts");
+            // A window of 40: successes first, the refusals last, so the
+            // next record pushes a success out and keeps them all.
+            for i in 0..WINDOW {
+                w.record(i >= WINDOW - refused, 3, t0);
+            }
+            assert_eq!(w.limit(), 4);
+            assert_eq!(w.record(false, 3, later), grows, "{refused} of 40 refused");
+        }
+    }
+
     /// Slow start: one more write per `limit` successes until the first
     /// 429, which sets the limit to what the server held then (one 429,
     /// not twelve).
