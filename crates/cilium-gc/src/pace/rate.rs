@@ -118,6 +118,23 @@ pub(super) fn limiter(rate: f64, burst: u32) -> Arc<DefaultDirectRateLimiter> {
 mod tests {
     use super::*;
 
+    /// The limiter's cell is the rate's period: at 10/s, drained, the
+    /// next write is due within a tenth of a second (governor's own answer,
+    /// no clock waited on), not in ten seconds.
+    #[test]
+    fn the_limiter_paces_at_the_rate() {
+        use governor::clock::{Clock, DefaultClock};
+        let l = limiter(10.0, 1);
+        let wait = match l.check() {
+            Ok(()) => Duration::ZERO,
+            Err(not_until) => not_until.wait_time_from(DefaultClock::default().now()),
+        };
+        assert!(
+            wait > Duration::ZERO && wait <= Duration::from_millis(100),
+            "{wait:?}"
+        );
+    }
+
     #[test]
     fn sporadic_throttling_keeps_the_rate() {
         let mut a = Aimd::new(100.0);

@@ -206,12 +206,17 @@ impl Window {
 mod tests {
     use super::*;
 
-    /// A window past its slow start: `max` writes in flight.
+    /// A window past its slow start: `max` writes in flight (a window that
+    /// never gets there fails here rather than hanging the test).
     fn started(max: usize, t0: Instant) -> Window {
         let mut w = Window::new(max, t0);
-        while w.limit() < max {
+        for _ in 0..max * max {
+            if w.limit() >= max {
+                break;
+            }
             w.record(false, 0, t0);
         }
+        assert_eq!(w.limit(), max, "slow start reaches --concurrency");
         w
     }
 
