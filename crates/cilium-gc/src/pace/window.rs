@@ -242,6 +242,27 @@ mod tests {
         }
     }
 
+    /// A refusal with all of ours (or more) still in flight says the
+    /// server held one fewer than we sent: the limit steps down by one.
+    /// A `Retry-After` back at the level that cut, once that level's
+    /// window has passed, does not cut again.
+    #[test]
+    fn a_refusal_with_all_ours_ahead_steps_down_one_and_an_equal_retry_after_does_not_cut() {
+        let t0 = Instant::now();
+        let mut w = started(8, t0);
+        assert_eq!(w.record(true, 10, t0), Some(7));
+        let mut w = started(8, t0);
+        let secs = Duration::from_secs;
+        assert_eq!(w.record(true, 7, t0), Some(7));
+        assert_eq!(w.retry_after(secs(1), 7, t0), None, "the calm value");
+        assert_eq!(w.retry_after(secs(2), 6, t0), Some(6), "lengthened: cut");
+        assert_eq!(
+            w.retry_after(secs(2), 5, t0 + secs(3)),
+            None,
+            "the same level"
+        );
+    }
+
     /// Slow start: one more write per `limit` successes until the first
     /// 429, which sets the limit to what the server held then (one 429,
     /// not twelve).
