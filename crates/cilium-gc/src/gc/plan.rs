@@ -328,6 +328,74 @@ mod tests {
         assert_eq!(candidates, [None], "written, not reported");
     }
 
+    /// The sweep's results land in the summary (one count per outcome; a
+    /// dry run's deletes are "validated") and in the reported items, by
+    /// the plan's indices; an unreported one is counted only.
+    #[test]
+    fn apply_counts_every_outcome_and_fills_the_reported_items() {
+        let s = settings(ItemsMode::All, true);
+        let (_, mut run) = planned(&s);
+        let result = |outcome, attempts| ItemResult {
+            outcome,
+            reason: Reason::Stale,
+            attempts,
+            conflicts: Vec::new(),
+            last_error: (attempts > 1).then(|| "409".to_string()),
+        };
+        let outcomes = [
+            Outcome::Deleted,
+            Outcome::AlreadyGone,
+            Outcome::Reclaimed,
+            Outcome::Failed,
+            Outcome::Marked,
+            Outcome::NotAttempted,
+            Outcome::Deleted,
+        ];
+        let indices = [Some(0), Some(1), Some(2), Some(3), None, None, None];
+        let results = outcomes
+            .iter()
+            .zip(1..)
+            .map(|(o, n)| result(*o, n))
+            .collect();
+        apply(&mut run, &indices, results);
+        let c = &run.summary;
+        assert_eq!(
+            (
+                c.deleted,
+                c.already_gone,
+                c.reclaimed,
+                c.failed,
+                c.marked,
+                c.not_attempted
+            ),
+            (2, 1, 1, 1, 1, 1)
+        );
+        assert_eq!(c.validated, 0);
+        let items: Vec<(Outcome, u32, bool)> = run
+            .items
+            .iter()
+            .map(|i| (i.outcome, i.attempts, i.last_error.is_some()))
+            .collect();
+        assert_eq!(
+            items,
+            [
+                (Outcome::Deleted, 1, false),
+                (Outcome::AlreadyGone, 2, true),
+                (Outcome::Reclaimed, 3, true),
+                (Outcome::Failed, 4, true),
+            ]
+        );
+        assert!(run.items.iter().all(|i| i.reason == Reason::Stale));
+        // A dry run's deletes are validated, not deleted.
+        let dry = GcSettings {
+            mode: Mode::DryRunServer,
+            ..settings(ItemsMode::All, false)
+        };
+        let (_, mut run) = planned(&dry);
+        apply(&mut run, &[Some(1)], vec![result(Outcome::Deleted, 1)]);
+        assert_eq!((run.summary.validated, run.summary.deleted), (1, 0));
+    }
+
     /// A refused run reports every planned write not attempted, and
     /// nothing else.
     #[test]
