@@ -84,10 +84,10 @@ async fn an_identity_in_use_with_an_old_mark_is_kept_and_only_marked_unused_ones
     let marked_unused: BTreeSet<String> = unused.iter().step_by(2).cloned().collect();
     let unmarked_unused: BTreeSet<String> = unused.iter().skip(1).step_by(2).cloned().collect();
     for name in in_use.iter().chain(&marked_unused) {
-        mark_an_hour_ago(&client, name).await;
+        set_mark(&client, name, true).await;
     }
     for name in &unmarked_unused {
-        unmark(&client, name).await;
+        set_mark(&client, name, false).await;
     }
 
     // The premise, from the server at the plugin's start.
@@ -149,22 +149,15 @@ async fn an_identity_in_use_with_an_old_mark_is_kept_and_only_marked_unused_ones
     );
 }
 
-/// Set `io.cilium.heartbeat` to an hour ago, as `admin` (a third writer).
-async fn mark_an_hour_ago(client: &kube::Client, name: &str) {
-    let patch = json!({"metadata": {"annotations": {HEARTBEAT: ago(MARK_AGE).to_string()}}});
+/// Set `io.cilium.heartbeat` to an hour ago (`true`) or remove it, as
+/// `admin` (a third writer).
+async fn set_mark(client: &kube::Client, name: &str, marked: bool) {
+    let mark = marked.then(|| ago(MARK_AGE).to_string());
+    let patch = json!({"metadata": {"annotations": {HEARTBEAT: mark}}});
     api(client, Kind::Identity, None)
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
-        .expect("marked");
-}
-
-/// Remove `io.cilium.heartbeat`, if the operator had set it.
-async fn unmark(client: &kube::Client, name: &str) {
-    let patch = json!({"metadata": {"annotations": {HEARTBEAT: null}}});
-    api(client, Kind::Identity, None)
-        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
-        .await
-        .expect("unmarked");
+        .expect("mark set");
 }
 
 /// `delete --yes -o json` as the published RBAC's user, the heartbeat
