@@ -593,10 +593,10 @@ fn main() {
 /// `c` concurrent GETs of one identity through the plugin's own client, in
 /// this process, for `d`: (answers, errors, seconds).
 fn hammer(kubeconfig: &Path, c: usize, d: Duration) -> (u64, u64, f64) {
-    use cilium_gc::internals::ApiClient;
-    use cilium_gc::internals::Class;
-    use cilium_gc::internals::Stats;
     use cilium_gc::ConnectSettings;
+    use cilium_gc_cluster::retry::Class;
+    use cilium_gc_cluster::stats::Stats;
+    use cilium_gc_cluster::ApiClient;
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         let args = ConnectSettings {

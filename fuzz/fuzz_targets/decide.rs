@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use arbitrary::Arbitrary;
 use jiff::{SignedDuration, Timestamp};
-use cilium_gc::model::Identity;
-use cilium_gc::policy::{local_range, parse_mark, plan, Narrowing, Policy, Reason, Rules};
+use cilium_gc_cluster::model::Identity;
+use cilium_gc_cluster::policy::{local_range, parse_mark, plan, Narrowing, Policy, Reason, Rules};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, Arbitrary)]

@@ -2,7 +2,7 @@
 //! identity it accepts always has what a safe delete needs.
 #![no_main]
 
-use cilium_gc::model::decode_identity;
+use cilium_gc_cluster::model::decode_identity;
 use libfuzzer_sys::fuzz_target;
 use serde_json::value::RawValue;
 

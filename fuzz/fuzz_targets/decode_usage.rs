@@ -2,7 +2,7 @@
 //! fails on a JSON value (an error would fail a whole list page).
 #![no_main]
 
-use cilium_gc::model::UsageObject;
+use cilium_gc_cluster::usage::UsageObject;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

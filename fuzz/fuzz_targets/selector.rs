@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use cilium_gc::Selector;
+use cilium_gc_cluster::selector::Selector;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|inp: (String, BTreeMap<String, String>)| {

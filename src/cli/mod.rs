@@ -11,18 +11,18 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use cilium_gc::fleet::ContextFilter;
 pub use cilium_gc::parse_duration;
 use cilium_gc::Exit;
 use cilium_gc::{ConnectSettings, Pacing, ScanSettings, WriteSettings};
 use cilium_gc_documents::report::ItemsMode;
+use cilium_gc_fleet::ContextFilter;
 
 pub use crate::views::format::{ColorChoice, OutputFormat};
 
 /// A `--labels` filter whose patterns all compile: one that does not would
 /// make cilium-agent refuse to start, so it is refused here as a flag.
 fn parse_labels_filter(v: &str) -> Result<String, String> {
-    let parsed = cilium_gc::diagnose::LabelFilter::parse(v);
+    let parsed = cilium_gc_diagnose::LabelFilter::parse(v);
     match parsed.problems.first() {
         Some(problem) => Err(format!(
             "{problem} (cilium-agent would refuse to start on it)"
@@ -738,8 +738,8 @@ pub fn display_name(argv0: &str) -> &'static str {
 
 impl DiagnoseArgs {
     /// The engine's diagnose settings.
-    pub fn settings(&self) -> cilium_gc::diagnose::DiagnoseSettings {
-        cilium_gc::diagnose::DiagnoseSettings {
+    pub fn settings(&self) -> cilium_gc_diagnose::DiagnoseSettings {
+        cilium_gc_diagnose::DiagnoseSettings {
             cilium_namespace: self.cilium_namespace.clone(),
             page_size: self.page_size,
             redact: self.redact,

@@ -2,8 +2,8 @@
 //! name, and the `cluster` label of each (shared by every command that
 //! runs over several clusters).
 
-use cilium_gc::fleet;
 use cilium_gc::kubeconfig_contexts;
+use cilium_gc_fleet as fleet;
 
 use crate::cli::KubeArgs;
 

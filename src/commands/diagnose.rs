@@ -1,5 +1,5 @@
 //! `diagnose` as the CLI runs it: signals, `--demo-scenario`, output, exit
-//! code. The diagnosis itself ([`mod@cilium_gc::diagnose`]) is the engine's.
+//! code. The diagnosis itself ([`mod@cilium_gc_diagnose`]) is the engine's.
 //!
 //! *Exit codes:* 0 when a diagnosis was written, whatever it found —
 //! findings never change the exit code, so a CronJob can archive the
@@ -10,10 +10,10 @@
 //! Over several contexts (`--context` repeated or a glob, `--all-contexts`,
 //! `--context-regex`) it is `fleet`'s.
 
-use cilium_gc::diagnose::{diagnose, DiagnoseError, Diagnosis};
 use cilium_gc::ConnectSettings;
 use cilium_gc::Exit;
 use cilium_gc::{Stop, StopReason};
+use cilium_gc_diagnose::{diagnose, DiagnoseError, Diagnosis};
 
 use crate::cli::DiagnoseArgs;
 use crate::views::diagnosis::render as render_diagnosis;
@@ -70,7 +70,7 @@ async fn diagnosis(
     stop: &Stop,
 ) -> Result<Diagnosis, Failed> {
     if let Some(path) = &args.from {
-        return cilium_gc::diagnose::diagnose_saved(path, &args.settings())
+        return cilium_gc_diagnose::diagnose_saved(path, &args.settings())
             .map_err(Failed::Diagnose);
     }
     #[cfg(feature = "sim")]

@@ -29,7 +29,7 @@ pub(super) async fn diagnose(
         Err(e) => return usage_error(&e.to_string()),
     };
     crate::signals::listen(stop);
-    let (doc, exit) = cilium_gc::fleet::diagnose_fleet(
+    let (doc, exit) = cilium_gc_fleet::diagnose_fleet(
         &kube.settings(),
         &args.settings(),
         &contexts,

@@ -5,12 +5,13 @@
 use std::io::Write as _;
 use std::sync::Arc;
 
-use cilium_gc::fleet::{self, FleetReport, FleetSettings};
 use cilium_gc::report::Report;
 use cilium_gc::Exit;
 use cilium_gc::Stop;
 use cilium_gc::Ui;
 use cilium_gc::{ConnectSettings, GcSettings, SettingsError};
+use cilium_gc_fleet as fleet;
+use cilium_gc_fleet::{FleetReport, FleetSettings};
 
 use super::progress::{FleetTerminal, Terminal};
 use crate::cli::{KubeArgs, ScanArgs};

@@ -175,7 +175,7 @@ impl Observer for ClusterLine {
     }
 }
 
-impl cilium_gc::fleet::FleetObserver for FleetTerminal {
+impl cilium_gc_fleet::FleetObserver for FleetTerminal {
     fn cluster(&self, context: &str) -> std::sync::Arc<dyn Observer> {
         let Some(multi) = &self.multi else {
             return std::sync::Arc::new(cilium_gc::Headless);

@@ -20,8 +20,8 @@ mod forecast;
 
 pub use forecast::{FULL_IF_GC_STOPS, STEADY_STATE_RATIO};
 
-use cilium_gc::policy::Reason;
 use cilium_gc::report::Report;
+use cilium_gc_cluster::policy::Reason;
 use cilium_gc_documents::report::Mode;
 
 /// Prefix of every metric name.

@@ -2,8 +2,8 @@
 //! (`cilium_gc_testkit::samples::report`), which the Markdown and metrics
 //! tests use too.
 
-use cilium_gc::policy::Reason;
 use cilium_gc::{human_duration, thousands};
+use cilium_gc_cluster::policy::Reason;
 use cilium_gc_documents::report::*;
 use cilium_gc_testkit::samples::{item, report as sample};
 

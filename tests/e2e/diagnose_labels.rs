@@ -11,7 +11,7 @@
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use cilium_gc::internals::{Need, PERMISSIONS};
+use cilium_gc_cluster::rbac::{Need, PERMISSIONS};
 use serde_json::{json, Value};
 
 use crate::support::cluster::Cluster;

@@ -1,4 +1,4 @@
-//! `examples/cronjob.yaml`: its RBAC is exactly `cilium_gc::internals::PERMISSIONS` for a
+//! `examples/cronjob.yaml`: its RBAC is exactly `cilium_gc_cluster::rbac::PERMISSIONS` for a
 //! `delete --mark` run with CiliumEndpointSlices (no more, no wildcards), and
 //! its CronJob sweeps every 15 minutes, never overlapping, locked down.
 
@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use cilium_gc::internals::{required, PERMISSIONS};
+use cilium_gc_cluster::rbac::{required, PERMISSIONS};
 
 use crate::support::repo_path;
 
@@ -68,18 +68,17 @@ fn grants(role: &Value) -> BTreeSet<Grant> {
 /// Namespaced: every namespaced permission, the optional ConfigMap read
 /// included (without it a run assumes Cilium's defaults).
 fn wanted(namespaced: bool) -> BTreeSet<Grant> {
-    let perms = if namespaced {
-        PERMISSIONS.to_vec()
-    } else {
-        // What the run requires, and the optional cluster-wide reads.
-        let mut p = required(true, true, true);
-        p.extend(
-            PERMISSIONS
-                .iter()
-                .filter(|p| !p.namespaced && p.needed_for == cilium_gc::internals::Need::Optional),
-        );
-        p
-    };
+    let perms =
+        if namespaced {
+            PERMISSIONS.to_vec()
+        } else {
+            // What the run requires, and the optional cluster-wide reads.
+            let mut p = required(true, true, true);
+            p.extend(PERMISSIONS.iter().filter(|p| {
+                !p.namespaced && p.needed_for == cilium_gc_cluster::rbac::Need::Optional
+            }));
+            p
+        };
     perms
         .iter()
         .filter(|p| p.namespaced == namespaced)

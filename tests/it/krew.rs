@@ -291,7 +291,7 @@ fn checker_catches_broken_manifests() {
 fn caveats_name_every_permission() {
     let m = load_yaml(&repo_path("krew/cilium-gc.yaml"));
     let caveats = str_at(&m, "/spec/caveats");
-    for p in cilium_gc::internals::PERMISSIONS {
+    for p in cilium_gc_cluster::rbac::PERMISSIONS {
         let line = caveats
             .lines()
             .find(|l| l.split([' ', ':', '(', ')']).any(|w| w == p.resource))

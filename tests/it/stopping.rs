@@ -300,10 +300,7 @@ async fn a_panic_in_the_run_ends_in_an_internal_error_report() {
         argv.extend(["-o", "json", "--report-file", &rf]);
         let run = spawn(
             &argv,
-            &[
-                (cilium_gc::internals::TEST_PANIC_ENV, place),
-                ("RUST_BACKTRACE", "0"),
-            ],
+            &[(cilium_gc::TEST_PANIC_ENV, place), ("RUST_BACKTRACE", "0")],
         );
         let out = run.finish(PROMPT, place).await;
         let stderr = String::from_utf8_lossy(&out.stderr);

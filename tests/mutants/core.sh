@@ -4,7 +4,7 @@
 # Fails when any is missed or times out; prints cargo-mutants' summary.
 #
 #   tests/mutants/core.sh                      # policy.rs (what .ci/run checks)
-#   tests/mutants/core.sh crates/cilium-gc/src/selector.rs ...
+#   tests/mutants/core.sh crates/cilium-gc-cluster/src/selector.rs ...
 #
 # The scratch copy cargo-mutants builds has a target directory of its own,
 # kept between runs (target/mutants-build): never this checkout's, because
@@ -16,11 +16,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 command -v cargo-mutants >/dev/null 2>&1 || cargo install --locked cargo-mutants --version 27.1.0
 files=("$@")
-[ ${#files[@]} -gt 0 ] || files=(crates/cilium-gc/src/policy.rs)
+[ ${#files[@]} -gt 0 ] || files=(crates/cilium-gc-cluster/src/policy.rs)
 args=()
 for f in "${files[@]}"; do args+=(-f "$f"); done
 out=${MUTANTS_OUT:-target/mutants}
 mkdir -p "$out"
 # --lib: the engine's unit tests, where the decision core's tests live.
-CARGO_TARGET_DIR="$PWD/target/mutants-build" cargo mutants -p cilium-gc "${args[@]}" \
+CARGO_TARGET_DIR="$PWD/target/mutants-build" cargo mutants -p "${MUTANTS_PACKAGE:-cilium-gc-cluster}" "${args[@]}" \
   --timeout 300 -o "$out" -- --lib

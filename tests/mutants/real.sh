@@ -25,10 +25,10 @@ started=$(date +%s)
 # number | what | file | perl substitution (-0 mode) | e2e test filters
 mutants=(
   "1|the delete sent without its {uid, resourceVersion} preconditions|crates/cilium-gc/src/sweep/mod.rs|s/\"preconditions\": \{\"uid\": ident\.uid, \"resourceVersion\": ident\.resource_version\},\n//|marked_in_use scale::delete_as"
-  "2|if refs > 0 -> if false in policy.rs|crates/cilium-gc/src/policy.rs|s/if refs > 0 \{/if false {/|marked_in_use scale::delete_as"
-  "3|an unmarked identity decided Stale instead of Unmarked|crates/cilium-gc/src/policy.rs|s/return verdict\(Reason::Unmarked\);/return verdict(Reason::Stale);/|marked_in_use scale::delete_as"
+  "2|if refs > 0 -> if false in policy.rs|crates/cilium-gc-cluster/src/policy.rs|s/if refs > 0 \{/if false {/|marked_in_use scale::delete_as"
+  "3|an unmarked identity decided Stale instead of Unmarked|crates/cilium-gc-cluster/src/policy.rs|s/return verdict\(Reason::Unmarked\);/return verdict(Reason::Stale);/|marked_in_use scale::delete_as"
   "4|a wait of 20 s before the first delete|crates/cilium-gc/src/sweep/mod.rs|s/(\) -> Vec<ItemResult> \{\n)/\$1    tokio::time::sleep(std::time::Duration::from_secs(20)).await;\n/|scale::deletes_begin"
-  "5|every 409 treated as already gone|crates/cilium-gc/src/retry.rs|s/409 => Class::Conflict,/409 => Class::NotFound,/|conflicts::"
+  "5|every 409 treated as already gone|crates/cilium-gc-cluster/src/retry.rs|s/409 => Class::Conflict,/409 => Class::NotFound,/|conflicts::"
 )
 wanted=("$@")
 

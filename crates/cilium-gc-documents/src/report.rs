@@ -491,6 +491,30 @@ impl ReasonCounts {
             Reason::Stale => self.stale,
         }
     }
+
+    /// Count one identity.
+    pub fn add(&mut self, r: Reason) {
+        *match r {
+            Reason::InUse => &mut self.in_use,
+            Reason::NotLocal => &mut self.not_local,
+            Reason::Filtered => &mut self.filtered,
+            Reason::Unmarked => &mut self.unmarked,
+            Reason::MarkTooRecent => &mut self.mark_too_recent,
+            Reason::MalformedMark => &mut self.malformed_mark,
+            Reason::Stale => &mut self.stale,
+        } += 1;
+    }
+
+    /// Add `other`'s counts to these (a fleet's totals).
+    pub fn merge(&mut self, other: &ReasonCounts) {
+        self.in_use += other.in_use;
+        self.not_local += other.not_local;
+        self.filtered += other.filtered;
+        self.unmarked += other.unmarked;
+        self.mark_too_recent += other.mark_too_recent;
+        self.malformed_mark += other.malformed_mark;
+        self.stale += other.stale;
+    }
 }
 
 /// What happened to one identity.

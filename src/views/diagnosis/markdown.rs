@@ -2,8 +2,8 @@
 
 use std::fmt::Write as _;
 
-use cilium_gc::diagnose::Diagnosis;
 use cilium_gc::{human_duration, thousands};
+use cilium_gc_diagnose::Diagnosis;
 use cilium_gc_documents::diagnosis::{AgeBucket, Level, Severity};
 
 use super::charts;

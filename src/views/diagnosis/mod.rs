@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use cilium_gc::diagnose::Diagnosis;
+use cilium_gc_diagnose::Diagnosis;
 
 use super::format::{write_document, OutputFormat, Style};
 

@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use super::glyphs;
 use crate::views::format::{Paint, Style};
 use crate::views::phrases;
-use cilium_gc::diagnose::Diagnosis;
 use cilium_gc::{human_duration, thousands};
+use cilium_gc_diagnose::Diagnosis;
 use cilium_gc_documents::diagnosis::{AgeBucket, Level, Severity};
 
 /// A finding's severity as a fixed-width label, coloured by how bad it is.
@@ -415,8 +415,8 @@ fn warnings(o: &mut String, d: &Diagnosis, p: &Paint) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cilium_gc::diagnose::{analyze, IdentityRecord, Input};
-    use cilium_gc::model::Identity;
+    use cilium_gc_cluster::model::Identity;
+    use cilium_gc_diagnose::{analyze, IdentityRecord, Input};
     use std::collections::BTreeMap;
 
     fn sample() -> Diagnosis {
@@ -439,7 +439,7 @@ mod tests {
             identities: ids,
             refs: BTreeMap::from([(5000, 2)]),
             endpoints: 4,
-            crds: cilium_gc::diagnose::Crds {
+            crds: cilium_gc_diagnose::Crds {
                 identities: true,
                 endpoints: true,
                 slices: false,

@@ -9,8 +9,8 @@ use cilium_gc::thousands;
 use cilium_gc_documents::report::{Mode, Tool};
 
 use crate::views::markdown::*;
-use cilium_gc::fleet::{FleetDiagnosis, FleetReport};
 use cilium_gc_documents::fleet::{ClusterEntry, ClusterStatus, FleetDiagnosisSummary};
+use cilium_gc_fleet::{FleetDiagnosis, FleetReport};
 
 /// The fleet report as Markdown.
 pub fn fleet(f: &FleetReport) -> String {

@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use cilium_gc::fleet::{FleetDiagnosis, FleetReport};
+use cilium_gc_fleet::{FleetDiagnosis, FleetReport};
 
 use super::format::{write_document, OutputFormat, Style};
 

@@ -4,11 +4,11 @@
 
 use std::fmt::Write as _;
 
-use cilium_gc::fleet::{FleetDiagnosis, FleetReport};
 use cilium_gc::thousands;
 use cilium_gc::PendingWrites;
 use cilium_gc_documents::fleet::{ClusterEntry, ClusterStatus};
 use cilium_gc_documents::report::Mode;
+use cilium_gc_fleet::{FleetDiagnosis, FleetReport};
 
 use crate::views::format::{kebab, run_duration, Paint, Style};
 

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use cilium_gc::policy::Reason;
 use cilium_gc::report::Report;
 use cilium_gc::thousands;
+use cilium_gc_cluster::policy::Reason;
 use cilium_gc_documents::report::{Mode, Outcome};
 
 use crate::views::format::{kebab, run_duration, warn_if, Paint, Style, Tone};

@@ -17,8 +17,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use cilium_gc::diagnose::{analyze, IdentityRecord, Input};
-use cilium_gc::model::Identity;
+use cilium_gc_cluster::model::Identity;
+use cilium_gc_diagnose::{analyze, IdentityRecord, Input};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{json, Value};
 

@@ -8,7 +8,7 @@
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
-use cilium_gc::diagnose::{FilterDefaults, LabelFilter};
+use cilium_gc_diagnose::{FilterDefaults, LabelFilter};
 
 use super::*;
 

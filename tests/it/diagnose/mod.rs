@@ -7,9 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use cilium_gc::diagnose::Crds;
-use cilium_gc::diagnose::{self, analyze, IdentityRecord, Input};
-use cilium_gc::model::{Change, Identity};
+use cilium_gc_cluster::model::{Change, Identity};
+use cilium_gc_diagnose::Crds;
+use cilium_gc_diagnose::{self as diagnose, analyze, IdentityRecord, Input};
 use cilium_gc_sim::Scenario;
 use serde_json::{json, Value};
 

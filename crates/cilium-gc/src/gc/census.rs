@@ -5,7 +5,7 @@
 //! Kept apart from the plan because it is about the whole range, not about
 //! what the run decides to write: narrowing (`-l`, `-n`, `--min-age`) does
 //! not change it, since every identity is listed whatever the narrowing.
-//! The forecast itself is [`crate::forecast::forecast`], the function
+//! The forecast itself is [`cilium_gc_cluster::forecast::forecast`], the function
 //! `diagnose` calls, so a report and a diagnosis of the same cluster agree.
 
 use std::ops::RangeInclusive;
@@ -13,10 +13,10 @@ use std::ops::RangeInclusive;
 use cilium_gc_documents::forecast::Forecast;
 use jiff::Timestamp;
 
-use crate::forecast::{forecast, ForecastInput};
-use crate::model::Identity;
-use crate::policy::Reason;
-use crate::preflight::CiliumSettings;
+use cilium_gc_cluster::cilium_config::CiliumSettings;
+use cilium_gc_cluster::forecast::{forecast, ForecastInput};
+use cilium_gc_cluster::model::Identity;
+use cilium_gc_cluster::policy::Reason;
 
 /// The identities listed so far, as the forecast needs them. A creation
 /// time is 8 bytes: 65,280 of them (a full range) are about half a MiB.
@@ -52,7 +52,10 @@ impl Census {
     /// judged with the run's effective heartbeat timeout and cilium-config's
     /// `identity-gc-interval`.
     pub(super) fn forecast(&self, cilium: &CiliumSettings, now: Timestamp) -> Forecast {
-        let range = crate::policy::local_range(cilium.cluster_id, cilium.max_connected_clusters);
+        let range = cilium_gc_cluster::policy::local_range(
+            cilium.cluster_id,
+            cilium.max_connected_clusters,
+        );
         let capacity = range.end() - range.start() + 1;
         forecast(&ForecastInput {
             created: &self.created,
@@ -92,8 +95,11 @@ mod tests {
     #[test]
     fn counts_the_local_range_and_forecasts_with_the_runs_settings() {
         let now: Timestamp = "2026-01-01T12:00:00Z".parse().unwrap();
-        let cilium = crate::preflight::settings_from_config(None, None);
-        let range = crate::policy::local_range(cilium.cluster_id, cilium.max_connected_clusters);
+        let cilium = cilium_gc_cluster::cilium_config::settings_from_config(None, None);
+        let range = cilium_gc_cluster::policy::local_range(
+            cilium.cluster_id,
+            cilium.max_connected_clusters,
+        );
         assert_eq!((*range.start(), *range.end()), (256, 65535), "premise");
         let mut c = Census::default();
         // 20 local identities created in the last 5 minutes, one a minute

@@ -8,16 +8,17 @@ use cilium_gc_documents::forecast::Forecast;
 use cilium_gc_documents::header::{Header, Span};
 use jiff::Timestamp;
 
-use crate::exit::Exit;
-use crate::policy;
-use crate::preflight::{self, CiliumSettings};
 use crate::report::{
     Abort, AbortReason, ClusterInfo, ErrorKind, IdRange, Item, Mode, Options, Preflight, Report,
     RunError, Summary, Tool,
 };
-use crate::settings::{ConnectSettings, GcSettings};
-use crate::stats::Stats;
-use crate::usage::UsageHandle;
+use crate::settings::GcSettings;
+use crate::ConnectSettings;
+use cilium_gc_cluster::cilium_config::CiliumSettings;
+use cilium_gc_cluster::exit::Exit;
+use cilium_gc_cluster::policy;
+use cilium_gc_cluster::stats::Stats;
+use cilium_gc_cluster::usage::UsageHandle;
 
 use super::MAX_REPORTED_ERRORS;
 
@@ -40,7 +41,7 @@ pub(super) struct Draft {
     pub(super) usage: Option<UsageHandle>,
     /// The server's clock, once connected: whether mark ages were judged
     /// by the local clock instead is said when the run ends.
-    pub(super) server_clock: Option<Arc<crate::cluster::ServerClock>>,
+    pub(super) server_clock: Option<Arc<cilium_gc_cluster::cluster::ServerClock>>,
     /// Where the local range is heading, once the list is complete.
     pub(super) forecast: Option<Forecast>,
 }
@@ -135,7 +136,7 @@ impl Draft {
 /// Registered credentials are scrubbed here too: every report and stderr
 /// message passes through.
 pub(super) fn one_line(s: &str) -> String {
-    crate::secrets::scrub(s.lines().next().unwrap_or_default().trim_end())
+    cilium_gc_cluster::secrets::scrub(s.lines().next().unwrap_or_default().trim_end())
 }
 
 pub(super) fn round_millis(x: f64) -> f64 {
@@ -158,7 +159,7 @@ pub(super) fn options(
         heartbeat_timeout_seconds: cilium
             .map(|c| c.heartbeat_timeout)
             .or(s.scan.heartbeat_timeout)
-            .unwrap_or(preflight::DEFAULT_HEARTBEAT_TIMEOUT)
+            .unwrap_or(cilium_gc_cluster::cilium_config::DEFAULT_HEARTBEAT_TIMEOUT)
             .as_secs_f64(),
         local_range: IdRange {
             min: *range.start(),

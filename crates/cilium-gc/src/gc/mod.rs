@@ -18,19 +18,21 @@ use std::time::Instant;
 
 use futures::FutureExt;
 
-use crate::cluster::{ApiClient, Endpoint};
-use crate::exit::Exit;
-use crate::model::Kind;
-use crate::policy::{self, Narrowing, Policy, Rules};
-use crate::preflight::{self, CiliumSettings};
+use crate::preflight;
 use crate::report::{self, Abort, AbortReason, CheckName, ErrorKind, Mode, Outcome, Report};
-use crate::retry::Class;
-use crate::scan::{self, ScanError};
-use crate::settings::{ConnectSettings, GcSettings};
-use crate::stats::Stats;
-use crate::stop::{Stop, StopReason};
+use crate::settings::GcSettings;
 use crate::sweep::{self, Action, SweepSettings};
-use crate::usage::UsageHandle;
+use crate::ConnectSettings;
+use cilium_gc_cluster::cilium_config::CiliumSettings;
+use cilium_gc_cluster::cluster::{ApiClient, Endpoint};
+use cilium_gc_cluster::exit::Exit;
+use cilium_gc_cluster::model::Kind;
+use cilium_gc_cluster::policy::{self, Narrowing, Policy, Rules};
+use cilium_gc_cluster::retry::Class;
+use cilium_gc_cluster::scan::{self, ScanError};
+use cilium_gc_cluster::stats::Stats;
+use cilium_gc_cluster::stop::{Stop, StopReason};
+use cilium_gc_cluster::usage::UsageHandle;
 
 mod census;
 mod draft;
@@ -122,7 +124,7 @@ impl Run<'_> {
             usage.stop();
             for (what, problem) in usage.malformed() {
                 run.summary.malformed += 1;
-                let effect = if problem == crate::usage::NO_NAME {
+                let effect = if problem == cilium_gc_cluster::usage::NO_NAME {
                     "its identity reference was read"
                 } else if self.settings.allow_unreadable_endpoints {
                     "which identity it uses is unknown; deletes went on because of --allow-unreadable-endpoints"
@@ -158,8 +160,7 @@ pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 /// `place` (`plan`: in the run's own task, after the scan; `background`: in
 /// another task, as a watcher bug would), so tests can prove that a bug
 /// still ends in a report. Honoured here and nowhere else.
-#[cfg_attr(feature = "internals", visibility::make(pub))]
-pub(crate) const TEST_PANIC_ENV: &str = "KUBECTL_CILIUM_GC_TEST_PANIC";
+pub const TEST_PANIC_ENV: &str = "KUBECTL_CILIUM_GC_TEST_PANIC";
 
 fn test_panic_at(place: &str) -> bool {
     std::env::var(TEST_PANIC_ENV).is_ok_and(|p| p == place)
@@ -280,10 +281,10 @@ impl Run<'_> {
     async fn check_cluster(
         &mut self,
         api: &ApiClient,
-    ) -> ControlFlow<Exit, (preflight::Crds, CiliumSettings)> {
+    ) -> ControlFlow<Exit, (cilium_gc_cluster::discovery::Crds, CiliumSettings)> {
         let (s, kube) = (self.settings, self.kube);
         let run = &mut self.report;
-        let crds = match preflight::fetch_crds(api, s.pacing.max_retries).await {
+        let crds = match cilium_gc_cluster::discovery::fetch_crds(api, s.pacing.max_retries).await {
             Ok(c) => c,
             Err(e) => {
                 return ControlFlow::Break(run.abort(
@@ -295,8 +296,8 @@ impl Run<'_> {
         };
         let cilium = Self::read_cilium_config(api, s, run).await;
         run.options = options(s, kube, Some(&cilium));
-        let wanted = crate::rbac::required(s.writes(), s.mark, crds.slices);
-        let (missing, perm_warnings) = crate::rbac::fetch_missing_permissions(
+        let wanted = cilium_gc_cluster::rbac::required(s.writes(), s.mark, crds.slices);
+        let (missing, perm_warnings) = cilium_gc_cluster::rbac::fetch_missing_permissions(
             api,
             crds.slices_version(),
             &wanted,
@@ -342,13 +343,19 @@ impl Run<'_> {
         s: &GcSettings,
         run: &mut Draft,
     ) -> CiliumSettings {
-        let config =
-            preflight::fetch_cilium_config(api, &s.scan.cilium_namespace, s.pacing.max_retries)
-                .await;
+        let config = cilium_gc_cluster::cilium_config::fetch_cilium_config(
+            api,
+            &s.scan.cilium_namespace,
+            s.pacing.max_retries,
+        )
+        .await;
         let data = config
             .map_err(|problem| run.error(ErrorKind::ConfigUnavailable, problem))
             .ok();
-        let mut cilium = preflight::settings_from_config(data.as_ref(), s.scan.heartbeat_timeout);
+        let mut cilium = cilium_gc_cluster::cilium_config::settings_from_config(
+            data.as_ref(),
+            s.scan.heartbeat_timeout,
+        );
         cilium.state_allocation_mode(s.scan.identity_allocation_mode.as_deref());
         for w in &cilium.warnings {
             tracing::warn!("{w}");
@@ -380,7 +387,7 @@ impl Run<'_> {
     async fn sync_usage(
         &mut self,
         api: &ApiClient,
-        crds: preflight::Crds,
+        crds: cilium_gc_cluster::discovery::Crds,
         cilium: &CiliumSettings,
     ) -> ControlFlow<Exit, UsageHandle> {
         let (ui, stats) = (self.ui, &self.stats);
@@ -388,7 +395,7 @@ impl Run<'_> {
         let usage = UsageHandle::start(
             api.client(),
             api.watch_tap.clone(),
-            preflight::usage_sources(crds, cilium),
+            cilium_gc_cluster::discovery::usage_sources(crds, cilium),
             stats.clone(),
         );
         run.usage = Some(usage.clone());
@@ -620,7 +627,7 @@ fn writes_stopped(run: &mut Draft, reason: StopReason, usage: &UsageHandle) -> E
         StopReason::UsageLost => {
             let m = format!(
                 "endpoint usage was not known complete for {}s (the endpoint watchers could not list or watch CiliumEndpoints/Slices), so which identities are in use is unknown: no further writes were started",
-                crate::usage::USAGE_STALL_LIMIT.as_secs()
+                cilium_gc_cluster::usage::USAGE_STALL_LIMIT.as_secs()
             );
             run.error(ErrorKind::Watcher, m.clone());
             run.abort(AbortReason::UsageLost, m, Exit::Unexpected)

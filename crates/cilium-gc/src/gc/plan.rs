@@ -3,13 +3,13 @@
 
 use jiff::Timestamp;
 
-use crate::cluster::Endpoint;
-use crate::model::{Identity, Malformed};
-use crate::policy::{self, Policy, Reason};
-use crate::report::{CountReasons as _, ErrorKind, Item, ItemsMode, Mode, Outcome};
+use crate::report::{ErrorKind, Item, ItemsMode, Mode, Outcome};
 use crate::settings::GcSettings;
 use crate::sweep::ItemResult;
-use crate::usage::UsageHandle;
+use cilium_gc_cluster::cluster::Endpoint;
+use cilium_gc_cluster::model::{Identity, Malformed};
+use cilium_gc_cluster::policy::{self, Policy, Reason};
+use cilium_gc_cluster::usage::UsageHandle;
 
 use super::census::Census;
 use super::draft::Draft;
@@ -201,7 +201,8 @@ pub(super) fn apply(run: &mut Draft, indices: &[Option<usize>], results: Vec<Ite
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::{ConnectSettings, ScanSettings, WriteSettings};
+    use crate::settings::{ScanSettings, WriteSettings};
+    use crate::ConnectSettings;
     use std::time::Duration;
 
     const NOW: &str = "2026-06-01T12:00:00Z";
@@ -248,7 +249,7 @@ mod tests {
     /// One of each: in use (1000), stale (1001, marked a day before NOW),
     /// unmarked (1002), marked too recently (1003); then a malformed object.
     fn planned(s: &GcSettings) -> (Plan, Draft) {
-        let usage = crate::usage::referencing(&[1000]);
+        let usage = cilium_gc_cluster::usage::UsageHandle::referencing(&[1000]);
         let (mut plan, mut run) = (Plan::default(), Draft::new(s, &ConnectSettings::default()));
         let day_before = Some("2026-05-31T12:00:00Z");
         let just_now = Some("2026-06-01T11:59:00Z");
@@ -262,7 +263,7 @@ mod tests {
             plan.take(Ok(i), &usage, &policy(), now, s, &mut run);
         }
         let bad = Malformed {
-            kind: crate::model::Kind::Identity,
+            kind: cilium_gc_cluster::model::Kind::Identity,
             name: Some("bad".into()),
             namespace: None,
             problem: "no uid".into(),

@@ -12,15 +12,15 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use crate::cluster::ApiClient;
-use crate::exit::Exit;
-use crate::policy::Policy;
 use crate::preflight;
 use crate::report::{self, Mode, Summary};
-use crate::scan;
 use crate::settings::GcSettings;
 use crate::sweep::{self, Action, SweepSettings};
-use crate::usage::UsageHandle;
+use cilium_gc_cluster::cluster::ApiClient;
+use cilium_gc_cluster::exit::Exit;
+use cilium_gc_cluster::policy::Policy;
+use cilium_gc_cluster::scan;
+use cilium_gc_cluster::usage::UsageHandle;
 
 use super::draft::{round_millis, Draft};
 use super::plan::{apply, Plan};

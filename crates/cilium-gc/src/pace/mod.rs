@@ -71,14 +71,7 @@ pub(crate) const WINDOW: usize = 40;
 /// Share of throttled writes in the window that cuts the rate.
 pub(crate) const DECREASE_SHARE: f64 = 0.3;
 
-/// What the limiter did over a run, for the report.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct PaceSummary {
-    /// Wall time spent below `--qps` because of sustained throttling.
-    pub throttled: Duration,
-    /// The lowest rate adaptation reached.
-    pub lowest_rate: f64,
-}
+pub(crate) use cilium_gc_cluster::stats::PaceSummary;
 
 /// The writes in flight, by departure order, so that a 429
 /// can tell how many of ours the server was already holding when it

@@ -30,15 +30,15 @@ use http::Method;
 use jiff::Timestamp;
 use serde_json::json;
 
-use crate::cluster::{ApiClient, FIELD_MANAGER, JSON, MERGE_PATCH};
-use crate::model::{decode_identity, Identity, Kind, HEARTBEAT_ANNOTATION};
 use crate::pace::Pace;
-use crate::policy::{decide, Reason, Rules};
 use crate::report::{Conflict, Outcome, Pacing};
-use crate::retry::Class;
-use crate::stats::Stats;
-use crate::stop::{Stop, StopReason};
-use crate::usage::{UsageHandle, USAGE_STALL_LIMIT};
+use cilium_gc_cluster::cluster::{ApiClient, FIELD_MANAGER, JSON, MERGE_PATCH};
+use cilium_gc_cluster::model::{decode_identity, Identity, Kind, HEARTBEAT_ANNOTATION};
+use cilium_gc_cluster::policy::{decide, Reason, Rules};
+use cilium_gc_cluster::retry::Class;
+use cilium_gc_cluster::stats::Stats;
+use cilium_gc_cluster::stop::{Stop, StopReason};
+use cilium_gc_cluster::usage::{UsageHandle, USAGE_STALL_LIMIT};
 
 mod queue;
 
@@ -89,7 +89,7 @@ pub(crate) struct SweepSettings {
     /// cannot be read does not stop the deletes.
     pub allow_unreadable_endpoints: bool,
     /// The cluster's rules, judged again before each write. Deliberately not
-    /// the whole [`crate::policy::Policy`]: the user's narrowing was applied
+    /// the whole [`cilium_gc_cluster::policy::Policy`]: the user's narrowing was applied
     /// once, at plan time, and must not be applied again here.
     pub rules: Rules,
 }
@@ -254,7 +254,7 @@ async fn turn(ctx: &Sweeper<'_>, i: usize, mut item: Box<Item>) -> (usize, Turn)
         let ticket = ctx.pace.depart();
         let answer = tokio::select! {
             a = write(ctx, &item.ident) => a,
-            _ = ctx.stop.grace_elapsed() => crate::cluster::Answer::lost(
+            _ = ctx.stop.grace_elapsed() => cilium_gc_cluster::cluster::Answer::lost(
                 "the run stopped before the server answered: it may have been applied",
             ),
         };
@@ -283,7 +283,7 @@ async fn turn(ctx: &Sweeper<'_>, i: usize, mut item: Box<Item>) -> (usize, Turn)
 async fn on_answer(
     ctx: &Sweeper<'_>,
     item: &mut Item,
-    answer: crate::cluster::Answer,
+    answer: cilium_gc_cluster::cluster::Answer,
     ahead: usize,
 ) -> Step {
     let Item { ident, r, tries } = item;
@@ -512,13 +512,13 @@ async fn on_forbidden(ctx: &Sweeper<'_>, tries: &mut Tries, message: String) -> 
         Action::Delete => "delete",
         Action::Mark => "patch",
     };
-    let permission = crate::rbac::PERMISSIONS
+    let permission = cilium_gc_cluster::rbac::PERMISSIONS
         .iter()
         .find(|p| p.resource == Kind::Identity.plural() && p.verb == verb);
     let started = Instant::now();
     let mut asked = 0;
     while let Some(p) = permission {
-        if let Ok(true) = crate::rbac::review(ctx.api, p, "v2", "", 0).await {
+        if let Ok(true) = cilium_gc_cluster::rbac::review(ctx.api, p, "v2", "", 0).await {
             Stats::bump(&ctx.api.stats.retries);
             return Step::Retry;
         }
@@ -558,7 +558,7 @@ fn stopped(r: ItemResult, tries: &Tries) -> ItemResult {
 /// The DELETE (with preconditions) or the mark PATCH (with resourceVersion,
 /// so a concurrent change wins), sent once, at once: the caller has waited
 /// for the Retry-After gate where a stop could cancel the wait.
-async fn write(ctx: &Sweeper<'_>, ident: &Identity) -> crate::cluster::Answer {
+async fn write(ctx: &Sweeper<'_>, ident: &Identity) -> cilium_gc_cluster::cluster::Answer {
     let path = Kind::Identity.object_path(&ident.name);
     match ctx.action {
         Action::Delete => {
@@ -659,6 +659,9 @@ mod tests {
         assert_eq!(rfc3339_nano(t), "2026-01-02T03:04:05Z");
         let t: Timestamp = "2026-01-02T03:04:05.5Z".parse().unwrap();
         assert_eq!(rfc3339_nano(t), "2026-01-02T03:04:05.5Z");
-        assert_eq!(crate::policy::parse_mark(&rfc3339_nano(t)), Some(t));
+        assert_eq!(
+            cilium_gc_cluster::policy::parse_mark(&rfc3339_nano(t)),
+            Some(t)
+        );
     }
 }

@@ -8,11 +8,11 @@ use std::time::Duration;
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
 
-use crate::model::Identity;
 use crate::pace::Pace;
 use crate::report::Outcome;
-use crate::stats::Stats;
-use crate::stop::Stop;
+use cilium_gc_cluster::model::Identity;
+use cilium_gc_cluster::stats::Stats;
+use cilium_gc_cluster::stop::Stop;
 
 use super::{stopped, Action, Feed, ItemResult, Tries};
 
@@ -240,7 +240,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::stop::StopReason;
+    use cilium_gc_cluster::stop::StopReason;
 
     fn ident(name: &str) -> Identity {
         Identity {

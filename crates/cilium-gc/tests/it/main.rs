@@ -20,14 +20,8 @@ mod safety;
 /// A struggling API server: throttling, errors, usage going dark.
 mod struggling;
 
-/// Several clusters in one run, one fleet report.
-mod fleet;
-
 /// The fuzz targets' properties, as ordinary tests.
 mod properties;
 
 /// Safety under chaos: random faults and actors, malformed objects.
 mod chaos;
-
-/// `diagnose` from the engine: one scenario per finding, GC health.
-mod diagnose;

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use cilium_gc::model::{Kind, HEARTBEAT_ANNOTATION};
+use cilium_gc_cluster::model::{Kind, HEARTBEAT_ANNOTATION};
 use jiff::{SignedDuration, Timestamp};
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -75,7 +75,7 @@ proptest! {
     #[test]
     fn fuzz_prop_decode_identity_accepts_only_deletable_identities(v in json_value()) {
         let raw = serde_json::value::RawValue::from_string(v.to_string()).unwrap();
-        match cilium_gc::model::decode_identity(&raw) {
+        match cilium_gc_cluster::model::decode_identity(&raw) {
             Ok(i) => prop_assert!(
                 !i.name.is_empty() && !i.uid.is_empty() && !i.resource_version.is_empty()
             ),
@@ -98,7 +98,7 @@ proptest! {
         });
         for v in [&v, &in_place] {
             let text = v.to_string();
-            let usage = serde_json::from_str::<cilium_gc::model::UsageObject>(&text);
+            let usage = serde_json::from_str::<cilium_gc_cluster::usage::UsageObject>(&text);
             prop_assert!(usage.is_ok(), "{text}");
             let lenient = usage.unwrap();
             for kind in [Kind::Endpoint, Kind::EndpointSlice] {
@@ -124,9 +124,9 @@ proptest! {
         cluster_id in 0u64..4,
         wide in any::<bool>(),
     ) {
-        use cilium_gc::policy::{decide, local_range, parse_mark, Reason, Rules};
+        use cilium_gc_cluster::policy::{decide, local_range, parse_mark, Reason, Rules};
         let now: Timestamp = "2026-06-01T12:00:00Z".parse().unwrap();
-        let identity = cilium_gc::model::Identity {
+        let identity = cilium_gc_cluster::model::Identity {
             name,
             uid: "u".into(),
             resource_version: "1".into(),
@@ -165,7 +165,7 @@ proptest! {
         ],
         labels in prop::collection::btree_map("[a-z]{1,3}", "[a-z]{0,3}", 0..5),
     ) {
-        use cilium_gc::Selector;
+        use cilium_gc_cluster::selector::Selector;
         // parse -> render -> parse gives the same structure (Display renders
         // from the parsed requirements, and equality compares them).
         if let Ok(sel) = Selector::parse(&text) {

@@ -10,10 +10,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use cilium_gc::model::NAMESPACE_LABEL;
 use cilium_gc::Exit;
 use cilium_gc::Stop;
 use cilium_gc::{GcSettings, Pacing, ScanSettings, WriteSettings};
+use cilium_gc_cluster::model::NAMESPACE_LABEL;
 use cilium_gc_documents::report::Outcome;
 use cilium_gc_sim::Faults;
 

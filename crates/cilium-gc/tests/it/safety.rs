@@ -234,10 +234,10 @@ async fn raw_server(answer: fn(&str) -> (u16, String, Vec<u8>)) -> String {
     url
 }
 
-fn api_at(url: &str) -> cilium_gc::internals::ApiClient {
+fn api_at(url: &str) -> cilium_gc_cluster::ApiClient {
     let config = kube::Config::new(url.parse().unwrap());
     let client = kube::Client::try_from(config).unwrap();
-    cilium_gc::internals::ApiClient::new(
+    cilium_gc_cluster::ApiClient::new(
         client,
         Default::default(),
         Some(Duration::from_secs(10)),
@@ -271,7 +271,7 @@ async fn misbehaving_servers_end_in_clear_errors() {
     let stop = cilium_gc::Stop::default();
     let r = tokio::time::timeout(
         Duration::from_secs(60),
-        cilium_gc::internals::list_raw(
+        cilium_gc_cluster::scan::list_raw(
             &api,
             "/apis/cilium.io/v2/ciliumidentities",
             10,

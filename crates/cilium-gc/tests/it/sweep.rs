@@ -6,9 +6,9 @@
 
 use std::time::Duration;
 
-use cilium_gc::policy::Reason;
 use cilium_gc::Exit;
 use cilium_gc::{GcSettings, Pacing, ScanSettings, WriteSettings};
+use cilium_gc_cluster::policy::Reason;
 use cilium_gc_documents::report::{AbortReason, Mode, Outcome};
 use cilium_gc_sim::Kind;
 use cilium_gc_sim::Scenario;

@@ -252,7 +252,7 @@ async fn chaos_malformed_objects_are_reported_and_skipped_never_deleted() {
     for n in ["60020", "60021", "60022", "60023"] {
         assert_eq!(
             item(n).map(|i| i.reason),
-            Some(cilium_gc::policy::Reason::InUse),
+            Some(cilium_gc_cluster::policy::Reason::InUse),
             "{n}"
         );
     }

@@ -72,7 +72,7 @@ async fn regression_endpoint_watchers_unable_to_relist_hung_the_run() {
     // then, and writes may rely on it for `FRESHNESS_LIMIT` (issue 11), no
     // longer (plus in-flight requests).
     let unknown_from = broken_at
-        + SignedDuration::try_from(cilium_gc::internals::FRESHNESS_LIMIT).unwrap()
+        + SignedDuration::try_from(cilium_gc_cluster::usage::FRESHNESS_LIMIT).unwrap()
         + SignedDuration::from_millis(300);
     let late: Vec<_> = sim
         .ledger()
