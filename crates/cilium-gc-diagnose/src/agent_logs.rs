@@ -23,7 +23,7 @@ use std::io::BufRead;
 
 use jiff::Timestamp;
 
-use super::types::{AllocationRefusals, PodRefusals};
+use cilium_gc_documents::diagnosis::{AllocationRefusals, PodRefusals};
 
 /// The warning `Allocator.Allocate` logs after each failed attempt.
 pub(crate) const ATTEMPT_FAILED: &str = "Key allocation attempt failed";

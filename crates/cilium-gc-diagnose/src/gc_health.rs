@@ -44,11 +44,11 @@ use std::time::Duration;
 use jiff::Timestamp;
 
 use super::input::{agent_like, IdentityRecord, Workloads};
-use super::types::{
+use cilium_gc_cluster::humanize::human_duration;
+use cilium_gc_documents::diagnosis::{
     AgeBucket, CiliumWorkloads, DefectStatus, Finding, FindingCode, GcHealth, KnownDefect,
     NamespaceCount, OperatorGcMetrics, OperatorPodStatus, PassEvidence, PassVerdict, Severity,
 };
-use cilium_gc_cluster::humanize::human_duration;
 
 /// Cilium's default `identity-gc-interval`: here, below `analyze`, which
 /// reads the configured one and falls back to this.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use cilium_gc_cluster::discovery::Crds;
 use cilium_gc_cluster::model::Identity;
 
-use super::types::{OperatorMetricsRead, OperatorPodStatus};
+use cilium_gc_documents::diagnosis::{OperatorMetricsRead, OperatorPodStatus};
 
 /// One CiliumIdentity as the diagnosis needs it: what `scan` decodes, plus
 /// the full `security-labels` map (label keys and values drive churn).
@@ -56,7 +56,7 @@ pub struct Input {
     pub policies: Option<Policies>,
     /// The allocator's refusals the agents' logs record; `None` when no
     /// agent log was read (live, or no log among the saved files).
-    pub allocation_refusals: Option<super::types::AllocationRefusals>,
+    pub allocation_refusals: Option<cilium_gc_documents::diagnosis::AllocationRefusals>,
     /// Identities watched live for a while (`--sample`): how many appeared
     /// and disappeared. `None` when not watched (`--from`, or no sample).
     pub sample: Option<cilium_gc_documents::forecast::MeasuredRates>,
@@ -77,7 +77,7 @@ pub struct Policies {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicySelectors {
     /// Which kind.
-    pub kind: super::types::PolicyKind,
+    pub kind: cilium_gc_documents::diagnosis::PolicyKind,
     /// Namespace, for namespaced kinds.
     pub namespace: Option<String>,
     /// Name.

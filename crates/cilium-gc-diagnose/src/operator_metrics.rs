@@ -31,13 +31,20 @@
 //!   the expected passes count with it; 1.15 does not, and a long pass there
 //!   can look like missed passes (docs/real-cilium.md).
 
+use cilium_gc_cluster::cluster::ApiClient;
+use cilium_gc_cluster::stop::Stop;
+
+use crate::input;
+use crate::workloads::addr_port;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use jiff::Timestamp;
 
-use super::types::{GcCounters, OperatorGcMetrics, OperatorMetricsRead, PassVerdict};
 use cilium_gc_cluster::humanize::human_duration;
+use cilium_gc_documents::diagnosis::{
+    self as types, GcCounters, OperatorGcMetrics, OperatorMetricsRead, PassVerdict,
+};
 
 /// Passes needed since the operator started before a single read can judge.
 pub(crate) const MIN_EXPECTED_PASSES: f64 = 3.0;
@@ -299,6 +306,82 @@ pub(crate) fn summarise(
         verdict,
         gc_interval_seconds: interval.as_secs_f64(),
         pods,
+    }
+}
+
+/// Read each running operator pod's metrics through the API server's pod
+/// proxy, once, or twice `wait` apart. Optional like the other workload
+/// reads: a refusal is recorded per pod and the diagnosis falls back on
+/// the marks and the version.
+#[tracing::instrument(skip_all)]
+pub(crate) async fn read_operator_metrics(
+    api: &ApiClient,
+    namespace: &str,
+    config: Option<&BTreeMap<String, String>>,
+    wait: std::time::Duration,
+    stop: &Stop,
+    w: &mut input::Workloads,
+) {
+    let default_port = config
+        .and_then(|c| c.get("operator-prometheus-serve-addr"))
+        .and_then(|a| addr_port(a))
+        .unwrap_or(cilium_gc_kinds::OPERATOR_METRICS_PORT);
+    for r in &mut w.metrics {
+        if r.port == 0 {
+            r.port = default_port;
+        }
+    }
+    // Only the first few pods: an operator runs one or two replicas.
+    w.metrics.truncate(4);
+    for r in &mut w.metrics {
+        r.first = scrape(api, namespace, r).await;
+    }
+    if wait.is_zero() || w.metrics.iter().all(|r| r.first.is_none()) {
+        return;
+    }
+    tokio::select! {
+        _ = tokio::time::sleep(wait) => {}
+        _ = stop.wait() => return,
+    }
+    for r in &mut w.metrics {
+        if r.first.is_some() {
+            r.second = scrape(api, namespace, r).await;
+        }
+    }
+}
+
+/// One scrape of `r`'s pod through the pod proxy; a failure goes in
+/// `r.problem`.
+async fn scrape(
+    api: &ApiClient,
+    namespace: &str,
+    r: &mut types::OperatorMetricsRead,
+) -> Option<types::GcCounters> {
+    use cilium_gc_cluster::retry::Class;
+    let path = format!(
+        "/api/v1/namespaces/{namespace}/pods/{}:{}/proxy/metrics",
+        r.pod, r.port
+    );
+    let a = api.get(&path, 1).await;
+    match a.class {
+        Class::Success => {
+            let text = String::from_utf8_lossy(&a.body);
+            let samples = parse_exposition(&text);
+            Some(counters(&samples, api.clock.now()))
+        }
+        Class::Forbidden => {
+            r.problem = Some(format!(
+                "no permission to get pods/proxy in {namespace} (optional): the operator's GC metrics were not read"
+            ));
+            None
+        }
+        _ => {
+            r.problem = Some(format!(
+                "cannot read the operator's metrics through the pod proxy (pod {}, port {}): {}",
+                r.pod, r.port, a.message
+            ));
+            None
+        }
     }
 }
 

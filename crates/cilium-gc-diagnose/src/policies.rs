@@ -14,9 +14,9 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::input::{Policies, PolicySelectors};
-use super::types::PolicyKind;
 use cilium_gc_cluster::cluster::ApiClient;
 use cilium_gc_cluster::retry::Class;
+use cilium_gc_documents::diagnosis::PolicyKind;
 
 /// The namespace-label prefix of identity labels.
 const NAMESPACE_LABELS: &str = "io.cilium.k8s.namespace.labels.";
@@ -111,7 +111,7 @@ pub(crate) async fn fetch(api: &ApiClient) -> Policies {
         PolicyKind::CiliumClusterwideNetworkPolicy,
         PolicyKind::NetworkPolicy,
     ] {
-        let a = api.get(path(kind), super::MAX_RETRIES).await;
+        let a = api.get(path(kind), crate::settings::MAX_RETRIES).await;
         match a.class {
             Class::Success => {
                 let list = a.json::<Value>().unwrap_or_default();

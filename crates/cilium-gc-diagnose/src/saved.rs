@@ -33,11 +33,12 @@ use jiff::Timestamp;
 use serde_json::Value;
 
 use super::input::{self, Input, Policies};
+use super::policies;
 use super::sysdump_ts::sysdump_time;
-use super::types::{self, CaptureTimeFrom, SavedSource};
-use super::{policies, DiagnoseError};
+use crate::error::DiagnoseError;
 use cilium_gc_cluster::discovery::Crds;
 use cilium_gc_cluster::model::HEARTBEAT_ANNOTATION;
+use cilium_gc_documents::diagnosis::{self as types, CaptureTimeFrom, SavedSource};
 
 /// Files larger than this are not read (a whole sysdump's logs are not
 /// needed; a CiliumIdentity list of 65k identities is tens of MB).
@@ -408,10 +409,10 @@ fn build(f: &mut Found, now: Timestamp, labels: Option<&str>) -> Input {
     let mut seen = HashSet::new();
     for v in std::mem::take(&mut f.identities) {
         let raw = serde_json::value::to_raw_value(&v).expect("a Value serialises");
-        match super::decode_record(&raw) {
+        match crate::decode::decode_record(&raw) {
             Ok(r) => {
                 if seen.insert(r.identity.name.clone()) {
-                    writes.insert(r.identity.name.clone(), super::decode_writes(&raw));
+                    writes.insert(r.identity.name.clone(), crate::decode::decode_writes(&raw));
                     identities.push(r);
                 }
             }
@@ -483,8 +484,8 @@ fn workloads(f: &Found, now: Timestamp) -> input::Workloads {
     let mut w = input::Workloads {
         operator_images: f.operator.as_ref().map(images).unwrap_or_default(),
         agent_images: f.daemonset.as_ref().map(images).unwrap_or_default(),
-        operator_pods: super::operator_pods(&pods),
-        gc_interval_arg: super::operator_arg(&pods, "--identity-gc-interval")
+        operator_pods: crate::workloads::operator_pods(&pods),
+        gc_interval_arg: crate::workloads::operator_arg(&pods, "--identity-gc-interval")
             .and_then(|v| cilium_gc_cluster::connect::parse_duration(&v).ok()),
         ..Default::default()
     };

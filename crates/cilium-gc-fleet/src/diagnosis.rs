@@ -15,14 +15,14 @@ use tokio::sync::Semaphore;
 
 use super::document::{fleet_exit, BuildEntry as _};
 use super::runner::{each_cluster, interrupted, stop_exit, Cluster};
-use super::{
-    ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FleetDiagnosis,
-    FleetDiagnosisSummary, Fullest, IdentitySpaceUse,
-};
 use cilium_gc::ConnectSettings;
 use cilium_gc_cluster::exit::Exit;
 use cilium_gc_cluster::stop::Stop;
 use cilium_gc_diagnose::{DiagnoseError, DiagnoseSettings};
+use cilium_gc_documents::fleet::{
+    ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FleetDiagnosis,
+    FleetDiagnosisSummary, Fullest, IdentitySpaceUse,
+};
 use cilium_gc_documents::report::AbortReason;
 
 /// Diagnose every context of `contexts` with `ds` (each context replacing

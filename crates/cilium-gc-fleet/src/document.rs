@@ -12,10 +12,16 @@ use cilium_gc_documents::diagnosis::{DefectStatus, FindingCode};
 use cilium_gc_documents::report::{AbortReason, Mode, Report};
 
 use super::spool::Clusters;
-use super::{
-    ClusterEntry, ClusterError, ClusterStatus, FleetReason, FleetReport, FleetSummary, Fullest,
+use cilium_gc_documents::fleet::{
+    ClusterEntry, ClusterError, ClusterStatus, FleetReason, FleetSummary, Fullest,
     IdentitySpaceUse, WorstFinding,
 };
+
+/// The fleet report as the engine holds it: the documents crate's
+/// [`FleetReport`](cilium_gc_documents::fleet::FleetReport) whose clusters
+/// are [`Clusters`] (finished ones spooled to disk). It serializes to the
+/// same document, against the same schema, as the plain one.
+pub type FleetReport = cilium_gc_documents::fleet::FleetReport<Clusters>;
 
 /// The order of severity of exit codes, most severe first: a signal (the
 /// whole run was stopped), a bug, items that failed while deleting, a

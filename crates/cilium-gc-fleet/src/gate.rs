@@ -12,7 +12,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::FleetObserver;
+use crate::settings::FleetObserver;
 use cilium_gc::{Observer, PendingWrites};
 use cilium_gc_cluster::stop::Stop;
 

@@ -27,6 +27,7 @@ mod gate;
 mod redact;
 mod runner;
 mod select;
+mod settings;
 mod spool;
 
 use std::sync::{Arc, Mutex};
@@ -36,68 +37,25 @@ use jiff::Timestamp;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use cilium_gc_documents::fleet::FleetDiagnosis;
-// The fleet documents' parts, for the engine's own code; callers name them
-// from `cilium_gc_documents::fleet`.
-pub(crate) use cilium_gc_documents::fleet::{
-    ClusterEntry, ClusterError, ClusterFailure, ClusterStatus, FleetDiagnosisSummary, FleetReason,
-    FleetSummary, Fullest, IdentitySpaceUse, WorstFinding,
-};
 pub use diagnosis::diagnose_fleet;
+pub use document::FleetReport;
 use document::{fleet_report, BuildEntry as _};
 use redact::redact_entry;
 use runner::{each_cluster, interrupted, stop_exit, Cluster};
 pub use select::{ContextFilter, SelectError};
+pub use settings::{FleetObserver, FleetSettings};
 pub use spool::Clusters;
 use spool::Spool;
 
-/// The fleet report as the engine holds it: the documents crate's
-/// [`FleetReport`](cilium_gc_documents::fleet::FleetReport) whose clusters
-/// are [`Clusters`] (finished ones spooled to disk). It serializes to the
-/// same document, against the same schema, as the plain one.
-pub type FleetReport = cilium_gc_documents::fleet::FleetReport<Clusters>;
-
 use cilium_gc::{ConnectSettings, GcSettings};
-use cilium_gc::{Headless, Observer, PendingWrites, Ui};
+use cilium_gc::Ui;
 use cilium_gc_cluster::exit::Exit;
 use cilium_gc_cluster::stop::Stop;
 use cilium_gc_diagnose::redact::Redactor;
 use cilium_gc_diagnose::DiagnoseSettings;
+use cilium_gc_documents::fleet::ClusterEntry;
 use cilium_gc_documents::report::{ErrorKind, Report};
 use gate::{Gate, GatedObserver};
-
-/// Who watches a fleet run: a display per cluster, and the one question
-/// before any cluster writes. The plugin implements it on the terminal.
-pub trait FleetObserver: Send + Sync {
-    /// The observer of `context`'s run (its progress line).
-    fn cluster(&self, _context: &str) -> Arc<dyn Observer> {
-        Arc::new(Headless)
-    }
-    /// `entry`'s cluster is done (its run and its diagnosis).
-    fn cluster_done(&self, _entry: &ClusterEntry) {}
-    /// Every cluster that is about to write has said what; ask once.
-    /// Called on a thread of its own, so it may block; `None` when nobody
-    /// can be asked (then nothing is written anywhere).
-    fn confirm_all(&self, _pending: &[PendingWrites]) -> Option<bool> {
-        None
-    }
-}
-
-/// Nobody watching a fleet run.
-impl FleetObserver for Headless {}
-
-/// What a fleet run covers, beyond each cluster's settings.
-#[derive(Debug, Clone)]
-pub struct FleetSettings {
-    /// The contexts, in the order selected (see [`ContextFilter::select`]).
-    pub contexts: Vec<String>,
-    /// Clusters run at the same time; at least 1.
-    pub parallel: u32,
-    /// Diagnose each cluster before its run (read-only; the table's GC
-    /// verdict and worst finding come from it).
-    pub diagnose: bool,
-    /// Replace contexts and servers by keyed hashes in the document.
-    pub redact: bool,
-}
 
 /// Run `s` on every context of `fleet`, each as a single-context run would
 /// (its kubeconfig context replaced, every other connection flag kept).

@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
-use super::{ClusterEntry, FleetDiagnosis};
 use cilium_gc_diagnose::redact::Redactor;
+use cilium_gc_documents::fleet::{ClusterEntry, FleetDiagnosis};
 
 /// Names shorter than this are replaced only where a whole string equals
 /// them: replacing "a" inside every message would wreck the text.

@@ -10,10 +10,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument as _;
 
 use super::document::BuildEntry as _;
-use super::{ClusterEntry, ClusterError, ClusterStatus};
 use cilium_gc::ConnectSettings;
 use cilium_gc_cluster::exit::Exit;
 use cilium_gc_cluster::stop::{Stop, StopReason};
+use cilium_gc_documents::fleet::{ClusterEntry, ClusterError, ClusterStatus};
 use cilium_gc_documents::report::AbortReason;
 
 /// One cluster, handed to its task.

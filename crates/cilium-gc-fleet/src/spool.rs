@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::ClusterEntry;
+use cilium_gc_documents::fleet::ClusterEntry;
 
 /// Where finished entries wait for the document: an unnamed temporary
 /// file (gone when the process ends, however it ends) and, per cluster

@@ -203,7 +203,7 @@ pub(super) fn allocation_refused(c: &Evidence, out: &mut Findings) {
             "Cilium's allocator refused {} allocation attempts in {} agent pods' logs ({}): new pods wait for an identity, without networking",
             thousands(r.total),
             r.by_pod.len(),
-            super::super::agent_logs::NO_MORE_IDS
+            crate::agent_logs::NO_MORE_IDS
         ),
         evidence,
         Some(format!(

@@ -10,7 +10,7 @@ use std::time::Duration;
 use cilium_gc_documents::header::Header;
 use jiff::Timestamp;
 
-use super::types::*;
+use cilium_gc_documents::diagnosis::*;
 
 mod ages;
 mod churn;
@@ -23,7 +23,7 @@ mod tests;
 mod what_if;
 mod writers;
 
-use super::input::{IdentityRecord, Input};
+use crate::input::{IdentityRecord, Input};
 use ages::*;
 use churn::*;
 use cilium_gc_cluster::cilium_config;
@@ -228,9 +228,9 @@ fn gc_findings(
     now: Timestamp,
 ) -> Vec<Finding> {
     let gc_enabled = gc_interval.is_some_and(|d| !d.is_zero());
-    super::gc_health::findings(
+    crate::gc_health::findings(
         health,
-        super::gc_health::IdentityCounts {
+        crate::gc_health::IdentityCounts {
             total: space.total,
             overdue: space.states.stale_candidates + space.states.unused_unmarked,
             marked: space.states.unused_marked,
@@ -293,7 +293,7 @@ fn gc_health(
         .filter(|(_, s)| matches!(s, State::Unmarked | State::TooYoung))
         .map(|(i, _)| i)
         .collect();
-    super::gc_health::gc_health(
+    crate::gc_health::gc_health(
         &input.identities,
         &stale_marks,
         &unused_unmarked,

@@ -20,7 +20,7 @@ pub(super) fn role(manager: &str) -> WriterRole {
         WriterRole::ThisTool
     } else if manager.starts_with("cilium-operator") {
         WriterRole::CiliumOperator
-    } else if super::super::input::agent_like(manager) {
+    } else if crate::input::agent_like(manager) {
         WriterRole::CiliumAgent
     } else {
         WriterRole::Other

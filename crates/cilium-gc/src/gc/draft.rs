@@ -13,8 +13,8 @@ use crate::report::{
     RunError, Summary, Tool,
 };
 use crate::settings::GcSettings;
-use crate::ConnectSettings;
 use cilium_gc_cluster::cilium_config::CiliumSettings;
+use cilium_gc_cluster::connect::ConnectSettings;
 use cilium_gc_cluster::exit::Exit;
 use cilium_gc_cluster::policy;
 use cilium_gc_cluster::stats::Stats;

@@ -202,7 +202,7 @@ pub(super) fn apply(run: &mut Draft, indices: &[Option<usize>], results: Vec<Ite
 mod tests {
     use super::*;
     use crate::settings::{ScanSettings, WriteSettings};
-    use crate::ConnectSettings;
+    use cilium_gc_cluster::connect::ConnectSettings;
     use std::time::Duration;
 
     const NOW: &str = "2026-06-01T12:00:00Z";
