@@ -2,9 +2,11 @@
 //! binary or its flags (output, exit codes, files). One module per
 //! capability; shared code lives in `support` (the world itself in
 //! `cilium-gc-testkit`). What the engine does on its own is tested by the
-//! engine: `crates/cilium-gc/tests/`.
+//! engine's crates: `crates/*/tests/`.
 
 mod architecture;
+/// The crates' walls, from `cargo metadata`.
+mod crates;
 mod support;
 
 /// The report contract: the committed schema, its validity, example reports.

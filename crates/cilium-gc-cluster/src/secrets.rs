@@ -4,7 +4,7 @@
 //! Two walls. First, errors from authentication (kube's [`AuthError`]) are
 //! never formatted as kube formats them: its exec-plugin failure prints the
 //! whole `Command` (its `env:` values and arguments) and the plugin's
-//! output. [`describe`] names the plugin command and its exit status only.
+//! output. `describe` names the plugin command and its exit status only.
 //! Second, every credential we load (bearer tokens, passwords, exec env
 //! values and arguments, client keys) is remembered for the run, and
 //! [`scrub`] replaces any of them found in free text before it is written.
@@ -42,7 +42,7 @@ pub(crate) fn register(value: &str) {
     }
 }
 
-/// `text` with every registered credential replaced by [`REDACTED`].
+/// `text` with every registered credential replaced by `REDACTED`.
 pub fn scrub(text: &str) -> String {
     let g = SECRETS.read().unwrap_or_else(|e| e.into_inner());
     let mut out = text.to_owned();

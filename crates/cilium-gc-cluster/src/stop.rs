@@ -133,7 +133,7 @@ impl Stop {
         }
     }
 
-    /// Resolves [`IN_FLIGHT_GRACE`] after a stop is requested: how long a
+    /// Resolves `IN_FLIGHT_GRACE` after a stop is requested: how long a
     /// write already sent may still take.
     pub async fn grace_elapsed(&self) {
         self.wait().await;

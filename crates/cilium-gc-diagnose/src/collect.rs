@@ -15,7 +15,9 @@ use crate::operator_metrics::read_operator_metrics;
 use crate::policies;
 use crate::settings::{DiagnoseSettings, MAX_RETRIES};
 use crate::workloads::fetch_workloads;
+use cilium_gc_cluster::cilium_config::{fetch_cilium_config, settings_from_config};
 use cilium_gc_cluster::cluster::ApiClient;
+use cilium_gc_cluster::discovery::{fetch_crds, usage_sources};
 use cilium_gc_cluster::model::Kind;
 use cilium_gc_cluster::scan::ScanError;
 use cilium_gc_cluster::stats::Stats;
@@ -38,23 +40,19 @@ pub(crate) async fn collect(
     stop: &Stop,
     stats: Arc<Stats>,
 ) -> Result<Input, DiagnoseError> {
-    let crds = cilium_gc_cluster::discovery::fetch_crds(api, MAX_RETRIES)
+    let crds = fetch_crds(api, MAX_RETRIES)
         .await
         .map_err(DiagnoseError::Discovery)?;
     if !crds.identities {
         return Err(DiagnoseError::CrdMissing);
     }
     let mut warnings = Vec::new();
-    let config = cilium_gc_cluster::cilium_config::fetch_cilium_config(
-        api,
-        &args.cilium_namespace,
-        MAX_RETRIES,
-    )
-    .await
-    .map_err(|problem| warnings.push(problem))
-    .ok();
-    let settings = cilium_gc_cluster::cilium_config::settings_from_config(config.as_ref(), None);
-    let sources = cilium_gc_cluster::discovery::usage_sources(crds, &settings);
+    let config = fetch_cilium_config(api, &args.cilium_namespace, MAX_RETRIES)
+        .await
+        .map_err(|problem| warnings.push(problem))
+        .ok();
+    let settings = settings_from_config(config.as_ref(), None);
+    let sources = usage_sources(crds, &settings);
     let mut workloads = fetch_workloads(api, &args.cilium_namespace).await;
     read_operator_metrics(
         api,

@@ -47,8 +47,8 @@ pub use settings::{FleetObserver, FleetSettings};
 pub use spool::Clusters;
 use spool::Spool;
 
-use cilium_gc::{ConnectSettings, GcSettings};
 use cilium_gc::Ui;
+use cilium_gc::{ConnectSettings, GcSettings};
 use cilium_gc_cluster::exit::Exit;
 use cilium_gc_cluster::stop::Stop;
 use cilium_gc_diagnose::redact::Redactor;

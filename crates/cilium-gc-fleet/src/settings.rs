@@ -29,7 +29,7 @@ impl FleetObserver for Headless {}
 /// What a fleet run covers, beyond each cluster's settings.
 #[derive(Debug, Clone)]
 pub struct FleetSettings {
-    /// The contexts, in the order selected (see [`ContextFilter::select`]).
+    /// The contexts, in the order selected (see [`ContextFilter::select`](crate::ContextFilter::select)).
     pub contexts: Vec<String>,
     /// Clusters run at the same time; at least 1.
     pub parallel: u32,

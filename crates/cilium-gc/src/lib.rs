@@ -3,7 +3,8 @@
 //! what was done in a report.
 //!
 //! It stands on `cilium-gc-cluster`, which reads the cluster and holds the
-//! pure decision ([`policy::decide`]); this crate adds the writes: the run
+//! pure decision
+//! ([`policy::decide`](cilium_gc_cluster::policy::decide)); this crate adds the writes: the run
 //! ([`run`]) with its plan, the sweeps that mark and delete under
 //! preconditions, the write limiter, the write-time safety checks and the
 //! report. `cilium-gc-diagnose` stands on the same reading layer and never

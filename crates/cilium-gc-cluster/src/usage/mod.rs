@@ -175,7 +175,7 @@ impl UsageHandle {
         g.keys().filter(|(_, _, p)| *p != NO_NAME).count()
     }
 
-    /// [`UsageHandle::wait_ready`], for at most [`SYNC_TIMEOUT`]: what a
+    /// `UsageHandle::wait_ready`, for at most `SYNC_TIMEOUT`: what a
     /// run and a diagnosis both wait for before they judge anything.
     pub async fn wait_synced(&self) -> Result<(), SyncTimedOut> {
         tokio::time::timeout(SYNC_TIMEOUT, self.wait_ready())

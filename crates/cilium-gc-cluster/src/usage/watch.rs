@@ -66,7 +66,7 @@ fn api_resource(kind: Kind, version: &str) -> ApiResource {
 }
 
 impl UsageHandle {
-    /// Start the watchers. Returns at once; call [`UsageHandle::wait_ready`].
+    /// Start the watchers. Returns at once; call `UsageHandle::wait_ready`.
     pub fn start(client: kube::Client, tap: WatchTap, sources: Sources, stats: Arc<Stats>) -> Self {
         let handle = UsageHandle::with_tap(tap);
         let kinds = [
