@@ -1,27 +1,27 @@
 //! Chaos hooks for tests: objects a real API server would never hold, and
-//! list answers spoiled in ways the random [`Faults`](super::Faults) do not
-//! aim at one request.
+//! list answers spoiled in ways the random [`Faults`](crate::faults::Faults)
+//! do not aim at one request.
 //!
-//! * [`Simulator::inject_raw`] stores any JSON under a key, bypassing the
+//! * `Simulator::inject_raw` stores any JSON under a key, bypassing the
 //!   bookkeeping writes get (no uid, resourceVersion or managedFields are
 //!   added), so lists and watches serve it byte for byte.
-//! * [`Simulator::spoil_lists`] makes the next `n` list answers of a kind
+//! * `Simulator::spoil_lists` makes the next `n` list answers of a kind
 //!   arrive as a `200` whose JSON is cut in half ([`PageFault::Truncate`]),
 //!   or whose connection drops half-way through the body
 //!   ([`PageFault::DropMidBody`]). Watches and other verbs are untouched.
 //!
 //! Kept apart from the rest of the simulator so its core stays a faithful
-//! API server; `routes` calls [`Chaos::tamper`] on list answers only.
+//! API server; `routes` calls [`Chaos::tamper`] on list answers only, and
+//! `Simulator`'s chaos methods only hand their arguments to [`Chaos`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use axum::body::{to_bytes, Body};
 use axum::http::{header, HeaderValue, Response};
-use serde_json::Value;
 
-use super::body::{cut, MAX_BODY};
-use super::{ResetMode, Simulator};
+use crate::body::{cut, MAX_BODY};
+use crate::faults::ResetMode;
 use crate::kinds::Kind;
 
 /// How a list answer is spoiled.
@@ -42,6 +42,19 @@ pub(crate) struct Chaos {
 }
 
 impl Chaos {
+    /// Spoil the next `n` list answers (any page) for `kind` with `fault`.
+    pub(crate) fn spoil(&self, kind: Kind, fault: PageFault, n: u32) {
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((kind, fault, n));
+    }
+
+    /// How many list answers were spoiled so far.
+    pub(crate) fn spoiled(&self) -> u64 {
+        self.applied.load(Ordering::Relaxed)
+    }
+
     /// Spoil `resp`, a list answer for `kind`, if a spoiler is pending.
     pub(crate) async fn tamper(&self, kind: Kind, resp: Response<Body>) -> Response<Body> {
         let fault = {
@@ -68,29 +81,5 @@ impl Chaos {
                 Response::from_parts(parts, Body::from(half))
             }
         }
-    }
-}
-
-impl Simulator {
-    /// Store `v` as the object `key` of `kind` exactly as given, bypassing
-    /// what a write would add or check: for malformed-object tests. An
-    /// existing object is replaced (a watch sees MODIFIED, else ADDED).
-    pub fn inject_raw(&self, kind: Kind, key: &str, v: Value) {
-        self.shared.app.store.put_raw(kind, key, &v);
-    }
-
-    /// Spoil the next `n` list answers (any page) for `kind` with `fault`.
-    pub fn spoil_lists(&self, kind: Kind, fault: PageFault, n: u32) {
-        let chaos = &self.shared.app.chaos;
-        chaos
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((kind, fault, n));
-    }
-
-    /// How many list answers were spoiled so far.
-    pub fn spoiled_lists(&self) -> u64 {
-        self.shared.app.chaos.applied.load(Ordering::Relaxed)
     }
 }

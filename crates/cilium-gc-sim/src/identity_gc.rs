@@ -26,16 +26,17 @@
 //!   delete and on any error of the mark update (#47571).
 //!
 //! Writes go to the store directly, as the other cluster actors' do: this is
-//! the cluster's operator, not a client under test.
+//! the cluster's operator, not a client under test. So the pass is a
+//! function of the store and the server clock ([`run_pass`]), which
+//! `Simulator::run_operator_pass` calls.
 
 use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::kinds::{parse_id, Kind, HEARTBEAT_ANNOTATION};
-use crate::object::Writer;
+use crate::object::{Clock, StoredObject, Writer};
 use crate::store::{Store, StoreError};
-use crate::Simulator;
 
 /// The field manager the pass writes as.
 pub const OPERATOR_1_15: &str = "cilium-operator-generic";
@@ -123,81 +124,61 @@ fn last_write(v: &Value) -> Option<jiff::Timestamp> {
     times.chain(created).max()
 }
 
-impl Simulator {
-    /// Run one cilium-operator 1.15 identity GC pass against this cluster,
-    /// `qps` writes per second, Cilium's default GC limiter, an operator up
-    /// for a day; until it finishes or meets its first error.
-    pub async fn run_operator_1_15_pass(
-        &self,
-        heartbeat_timeout: Duration,
-        qps: f64,
-    ) -> OperatorPass {
-        self.run_operator_pass(OperatorSettings::new(
-            OperatorRelease::V1_15,
-            heartbeat_timeout,
-            qps,
-        ))
-        .await
-    }
-
-    /// Run one identity GC pass of `s.release` against this cluster.
-    pub async fn run_operator_pass(&self, s: OperatorSettings) -> OperatorPass {
-        let app = &self.shared.app;
-        let store = &app.store;
-        let writer = Writer::actor(OPERATOR_1_15);
-        let cache = informer_cache(store);
-        let start = app.clock.now();
-        let signed = |d: Duration| jiff::SignedDuration::try_from(d).unwrap_or_default();
-        let operator_started = start - signed(s.up_for);
-        let timeout = signed(s.heartbeat_timeout);
-        // The heartbeat store, read live: an identity is alive when its
-        // last update event, or the operator's start, is recent.
-        let alive = |key: &str, now: jiff::Timestamp| {
-            let life = store
-                .get(Kind::Identity, key)
-                .and_then(|o| last_write(&o.value()))
-                .map_or(operator_started, |t| t.max(operator_started));
-            life + timeout > now
-        };
-        let used = |key: &str| parse_id(key).is_some_and(|id| store.ref_count(id) > 0);
-        let mut pass = OperatorPass {
-            candidates: cache
-                .iter()
-                .filter(|(k, _, _, v)| !used(k) && has_mark(v) && !alive(k, start))
-                .count() as u64,
-            ..OperatorPass::default()
-        };
-        let mut pace = tokio::time::interval(Duration::from_secs_f64(1.0 / s.qps.max(0.1)));
-        pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut limiter = GcLimiter::new(s.gc_rate_limit, s.gc_rate_interval);
-        for (key, rv, uid, cached) in cache {
-            if used(&key) || alive(&key, app.clock.now()) {
-                continue;
-            }
-            let failure = if has_mark(&cached) {
-                limiter.wait().await;
-                pace.tick().await;
-                delete_marked(store, (&key, rv, &uid), &writer, s.release, &mut pass)
-            } else {
-                pace.tick().await;
-                let now = app.clock.now();
-                match mark(store, &key, rv, &writer, now) {
-                    Ok(()) => {
-                        pass.marked += 1;
-                        None
-                    }
-                    Err(e) => Some(e),
-                }
-            };
-            if let Some(e) = failure {
-                // crd_gc.go: `return err` — the rest of the pass is abandoned.
-                pass.stopped_by = Some(status_of(&e));
-                pass.stopped_at = Some(key);
-                break;
-            }
+/// Run one identity GC pass of `s.release` against `store`, on the server
+/// clock: until it finishes or meets the error that ends it.
+pub(crate) async fn run_pass(store: &Store, clock: Clock, s: OperatorSettings) -> OperatorPass {
+    let writer = Writer::actor(OPERATOR_1_15);
+    let cache = informer_cache(store);
+    let start = clock.now();
+    let signed = |d: Duration| jiff::SignedDuration::try_from(d).unwrap_or_default();
+    let operator_started = start - signed(s.up_for);
+    let timeout = signed(s.heartbeat_timeout);
+    // The heartbeat store, read live: an identity is alive when its
+    // last update event, or the operator's start, is recent.
+    let alive = |key: &str, now: jiff::Timestamp| {
+        let life = store
+            .get(Kind::Identity, key)
+            .and_then(|o| last_write(&o.value()))
+            .map_or(operator_started, |t| t.max(operator_started));
+        life + timeout > now
+    };
+    let used = |key: &str| parse_id(key).is_some_and(|id| store.ref_count(id) > 0);
+    let mut pass = OperatorPass {
+        candidates: cache
+            .iter()
+            .filter(|(k, _, _, v)| !used(k) && has_mark(v) && !alive(k, start))
+            .count() as u64,
+        ..OperatorPass::default()
+    };
+    let mut pace = tokio::time::interval(Duration::from_secs_f64(1.0 / s.qps.max(0.1)));
+    pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut limiter = GcLimiter::new(s.gc_rate_limit, s.gc_rate_interval);
+    for (key, rv, uid, cached) in cache {
+        if used(&key) || alive(&key, clock.now()) {
+            continue;
         }
-        pass
+        let failure = if has_mark(&cached) {
+            limiter.wait().await;
+            pace.tick().await;
+            delete_marked(store, (&key, rv, &uid), &writer, s.release, &mut pass)
+        } else {
+            pace.tick().await;
+            match mark(store, &key, rv, &writer, clock.now()) {
+                Ok(()) => {
+                    pass.marked += 1;
+                    None
+                }
+                Err(e) => Some(e),
+            }
+        };
+        if let Some(e) = failure {
+            // crd_gc.go: `return err` — the rest of the pass is abandoned.
+            pass.stopped_by = Some(status_of(&e));
+            pass.stopped_at = Some(key);
+            break;
+        }
     }
+    pass
 }
 
 /// Delete a marked identity under the resourceVersion and uid the informer
@@ -210,7 +191,7 @@ fn delete_marked(
     release: OperatorRelease,
     pass: &mut OperatorPass,
 ) -> Option<StoreError> {
-    let precondition = |cur: &crate::object::StoredObject| {
+    let precondition = |cur: &StoredObject| {
         if cur.rv != rv || &*cur.uid != uid {
             Err(StoreError::Conflict(format!(
                 "Operation cannot be fulfilled on ciliumidentities.cilium.io \"{key}\": the object has been modified; please apply your changes to the latest version and try again"

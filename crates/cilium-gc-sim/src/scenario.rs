@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::actors::{ActorRates, Population};
 use super::faults::Faults;
+use crate::kinds::Kind;
 
 /// Which Cilium CRDs are installed. An absent CRD makes its paths answer
 /// `404 page not found` in text, as a real server does (reference §8).
@@ -35,18 +36,18 @@ impl CrdSet {
     };
 
     /// Whether `kind` is served at `version`.
-    pub fn serves(&self, kind: crate::Kind, version: &str) -> bool {
+    pub fn serves(&self, kind: Kind, version: &str) -> bool {
         self.has(kind)
             && (kind.version() == version
-                || (kind == crate::Kind::EndpointSlice && self.slices_v2 && version == "v2"))
+                || (kind == Kind::EndpointSlice && self.slices_v2 && version == "v2"))
     }
 
     /// Whether the CRD of `kind` is installed.
-    pub fn has(&self, kind: crate::kinds::Kind) -> bool {
+    pub fn has(&self, kind: Kind) -> bool {
         match kind {
-            crate::kinds::Kind::Identity => self.identities,
-            crate::kinds::Kind::Endpoint => self.endpoints,
-            crate::kinds::Kind::EndpointSlice => self.slices,
+            Kind::Identity => self.identities,
+            Kind::Endpoint => self.endpoints,
+            Kind::EndpointSlice => self.slices,
         }
     }
 }

@@ -7,12 +7,15 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Bytes;
 use axum::http::{header, HeaderMap, Method};
+use rand::SeedableRng;
 use tokio::sync::broadcast;
 
+use super::chaos::Chaos;
 use super::faults::FaultEngine;
+use super::install::CiliumInstall;
 use super::ledger::LedgerBook;
 use super::object::Clock;
-use super::scenario::{CrdSet, Denial};
+use super::scenario::{CrdSet, Denial, Scenario};
 use super::store::Store;
 
 /// Query parameters (last value wins).
@@ -27,7 +30,7 @@ pub(crate) struct ServerState {
     /// `cilium-config` data.
     pub cilium_config: Option<std::collections::BTreeMap<String, String>>,
     /// The cilium-operator Deployment, cilium DaemonSet and operator pods.
-    pub cilium_install: Option<super::install::CiliumInstall>,
+    pub cilium_install: Option<CiliumInstall>,
     /// RBAC denials (changeable at runtime).
     pub rbac: Mutex<Vec<Denial>>,
     /// User name for RBAC messages.
@@ -47,10 +50,36 @@ pub(crate) struct ServerState {
     /// RNG for uids of created objects.
     pub rng: Mutex<rand_chacha::ChaCha8Rng>,
     /// Test-only spoilers of list answers.
-    pub chaos: super::chaos::Chaos,
+    pub chaos: Chaos,
 }
 
 impl ServerState {
+    /// The state of a server for `scenario` over `store` (seeded already),
+    /// with no client request seen yet.
+    pub(crate) fn new(store: Arc<Store>, scenario: &Scenario, clock: Clock) -> Self {
+        let (expire_watches, _) = broadcast::channel(4);
+        ServerState {
+            store,
+            crds: scenario.crds,
+            cilium_config: scenario.cilium_config.clone(),
+            cilium_install: scenario.cilium_install.clone(),
+            rbac: Mutex::new(scenario.rbac_denials.clone()),
+            user: scenario.user.clone(),
+            token: scenario.token.clone(),
+            faults: FaultEngine::new(scenario.faults.clone(), scenario.seed),
+            ledger: LedgerBook::default(),
+            clock,
+            bookmark_interval: scenario.bookmark_interval,
+            expire_watches,
+            // From the scenario's seed, on a stream apart from the seeding's
+            // and the actors': created objects' uids repeat for a seed.
+            rng: Mutex::new(rand_chacha::ChaCha8Rng::seed_from_u64(
+                scenario.seed.wrapping_add(7),
+            )),
+            chaos: Chaos::default(),
+        }
+    }
+
     /// Whether RBAC lets the scenario's user do `verb` on `resource`.
     pub(crate) fn allowed(&self, verb: &str, resource: &str) -> bool {
         !self

@@ -1,6 +1,7 @@
 //! A CA generated at start, a server certificate for 127.0.0.1/localhost
-//! signed by it, and the kubeconfig that trusts the CA and carries the
-//! bearer token. kubectl (Go) and kube (rustls) both verify the chain, so the
+//! signed by it, and the kubeconfigs that trust the CA and carry the
+//! bearer token (one simulator's, and a fleet's with a context per
+//! cluster). kubectl (Go) and kube (rustls) both verify the chain, so the
 //! server cert needs the IP SAN and the serverAuth usage.
 
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use rcgen::{
 };
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use super::SimError;
+use crate::error::SimError;
 
 /// Certificates of one simulator (kept across restarts so the kubeconfig stays valid).
 #[derive(Clone)]
@@ -78,6 +79,44 @@ impl Tls {
             "apiVersion: v1\nkind: Config\nclusters:\n- name: sim\n  cluster:\n    server: {url}\n    certificate-authority-data: {ca}\nusers:\n- name: sim\n  user:\n    token: {token}\ncontexts:\n- name: sim\n  context:\n    cluster: sim\n    user: sim\ncurrent-context: sim\npreferences: {{}}\n"
         )
     }
+}
+
+/// One context of a fleet kubeconfig: its cluster and user bear its name.
+pub(crate) struct FleetMember<'a> {
+    /// Context, cluster and user name.
+    pub name: &'a str,
+    /// The server.
+    pub url: &'a str,
+    /// The CA to trust (PEM); `None` skips verification (a server nobody
+    /// answers, whose certificate is never seen).
+    pub ca: Option<&'a str>,
+    /// Bearer token.
+    pub token: &'a str,
+}
+
+/// One kubeconfig with a context per member, `current` its current context.
+pub(crate) fn fleet_kubeconfig(members: &[FleetMember<'_>], current: &str) -> String {
+    let (mut clusters, mut users, mut contexts) = (String::new(), String::new(), String::new());
+    for m in members {
+        let (name, url, token) = (m.name, m.url, m.token);
+        let trust = match m.ca {
+            Some(pem) => format!(
+                "certificate-authority-data: {}",
+                base64::engine::general_purpose::STANDARD.encode(pem.as_bytes())
+            ),
+            None => "insecure-skip-tls-verify: true".to_owned(),
+        };
+        clusters.push_str(&format!(
+            "- name: {name:?}\n  cluster:\n    server: {url}\n    {trust}\n"
+        ));
+        users.push_str(&format!("- name: {name:?}\n  user:\n    token: {token}\n"));
+        contexts.push_str(&format!(
+            "- name: {name:?}\n  context:\n    cluster: {name:?}\n    user: {name:?}\n"
+        ));
+    }
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n{clusters}users:\n{users}contexts:\n{contexts}current-context: {current:?}\npreferences: {{}}\n"
+    )
 }
 
 fn tls_err(e: impl std::fmt::Display) -> SimError {
