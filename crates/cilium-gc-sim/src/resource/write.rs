@@ -1,13 +1,13 @@
 //! Writes to Cilium resources: create, update, patch and delete, with the
 //! API server's validation, preconditions and status codes (reference
-//! §3–§4). Reads are the parent module's.
+//! §3–§4). Reads are in `read`.
 
 use axum::body::Body;
 use axum::http::{header, Response};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{key_of, res, Refusal};
+use super::keys::{key_of, res, Refusal};
 use crate::kinds::{Kind, CILIUM_GROUP};
 use crate::ledger::IdentityDelete;
 use crate::object::{rfc3339_secs, uuid, Writer};
@@ -248,7 +248,7 @@ fn patch_edit(
     ct: &str,
     r: &ClientRequest,
     writer: &mut Writer,
-) -> Result<Edit, Box<Response<Body>>> {
+) -> Result<Edit, Refusal> {
     match ct {
         "application/merge-patch+json" | "application/apply-patch+yaml" => {
             let apply = ct.ends_with("yaml");
