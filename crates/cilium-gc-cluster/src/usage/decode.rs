@@ -12,8 +12,9 @@ use kube::Resource;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use super::NO_NAME;
-
+/// The one malformed-endpoint problem that leaves its identity reference
+/// readable, so does not block deletes.
+pub const NO_NAME: &str = "no readable metadata.name";
 /// One endpoint object as the watcher decodes it: its key and the identity
 /// ids it references.
 #[derive(Debug, Clone)]

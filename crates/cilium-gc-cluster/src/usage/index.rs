@@ -7,7 +7,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 
 use tokio::time::Instant;
 
-use super::UsageObject;
+use super::decode::UsageObject;
 use crate::watch_tap::StreamState;
 
 /// A 128-bit hash of an endpoint's `namespace/name`, as two words: 8-byte

@@ -38,7 +38,7 @@ use tokio::time::Instant;
 
 use crate::model::Kind;
 use crate::watch_tap::WatchTap;
-pub use decode::UsageObject;
+pub use decode::{UsageObject, NO_NAME};
 use index::Source;
 
 /// Endpoints per page of the watchers' initial list. Independent of the
@@ -82,10 +82,6 @@ struct Shared {
 pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
-
-/// The one malformed-endpoint problem that leaves its identity reference
-/// readable, so does not block deletes.
-pub const NO_NAME: &str = "no readable metadata.name";
 
 /// Malformed endpoint objects remembered for the report.
 pub(crate) const MAX_MALFORMED: usize = 1000;

@@ -12,8 +12,9 @@ use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use tokio::time::Instant;
 
+use super::decode::UsageObject;
 use super::index::{Index, Source};
-use super::{lock, Shared, Sources, UsageHandle, UsageObject, MAX_MALFORMED, PAGE_SIZE};
+use super::{lock, Shared, Sources, UsageHandle, MAX_MALFORMED, PAGE_SIZE};
 use crate::model::{Kind, CILIUM_GROUP};
 use crate::stats::Stats;
 use crate::watch_tap::WatchTap;

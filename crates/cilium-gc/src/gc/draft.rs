@@ -20,8 +20,8 @@ use cilium_gc_cluster::policy;
 use cilium_gc_cluster::stats::Stats;
 use cilium_gc_cluster::usage::UsageHandle;
 
-use super::MAX_REPORTED_ERRORS;
-
+/// Run-level errors kept in the report; the rest are counted.
+pub(crate) const MAX_REPORTED_ERRORS: usize = 1000;
 /// What the run accumulated; becomes the report.
 pub(super) struct Draft {
     pub(super) started: Timestamp,

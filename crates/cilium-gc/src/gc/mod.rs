@@ -19,17 +19,17 @@ use std::time::Instant;
 use futures::FutureExt;
 
 use crate::preflight;
-use crate::report::{self, Abort, AbortReason, CheckName, ErrorKind, Mode, Outcome, Report};
+use crate::report::{Abort, AbortReason, CheckName, ErrorKind, Mode, Outcome, Report};
 use crate::settings::GcSettings;
-use crate::sweep::{self, Action, SweepSettings};
+use crate::sweep::{self, Action};
 use cilium_gc_cluster::cilium_config::CiliumSettings;
 use cilium_gc_cluster::cluster::{ApiClient, Endpoint};
 use cilium_gc_cluster::connect::ConnectSettings;
 use cilium_gc_cluster::exit::Exit;
 use cilium_gc_cluster::model::Kind;
-use cilium_gc_cluster::policy::{self, Narrowing, Policy, Rules};
+use cilium_gc_cluster::policy::Policy;
 use cilium_gc_cluster::retry::Class;
-use cilium_gc_cluster::scan::{self, ScanError};
+use cilium_gc_cluster::scan::{self};
 use cilium_gc_cluster::stats::Stats;
 use cilium_gc_cluster::stop::{Stop, StopReason};
 use cilium_gc_cluster::usage::UsageHandle;
@@ -38,14 +38,17 @@ mod census;
 mod draft;
 mod observer;
 mod plan;
+mod run;
 mod stream;
 
 use draft::{options, round_millis, Draft};
 pub use observer::{Headless, Observer, PendingWrites, Ui};
 use plan::{apply, blast_radius, mark_not_attempted, Plan};
-
-/// Run-level errors kept in the report; the rest are counted.
-pub(crate) const MAX_REPORTED_ERRORS: usize = 1000;
+pub use run::TEST_PANIC_ENV;
+use run::{
+    endpoints_readable_check, policy_of, scan_failed, sweep_settings, test_panic_at,
+    writes_stopped, Prepared, Ready, Run,
+};
 
 /// Run scan or delete against the cluster the flags name.
 ///
@@ -68,20 +71,6 @@ pub async fn run(kube: &ConnectSettings, s: &GcSettings, stop: &Stop, ui: &Ui) -
         Exit::Unexpected
     });
     run.finish(exit)
-}
-
-/// One scan or delete run: what it was asked (settings, connection), who
-/// watches it (the observer in `ui`), how it is stopped, what it counts,
-/// and the report it builds. Its phases are its methods, in the order they
-/// run; what one phase hands the next (the client, the usage view, the
-/// plan) is passed along, not stored.
-struct Run<'a> {
-    kube: &'a ConnectSettings,
-    settings: &'a GcSettings,
-    stop: &'a Stop,
-    ui: &'a Ui,
-    stats: Arc<Stats>,
-    report: Draft,
 }
 
 impl Run<'_> {
@@ -154,32 +143,6 @@ pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
         .map(|s| (*s).to_owned())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "a panic without a message".into())
-}
-
-/// Test-only: `KUBECTL_CILIUM_GC_TEST_PANIC=<place>` makes the run panic at
-/// `place` (`plan`: in the run's own task, after the scan; `background`: in
-/// another task, as a watcher bug would), so tests can prove that a bug
-/// still ends in a report. Honoured here and nowhere else.
-pub const TEST_PANIC_ENV: &str = "KUBECTL_CILIUM_GC_TEST_PANIC";
-
-fn test_panic_at(place: &str) -> bool {
-    std::env::var(TEST_PANIC_ENV).is_ok_and(|p| p == place)
-}
-
-/// What the phases up to usage known complete hand on: the list is next.
-struct Ready {
-    api: ApiClient,
-    endpoint: Endpoint,
-    cilium: CiliumSettings,
-    usage: UsageHandle,
-}
-
-/// What the read-only phases hand to the write phase.
-struct Prepared {
-    api: ApiClient,
-    usage: UsageHandle,
-    plan: Plan,
-    rules: Rules,
 }
 
 impl Run<'_> {
@@ -575,100 +538,6 @@ impl Run<'_> {
             None if run.summary.failed > 0 => Exit::PartialFailure,
             None => Exit::Success,
         }
-    }
-}
-
-/// The cluster's rules and the user's narrowing, for deciding each
-/// identity listed.
-fn policy_of(cilium: &CiliumSettings, s: &GcSettings) -> Policy {
-    Policy {
-        rules: Rules {
-            local_range: policy::local_range(cilium.cluster_id, cilium.max_connected_clusters),
-            heartbeat_timeout: cilium.heartbeat_timeout,
-        },
-        narrowing: Narrowing {
-            selector: s.selector.clone(),
-            namespaces: s.scan.namespaces.clone(),
-            min_age: s.scan.min_age,
-        },
-    }
-}
-
-/// What the sweeps of a run are given.
-fn sweep_settings(s: &GcSettings, rules: Rules) -> SweepSettings {
-    SweepSettings {
-        pacing: s.pacing,
-        dry_run: s.mode == Mode::DryRunServer,
-        allow_unreadable_endpoints: s.allow_unreadable_endpoints,
-        rules,
-    }
-}
-
-/// The identity list failed: the abort it means (`after`: what was done
-/// before, appended to the message).
-fn scan_failed(run: &mut Draft, e: ScanError, after: &str) -> Exit {
-    let m = format!("{e}{after}");
-    match e {
-        ScanError::Interrupted => Exit::Interrupted,
-        ScanError::Denied(_) => run.abort(AbortReason::PermissionLost, m, Exit::Refused),
-        ScanError::NotInstalled(_) => run.abort(AbortReason::PreflightRefused, m, Exit::Refused),
-        _ => run.abort(AbortReason::ReadFailed, m, Exit::Unexpected),
-    }
-}
-
-/// Why the writes stopped early, in the report, and the exit it means.
-fn writes_stopped(run: &mut Draft, reason: StopReason, usage: &UsageHandle) -> Exit {
-    match reason {
-        StopReason::PermissionLost => run.abort(
-            AbortReason::PermissionLost,
-            "permission lost during the run (401/403): no further writes were started",
-            Exit::Refused,
-        ),
-        StopReason::UsageLost => {
-            let m = format!(
-                "endpoint usage was not known complete for {}s (the endpoint watchers could not list or watch CiliumEndpoints/Slices), so which identities are in use is unknown: no further writes were started",
-                cilium_gc_cluster::usage::USAGE_STALL_LIMIT.as_secs()
-            );
-            run.error(ErrorKind::Watcher, m.clone());
-            run.abort(AbortReason::UsageLost, m, Exit::Unexpected)
-        }
-        StopReason::UnreadableEndpoint => {
-            let c = endpoints_readable_check(usage, false);
-            run.preflight.checks.push(c.clone());
-            let m = format!(
-                "{} (appeared during the deletes: no further writes were started)",
-                c.message
-            );
-            run.abort(AbortReason::PreflightRefused, m, Exit::Refused)
-        }
-        _ => Exit::Interrupted,
-    }
-}
-
-/// Endpoints whose identity reference cannot be read block deletes: such
-/// an endpoint may protect any identity. Names the first few.
-fn endpoints_readable_check(usage: &UsageHandle, allow: bool) -> report::Check {
-    const SHOWN: usize = 5;
-    let bad = usage.unreadable();
-    let mut names: Vec<String> = bad
-        .iter()
-        .take(SHOWN)
-        .map(|(what, problem)| format!("{what} ({problem})"))
-        .collect();
-    if bad.len() > SHOWN {
-        names.push(format!("and {} more", bad.len() - SHOWN));
-    }
-    let list = names.join(", ");
-    report::Check {
-        name: CheckName::EndpointsReadable,
-        passed: bad.is_empty() || allow,
-        message: if bad.is_empty() {
-            "every endpoint's identity reference is readable".into()
-        } else if allow {
-            format!("{} endpoints have an unreadable identity reference: {list}; deleting anyway because of --allow-unreadable-endpoints", bad.len())
-        } else {
-            format!("{} endpoints have an unreadable identity reference, so the identities they use are unknown: {list}; refusing to delete. Fix them, or pass --allow-unreadable-endpoints", bad.len())
-        },
     }
 }
 

@@ -13,7 +13,7 @@ use cilium_gc_cluster::usage::UsageHandle;
 
 use super::census::Census;
 use super::draft::Draft;
-use super::{PendingWrites, Ui};
+use super::observer::{PendingWrites, Ui};
 
 /// What the scan decided: counts, items, and what to write.
 #[derive(Default)]

@@ -23,10 +23,11 @@ use cilium_gc_cluster::scan;
 use cilium_gc_cluster::usage::UsageHandle;
 
 use super::draft::{round_millis, Draft};
+use super::observer::Ui;
 use super::plan::{apply, Plan};
-use super::{
+use super::run::{
     endpoints_readable_check, policy_of, scan_failed, sweep_settings, test_panic_at,
-    writes_stopped, Ready, Run, Ui, TEST_PANIC_ENV,
+    writes_stopped, Ready, Run, TEST_PANIC_ENV,
 };
 
 /// Whether the deletes may start during the list.

@@ -3,8 +3,8 @@
 //! - **A 429 is first the business of the request that got it**: that
 //!   request waits out its own `Retry-After`, parked off the workers (see
 //!   `sweep`); nobody else waits. The shared pace reacts only to
-//!   *sustained* throttling: at least [`DECREASE_SHARE`] of the last
-//!   [`WINDOW`] writes refused. A sporadic 429 (5 % of writes) almost never
+//!   *sustained* throttling: at least [`DECREASE_SHARE`](rate::DECREASE_SHARE) of the last
+//!   [`WINDOW`](rate::WINDOW) writes refused. A sporadic 429 (5 % of writes) almost never
 //!   reaches that (12 of 40 at 5 % is a one-in-a-million window), so it
 //!   slows nobody; a server-side cap or a burst of 429s does.
 //! - **With `--qps`, the rate adapts** ([`Aimd`], in `rate`): cut to what
@@ -65,11 +65,6 @@ mod window;
 
 use rate::{limiter, swaps, Aimd};
 use window::Window;
-
-/// Writes remembered to judge whether throttling is sustained.
-pub(crate) const WINDOW: usize = 40;
-/// Share of throttled writes in the window that cuts the rate.
-pub(crate) const DECREASE_SHARE: f64 = 0.3;
 
 pub(crate) use cilium_gc_cluster::stats::PaceSummary;
 

@@ -9,7 +9,10 @@ use std::time::Duration;
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 
-use super::{DECREASE_SHARE, WINDOW};
+/// Writes remembered to judge whether throttling is sustained.
+pub(crate) const WINDOW: usize = 40;
+/// Share of throttled writes in the window that cuts the rate.
+pub(crate) const DECREASE_SHARE: f64 = 0.3;
 
 /// The deepest single cut: half the rate.
 pub(crate) const MAX_CUT: f64 = 0.5;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{DECREASE_SHARE, WINDOW};
+use super::rate::{DECREASE_SHARE, WINDOW};
 
 /// Below this share of throttled writes among the last [`WINDOW`], a
 /// second after the last change, the writes in flight grow by one.

@@ -34,14 +34,17 @@ use crate::pace::Pace;
 use crate::report::{Conflict, Outcome, Pacing};
 use cilium_gc_cluster::cluster::{ApiClient, FIELD_MANAGER, JSON, MERGE_PATCH};
 use cilium_gc_cluster::model::{decode_identity, Identity, Kind, HEARTBEAT_ANNOTATION};
-use cilium_gc_cluster::policy::{decide, Reason, Rules};
+use cilium_gc_cluster::policy::{decide, Rules};
 use cilium_gc_cluster::retry::Class;
 use cilium_gc_cluster::stats::Stats;
 use cilium_gc_cluster::stop::{Stop, StopReason};
 use cilium_gc_cluster::usage::{UsageHandle, USAGE_STALL_LIMIT};
 
+mod item;
 mod queue;
 
+pub(crate) use item::{feed_all, Action, Feed, ItemResult};
+use item::{finish, stopped, Tries};
 use queue::{drive, Item, Queue, Turn};
 
 /// 429s tolerated for one item before it is reported failed. Throttling is
@@ -57,25 +60,6 @@ pub(crate) const MAX_FORBIDDEN_PER_ITEM: u32 = 3;
 /// sync its RBAC caches after a restart; a really revoked permission only
 /// stops the run this much later (every write meanwhile gets 403 too).
 pub(crate) const FORBIDDEN_WINDOW: Duration = Duration::from_secs(30);
-
-/// What to do to each target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Action {
-    /// Delete a stale identity.
-    Delete,
-    /// Annotate an unmarked unused identity with a heartbeat mark.
-    Mark,
-}
-
-impl Action {
-    /// The reason an identity must still have for the action to go ahead.
-    fn wanted(self) -> Reason {
-        match self {
-            Action::Delete => Reason::Stale,
-            Action::Mark => Reason::Unmarked,
-        }
-    }
-}
 
 /// Settings of a sweep.
 #[derive(Debug, Clone)]
@@ -94,21 +78,6 @@ pub(crate) struct SweepSettings {
     pub rules: Rules,
 }
 
-/// The result for one identity.
-#[derive(Debug, Clone)]
-pub(crate) struct ItemResult {
-    /// What happened.
-    pub outcome: Outcome,
-    /// The last decision made on it.
-    pub reason: Reason,
-    /// Writes sent.
-    pub attempts: u32,
-    /// Conflicts met.
-    pub conflicts: Vec<Conflict>,
-    /// The last error.
-    pub last_error: Option<String>,
-}
-
 /// What every sweep worker shares: the client, the live usage, the
 /// settings, the action, the stop signal and the shared limiter.
 struct Sweeper<'a> {
@@ -118,20 +87,6 @@ struct Sweeper<'a> {
     action: Action,
     stop: &'a Stop,
     pace: Pace,
-}
-
-/// The targets of a sweep as they are decided, in the order their results
-/// are returned; the sweep ends once it is closed and every item received
-/// has its report state.
-pub(crate) type Feed = tokio::sync::mpsc::UnboundedReceiver<Identity>;
-
-/// A feed holding `targets`, already closed: a sweep of a known plan.
-pub(crate) fn feed_all(targets: Vec<Identity>) -> Feed {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    for t in targets {
-        let _ = tx.send(t);
-    }
-    rx
 }
 
 /// Process every target the feed brings; returns one result per target, in
@@ -178,14 +133,6 @@ pub(crate) async fn sweep(
     indexed.into_iter().map(|(_, r)| r).collect()
 }
 
-fn finish(mut r: ItemResult, outcome: Outcome, error: Option<String>) -> ItemResult {
-    r.outcome = outcome;
-    if error.is_some() {
-        r.last_error = error;
-    }
-    r
-}
-
 /// What one step of an item's write loop leads to.
 enum Step {
     /// Go round again: wait for usage and the limiter, decide, write.
@@ -211,20 +158,6 @@ enum Gate {
     /// Usage went stale while the limiter held us: wait again.
     Recheck,
     Stopped,
-}
-
-/// Retry counts of one item, per kind of failure.
-#[derive(Default)]
-struct Tries {
-    transient: u32,
-    throttled: u32,
-    /// Connections refused, and since when (no retry spent on them).
-    unreachable: u32,
-    unreachable_since: Option<Instant>,
-    /// 401/403 answers the server's own review then allowed.
-    forbidden: u32,
-    /// Answers lost or 5xx: an earlier attempt may have been applied.
-    lost_answers: u32,
 }
 
 /// One turn of an identity with a worker: wait until usage is fresh and the
@@ -537,22 +470,6 @@ async fn on_forbidden(ctx: &Sweeper<'_>, tries: &mut Tries, message: String) -> 
     }
     ctx.stop.trigger(StopReason::PermissionLost);
     Step::Finish(Outcome::Failed, Some(message))
-}
-
-/// An item the stop reached. `not-attempted` when none of its writes can
-/// have taken effect (never sent, or answered only with 429, 409, 403 or a
-/// refused connection: the server applied nothing), its last answer kept;
-/// `failed` when one may have (an answer lost, a 5xx).
-fn stopped(r: ItemResult, tries: &Tries) -> ItemResult {
-    if tries.lost_answers == 0 {
-        finish(r, Outcome::NotAttempted, None)
-    } else {
-        let e = r
-            .last_error
-            .clone()
-            .or_else(|| Some("run stopped before this item finished".into()));
-        finish(r, Outcome::Failed, e)
-    }
 }
 
 /// The DELETE (with preconditions) or the mark PATCH (with resourceVersion,

@@ -14,7 +14,7 @@ use cilium_gc_cluster::model::Identity;
 use cilium_gc_cluster::stats::Stats;
 use cilium_gc_cluster::stop::Stop;
 
-use super::{stopped, Action, Feed, ItemResult, Tries};
+use super::item::{stopped, Action, Feed, ItemResult, Tries};
 
 /// One item between its turns with a worker: the identity as last read,
 /// its result so far and the retries it has spent. Boxed while parked, so
