@@ -1,7 +1,26 @@
 //! How old identities and heartbeat marks are, in buckets, and how fast
 //! identities are allocated.
 
-use super::*;
+use std::time::Duration;
+
+use cilium_gc_cluster::policy;
+use cilium_gc_documents::diagnosis::{AgeAndRate, AgeBucket, IdentitySpace};
+use jiff::Timestamp;
+
+use crate::input::Input;
+
+/// An hour in seconds, the unit of the age buckets' edges.
+pub(super) const HOUR: i64 = 3600;
+/// A day in seconds.
+pub(super) const DAY: i64 = 24 * HOUR;
+
+/// Age in whole seconds; negative when `t` is in the future (clock skew).
+/// Whole seconds because saved objects state times in seconds, and every
+/// age the diagnosis judges (a bucket's edge, a too-young window) must come
+/// out the same for a live cluster and its saved copy.
+pub(super) fn age_seconds(now: Timestamp, t: Timestamp) -> i64 {
+    now.as_second() - t.as_second()
+}
 
 /// Disjoint buckets: `(label, from, to)` in seconds.
 pub(super) const CREATED_BUCKETS: [(&str, i64, Option<i64>); 4] = [

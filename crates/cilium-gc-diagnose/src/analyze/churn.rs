@@ -1,14 +1,27 @@
 //! What drives identity churn (label keys with many values, duplicates),
 //! the integrity of marks and references, and who modifies identities.
 
-use super::*;
-use crate::input::agent_like;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::RangeInclusive;
+
+use cilium_gc_cluster::model::Change;
+use cilium_gc_documents::diagnosis::{
+    Churn, DuplicateGroup, Duplicates, Integrity, LabelKeyStat, ManagerActivity, Modifiers,
+    NamespaceStat, StripExample,
+};
+use jiff::Timestamp;
+
+use super::states::{percent, State};
+use crate::input::{agent_like, IdentityRecord, Input};
+
+/// A key needs this many distinct values to be a churn driver.
+const MIN_DISTINCT_VALUES: u64 = 10;
 
 /// Keys policies depend on: never suggested for exclusion, never a churn
 /// driver (their values are namespaces, service accounts, the cluster, or
 /// the workload names network policies select on: excluding `app` would
 /// make every policy that selects `app: x` match nothing).
-pub(crate) fn protected_key(key: &str) -> bool {
+pub(super) fn protected_key(key: &str) -> bool {
     let (source, name) = key.split_once(':').unwrap_or(("", key));
     source == "reserved"
         || name == cilium_gc_cluster::model::NAMESPACE_LABEL
@@ -158,11 +171,7 @@ pub(super) fn strip_looped(r: &IdentityRecord, state: State) -> Option<&Change> 
     (agent_like(&change.manager) && time > created).then_some(change)
 }
 
-pub(super) fn integrity(
-    input: &Input,
-    states: &[State],
-    range: &std::ops::RangeInclusive<u64>,
-) -> Integrity {
+pub(super) fn integrity(input: &Input, states: &[State], range: &RangeInclusive<u64>) -> Integrity {
     let existing: HashSet<u64> = input
         .identities
         .iter()

@@ -3,14 +3,19 @@
 //! module so that the finding functions, spread over several modules by
 //! subject, all read it without reading each other.
 
-use super::*;
+use std::time::Duration;
+
+use cilium_gc_cluster::cilium_config::CiliumSettings;
+use cilium_gc_documents::diagnosis::{Diagnosis, Finding, FindingCode, Severity};
+
+use crate::input::Input;
 
 /// What every finding may use: the diagnosis so far and the phrases
 /// several of them repeat.
 pub(super) struct Evidence<'a> {
     pub(super) input: &'a Input,
     pub(super) d: &'a Diagnosis,
-    pub(super) settings: &'a cilium_gc_cluster::cilium_config::CiliumSettings,
+    pub(super) settings: &'a CiliumSettings,
     pub(super) gc_interval: Option<Duration>,
     pub(super) space_line: String,
     pub(super) delete_hint: String,

@@ -1,16 +1,26 @@
 //! The findings: one function per finding, each judging the diagnosis so
 //! far and adding what it supports.
 
-use super::evidence::{Evidence, Findings};
-use super::*;
+use std::time::Duration;
+
+use cilium_gc_cluster::cilium_config::CiliumSettings;
 use cilium_gc_cluster::humanize::{human_duration, thousands};
+use cilium_gc_documents::diagnosis::{
+    Diagnosis, Finding, FindingCode, IdentitySpace, LabelKeyStat, Level, Severity,
+};
+use cilium_gc_documents::report::ConfigSource;
+
+use super::config::{config_value, LOW_HEARTBEAT_TIMEOUT};
+use super::evidence::{Evidence, Findings};
+use super::labels::LabelFilter;
+use crate::input::Input;
 
 /// Every finding, most severe first: one function per finding, in the
 /// order a reader should meet them (usage first: every count leans on it).
 pub(super) fn findings(
     input: &Input,
     d: &Diagnosis,
-    settings: &cilium_gc_cluster::cilium_config::CiliumSettings,
+    settings: &CiliumSettings,
     gc_interval: Option<Duration>,
 ) -> Vec<Finding> {
     let sp = &d.identity_space;
@@ -63,6 +73,46 @@ pub(super) fn findings(
     let mut out = out.0;
     out.sort_by_key(|f| f.severity);
     out
+}
+
+/// The refusals' finding names the findings that say why cilium-operator's
+/// GC does not free ids as fast as the agents need them, so that the first
+/// finding a reader meets says both what happens and why.
+pub(super) fn why_not_keeping_up(findings: &mut [Finding]) {
+    const WHY: [FindingCode; 8] = [
+        FindingCode::GcPassesFailing,
+        FindingCode::GcNotCompleting,
+        FindingCode::KnownGcDefect,
+        FindingCode::GcDisabled,
+        FindingCode::StaleBacklog,
+        FindingCode::MarkStripLoop,
+        FindingCode::ConflictWriters,
+        FindingCode::OperatorRestarts,
+    ];
+    let why: Vec<String> = WHY
+        .iter()
+        .filter_map(|code| findings.iter().find(|f| f.code == *code))
+        .map(|f| {
+            format!(
+                "why GC is not keeping up: {} ({}): {}",
+                f.code.as_str(),
+                f.severity.as_str(),
+                f.message
+            )
+        })
+        .collect();
+    if let Some(f) = findings
+        .iter_mut()
+        .find(|f| f.code == FindingCode::IdentityAllocationRefused)
+    {
+        if why.is_empty() {
+            f.evidence.push(
+                "why GC is not keeping up: no finding below says (no stale backlog, no failing pass seen): the churn outruns the range"
+                    .into(),
+            );
+        }
+        f.evidence.extend(why);
+    }
 }
 
 /// Usage first: every other count leans on it: endpoints that cannot be read, or none at all.

@@ -3,11 +3,20 @@
 //! (`gc-cannot-keep-up`). The numbers come from [`cilium_gc_cluster::forecast`], which
 //! every `scan` and `delete` report shares.
 
-use cilium_gc_documents::forecast::{Forecast, Pace, PaceSource, SteadyState};
+use std::time::Duration;
 
-use super::evidence::{Evidence, Findings};
-use super::*;
 use cilium_gc_cluster::humanize::{human_duration, thousands};
+use cilium_gc_documents::diagnosis::{Diagnosis, FindingCode, IdentitySpace, Severity};
+use cilium_gc_documents::forecast::{Forecast, Pace, PaceSource, SteadyState};
+use jiff::Timestamp;
+
+use super::ages::DAY;
+use super::config::LOW_HEARTBEAT_TIMEOUT;
+use super::evidence::{Evidence, Findings};
+use crate::input::Input;
+
+/// Exhaustion closer than this (at the current rate) is a finding.
+const EXHAUSTION_HORIZON: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// The forecast of the diagnosis' input: local creation times, the
 /// identities in use, and the cluster's GC settings.

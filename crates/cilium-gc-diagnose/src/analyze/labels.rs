@@ -1,8 +1,6 @@
 //! Cilium's label filter (`--labels`): its patterns, which keys it lets
 //! through, and the exclusion that would close a leaky one.
 
-use super::*;
-
 /// One pattern of Cilium's label filter (`pkg/labelsfilter`): an optional
 /// `source:`, then `!` to exclude, then a regex matched at the start of the
 /// label key.
@@ -230,7 +228,7 @@ impl LabelFilter {
 }
 
 /// The exclusion pattern for one `source:key`, in Cilium's syntax.
-pub(crate) fn exclusion(label: &str) -> String {
+pub(super) fn exclusion(label: &str) -> String {
     match label.split_once(':') {
         Some((source, key)) => format!("{source}:!{}", quote_meta(key)),
         None => format!("!{}", quote_meta(label)),
@@ -248,48 +246,4 @@ pub(super) fn quote_meta(s: &str) -> String {
         out.push(c);
     }
     out
-}
-
-pub(super) fn configuration(
-    input: &Input,
-    churn: &Churn,
-    heartbeat_timeout: Duration,
-    gc_interval: Option<Duration>,
-) -> Configuration {
-    let values = CONFIG_KEYS
-        .iter()
-        .map(|(key, default)| match config_value(input, key) {
-            Some(v) => ConfigValue {
-                key: (*key).into(),
-                value: v.into(),
-                source: ConfigSource::CiliumConfig,
-            },
-            None => ConfigValue {
-                key: (*key).into(),
-                value: (*default).into(),
-                source: ConfigSource::Default,
-            },
-        })
-        .collect();
-    let labels = config_value(input, "labels").unwrap_or("");
-    let filter = LabelFilter::parse(labels).filter;
-    let leaky_keys: Vec<String> = churn
-        .label_keys
-        .iter()
-        .filter(|k| k.high_cardinality && filter.accepts(&k.key))
-        .map(|k| k.key.clone())
-        .collect();
-    let suggested_labels = (!leaky_keys.is_empty()).then(|| {
-        let mut parts: Vec<String> = labels.split_whitespace().map(str::to_owned).collect();
-        parts.extend(leaky_keys.iter().map(|k| exclusion(k)));
-        parts.join(" ")
-    });
-    Configuration {
-        found: input.config.is_some(),
-        values,
-        gc_interval_seconds: gc_interval.map(|d| d.as_secs_f64()),
-        heartbeat_timeout_seconds: heartbeat_timeout.as_secs_f64(),
-        leaky_keys,
-        suggested_labels,
-    }
 }

@@ -1,9 +1,20 @@
 //! The diagnosis from plain data: one scenario per finding and state.
 
-use super::*;
-use crate::input::agent_like;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
 use cilium_gc_cluster::discovery::Crds;
-use cilium_gc_cluster::model::Identity;
+use cilium_gc_cluster::model::{Change, Identity};
+use cilium_gc_documents::diagnosis::*;
+use cilium_gc_documents::report::{ConfigSource, IdRange};
+use jiff::Timestamp;
+
+use super::ages::{DAY, HOUR};
+use super::analyze;
+use super::churn::protected_key;
+use super::config::CONFIG_KEYS;
+use super::labels::{exclusion, LabelFilter};
+use crate::input::{agent_like, IdentityRecord, Input};
 
 mod forecast;
 

@@ -7,14 +7,44 @@
 //! only in keys it drops. Policies break where a selector uses a key the
 //! proposal drops and today's filter keeps.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
-use super::evidence::{Evidence, Findings};
-use super::*;
 use cilium_gc_cluster::humanize::thousands;
+use cilium_gc_documents::diagnosis::{
+    AffectedPolicy, DroppedKey, FindingCode, GcHealth, LabelsWhatIf, Severity,
+};
+
+use super::config::config_value;
+use super::evidence::{Evidence, Findings};
+use super::labels::{FilterDefaults, LabelFilter};
+use crate::input::Input;
 
 /// Keys reported, most identities saved first.
 const TOP_KEYS: usize = 20;
+
+/// What a proposed label filter (`--labels`) would leave, judged with the
+/// default patterns of the agents' own release.
+pub(super) fn labels_what_if(input: &Input, health: &GcHealth) -> Option<LabelsWhatIf> {
+    let proposal = input.proposed_labels.as_ref()?;
+    let agent = health
+        .cilium
+        .as_ref()
+        .and_then(|c| c.agent_version.as_deref());
+    let defaults = FilterDefaults::for_version(agent.and_then(parse_version));
+    let current =
+        LabelFilter::with_defaults(config_value(input, "labels").unwrap_or(""), defaults).filter;
+    Some(what_if(input, proposal, defaults, &current))
+}
+
+/// `1.15.6` as numbers.
+fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
+    let mut parts = v.split('.').map(|p| p.parse::<u64>().ok());
+    Some((
+        parts.next()??,
+        parts.next()??,
+        parts.next().flatten().unwrap_or(0),
+    ))
+}
 
 /// Distinct label sets of the identities, each reduced to the labels `keep`
 /// accepts.

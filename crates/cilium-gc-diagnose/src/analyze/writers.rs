@@ -8,9 +8,16 @@
 //! that as part of the protocol (an agent reusing an identity strips the
 //! mark); anything else doing it is the cause the reporter looked for.
 
-use super::evidence::{Evidence, Findings};
-use super::*;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
 use cilium_gc_cluster::humanize::{human_duration, thousands};
+use cilium_gc_cluster::policy;
+use cilium_gc_documents::diagnosis::{FindingCode, Severity, WriterActivity, WriterRole, Writers};
+use jiff::Timestamp;
+
+use super::evidence::{Evidence, Findings};
+use crate::input::Input;
 
 /// What a field manager is, by its name: agents write as `cilium-agent`
 /// (forks and test drivers as `*agent*`), the operator as
