@@ -10,6 +10,12 @@ use serde_json::Value;
 
 pub use cilium_gc_kinds::{parse_id, Kind, CILIUM_GROUP, HEARTBEAT_ANNOTATION, NAMESPACE_LABEL};
 
+/// `apiVersion` of a kind's objects (`cilium.io/v2`, or `v2alpha1` for
+/// slices).
+pub(crate) fn api_version(kind: Kind) -> String {
+    format!("{CILIUM_GROUP}/{}", kind.version())
+}
+
 /// An id as an agent may have written it: a JSON integer, or a string of
 /// digits; zero means "no identity yet".
 fn id_of(v: &Value) -> Option<u64> {

@@ -23,7 +23,7 @@ use crate::chaos::PageFault;
 use crate::error::SimError;
 use crate::faults::Faults;
 use crate::identity_gc::{self, OperatorPass, OperatorRelease, OperatorSettings};
-use crate::kinds::{Kind, HEARTBEAT_ANNOTATION};
+use crate::kinds::{api_version, Kind, HEARTBEAT_ANNOTATION};
 use crate::ledger::Ledger;
 use crate::object::{rfc3339_secs, uuid, Clock, Writer};
 use crate::routes::app;
@@ -31,7 +31,7 @@ use crate::scenario::{Denial, Scenario};
 use crate::seed;
 use crate::serve::accept_loop;
 use crate::state::ServerState;
-use crate::store::{api_version, Store};
+use crate::store::Store;
 use crate::tls::{fleet_kubeconfig, FleetMember, Tls};
 
 /// Everything that survives a restart: objects, ledger, certificates, actors.

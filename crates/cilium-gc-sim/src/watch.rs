@@ -16,8 +16,8 @@ use super::object::StoredObject;
 use super::resource::{partial_metadata, split_key};
 use super::state::{ClientRequest, ServerState};
 use super::status;
-use super::store::{api_version, Event, ReadAt};
-use crate::kinds::Kind;
+use super::store::{Event, ReadAt};
+use crate::kinds::{api_version, Kind};
 use crate::labels::Selector;
 
 /// Watch parameters.

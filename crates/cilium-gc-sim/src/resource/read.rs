@@ -13,11 +13,11 @@ use serde_json::{json, Value};
 use super::filter::Filter;
 use super::keys::{key_of, res, Refusal};
 use super::token::{decode_token, encode_token};
-use crate::kinds::Kind;
+use crate::kinds::{api_version, Kind};
 use crate::object::StoredObject;
 use crate::state::{ClientRequest, ServerState};
 use crate::status;
-use crate::store::{api_version, ReadAt, StoreError};
+use crate::store::{ReadAt, StoreError};
 
 /// An object as `PartialObjectMetadata`.
 pub(crate) fn partial_metadata(obj: &StoredObject) -> Value {

@@ -8,12 +8,12 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::keys::{key_of, res, Refusal};
-use crate::kinds::{Kind, CILIUM_GROUP};
+use crate::kinds::{api_version, Kind, CILIUM_GROUP};
 use crate::ledger::IdentityDelete;
 use crate::object::{rfc3339_secs, uuid, Writer};
 use crate::state::{ClientRequest, ServerState};
 use crate::status;
-use crate::store::{api_version, StoreError};
+use crate::store::StoreError;
 
 /// A read-modify-write step applied under the store lock.
 type Edit = Box<dyn FnOnce(&Value) -> Result<Value, StoreError>>;

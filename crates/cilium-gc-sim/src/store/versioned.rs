@@ -1,141 +1,31 @@
-//! A versioned store with history, like etcd behind the apiserver: one
-//! global resourceVersion, an event log since the last compaction, and lists
-//! at any retained revision (consistent snapshots for paginated lists).
-//!
-//! A snapshot at revision `X` is the current table with every change after
-//! `X` undone, using the `prev` each logged event keeps. Compaction drops the
-//! log up to a revision; a list or watch older than that gets 410 Expired.
+//! The store itself: the current tables, one global resourceVersion, the
+//! event log since the last compaction and the live feed of new events,
+//! and the writes that change them (create, modify, delete) with the
+//! bookkeeping every write gets. Reads at a past revision are `snapshot`'s;
+//! the facts the ledger judges by are `ground_truth`'s, kept under the same
+//! lock.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::ops::Bound;
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use jiff::Timestamp;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use super::object::{changed, seal, stamp_write, StoredObject, Writer};
-use crate::kinds::Kind;
-
-/// Why a store operation failed; the HTTP layer turns these into `Status`.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum StoreError {
-    /// No object with that key.
-    #[error("not found")]
-    NotFound,
-    /// Create of a key that exists.
-    #[error("already exists")]
-    AlreadyExists,
-    /// An optimistic-concurrency or precondition failure; the message is the
-    /// full `Status.message`.
-    #[error("conflict: {0}")]
-    Conflict(String),
-    /// A delete precondition (uid or resourceVersion) did not hold; the
-    /// message is the full `Status.message`.
-    #[error("precondition failed: {0}")]
-    Precondition(String),
-    /// The request itself was invalid (422); full message.
-    #[error("invalid: {0}")]
-    Invalid(String),
-    /// The revision asked for has been compacted away.
-    #[error("revision {0} compacted")]
-    Expired(u64),
-}
-
-/// Kind of change a watch reports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum EventType {
-    /// Created.
-    Added,
-    /// Changed.
-    Modified,
-    /// Deleted (the object carries the deletion revision).
-    Deleted,
-}
-
-impl EventType {
-    /// The watch wire name.
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-        }
-    }
-}
-
-/// One logged change.
-#[derive(Debug)]
-pub(crate) struct Event {
-    /// Revision of the change.
-    pub rv: u64,
-    /// Resource changed.
-    pub kind: Kind,
-    /// Table key (`name` or `namespace/name`).
-    pub key: String,
-    /// What happened.
-    pub typ: EventType,
-    /// The object after the change (for a delete: as deleted, at `rv`).
-    pub obj: Arc<StoredObject>,
-    /// The object before the change, if it existed.
-    pub prev: Option<Arc<StoredObject>>,
-}
-
-/// Logged events to replay, and the live feed after them.
-pub(crate) type WatchStart = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
-
-/// Which revision a list reads.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum ReadAt {
-    /// The newest revision.
-    Latest,
-    /// Exactly this revision (410 if compacted).
-    Exact(u64),
-}
-
-/// One page of a list.
-pub(crate) struct Page {
-    /// Revision the page was read at.
-    pub rv: u64,
-    /// Items, in key order.
-    pub items: Vec<(String, Arc<StoredObject>)>,
-    /// Key of the last item when more matching items follow.
-    pub more_after: Option<String>,
-    /// How many items follow (all, unfiltered); only meaningful with `more_after`.
-    pub remaining: usize,
-}
+use super::error::StoreError;
+use super::event::{Event, EventType, WatchStart};
+use super::ground_truth::GroundTruth;
+use super::snapshot::{read_page, Page, ReadAt, Span};
+use super::table::Table;
+use crate::kinds::{api_version, parse_id, Kind};
+use crate::object::{changed, seal, set_rv, stamp_write, StoredObject, Writer};
 
 struct Inner {
     rv: u64,
     compacted_rv: u64,
-    tables: [BTreeMap<String, Arc<StoredObject>>; 3],
+    tables: [Table; 3],
     log: VecDeque<Arc<Event>>,
-    /// Identity id -> number of endpoint objects referencing it.
-    refs: HashMap<u64, u32>,
-    /// Identity name -> newest RV a client GET/LIST showed.
-    client_seen: HashMap<String, u64>,
-    /// Identity name -> RV of the newest actor write.
-    actor_rv: HashMap<String, u64>,
-    /// Identity names actors ever touched.
-    actor_touched: BTreeSet<String>,
-    /// Per table: bumped by every write, so [`Ranks`] know when they are stale.
-    generations: [u64; 3],
-    /// Per table: sorted keys for counting what follows a page.
-    ranks: [Ranks; 3],
-}
-
-/// A table's keys in order, for counting the keys after a page by binary
-/// search: walking the rest of a 650k-item table for every 500-item page
-/// made a full list quadratic (68 s of simulator CPU). Rebuilt only when two
-/// lists in a row find the table unchanged, so a table that actors keep
-/// writing is counted by walking, as before.
-#[derive(Default)]
-struct Ranks {
-    /// Generation `keys` were taken at.
-    built: Option<u64>,
-    /// Generation the last count saw.
-    seen: Option<u64>,
-    keys: Vec<Box<str>>,
+    truth: GroundTruth,
 }
 
 /// The shared store. Cheap operations run under one mutex; serialization of
@@ -151,11 +41,6 @@ fn idx(kind: Kind) -> usize {
         Kind::Endpoint => 1,
         Kind::EndpointSlice => 2,
     }
-}
-
-/// `apiVersion` of a kind's objects.
-pub(crate) fn api_version(kind: Kind) -> String {
-    format!("{}/{}", crate::kinds::CILIUM_GROUP, kind.version())
 }
 
 /// Result of a delete.
@@ -178,12 +63,7 @@ impl Store {
                 compacted_rv: 0,
                 tables: Default::default(),
                 log: VecDeque::new(),
-                refs: HashMap::new(),
-                client_seen: HashMap::new(),
-                actor_rv: HashMap::new(),
-                actor_touched: BTreeSet::new(),
-                generations: [0; 3],
-                ranks: Default::default(),
+                truth: GroundTruth::default(),
             }),
             events,
         }
@@ -219,12 +99,9 @@ impl Store {
         for item in items {
             g.rv += 1;
             let (key, obj) = build(item, g.rv);
-            for id in obj.ids.iter() {
-                *g.refs.entry(*id).or_default() += 1;
-            }
+            g.truth.add_refs(&obj);
             g.tables[idx(kind)].insert(key, obj);
         }
-        g.generations[idx(kind)] += 1;
         g.compacted_rv = g.rv;
     }
 
@@ -269,12 +146,13 @@ impl Store {
     pub(crate) fn note_client_seen<'a>(&self, items: impl IntoIterator<Item = (&'a str, u64)>) {
         let mut g = self.lock();
         for (name, rv) in items {
-            g.client_seen.insert(name.to_owned(), rv);
+            g.truth.note_client_seen(name, rv);
         }
     }
 
     /// Read a page: items with key after `start` (exclusive), within
-    /// `prefix`, passing `keep`, at most `limit`.
+    /// `prefix`, passing `keep`, at most `limit`; at `at`, which must not be
+    /// compacted.
     pub(crate) fn list(
         &self,
         kind: Kind,
@@ -282,9 +160,10 @@ impl Store {
         prefix: &str,
         start: Option<&str>,
         limit: Option<usize>,
-        mut keep: impl FnMut(&str, &StoredObject) -> bool,
+        keep: impl FnMut(&str, &StoredObject) -> bool,
     ) -> Result<Page, StoreError> {
-        let mut g = self.lock();
+        let mut guard = self.lock();
+        let g = &mut *guard;
         let rv = match at {
             ReadAt::Latest => g.rv,
             ReadAt::Exact(rv) if rv < g.compacted_rv => {
@@ -292,62 +171,13 @@ impl Store {
             }
             ReadAt::Exact(rv) => rv.min(g.rv),
         };
-        let mut overrides: BTreeMap<&str, Option<&Arc<StoredObject>>> = BTreeMap::new();
-        for e in g.log.iter().rev().take_while(|e| e.rv > rv) {
-            if e.kind == kind {
-                overrides.insert(&e.key, e.prev.as_ref());
-            }
-        }
-        let lower = match start {
-            Some(s) => Bound::Excluded(s),
-            None => Bound::Included(prefix),
+        let span = Span {
+            prefix,
+            start,
+            limit,
         };
-        let table = &g.tables[idx(kind)];
-        let current = table
-            .range::<str, _>((lower, Bound::Unbounded))
-            .map(|(k, v)| (k.as_str(), Some(v)));
-        let past = overrides
-            .range::<str, _>((lower, Bound::Unbounded))
-            .map(|(k, v)| (*k, *v));
-        let mut items = Vec::new();
-        let mut more_after = None;
-        let mut remaining = 0;
-        let mut tail = None;
-        for (key, obj) in merge_sorted(current, past, |k| overrides.contains_key(k)) {
-            if !key.starts_with(prefix) {
-                break;
-            }
-            let Some(obj) = obj else { continue };
-            if more_after.is_some() {
-                remaining += 1;
-                continue;
-            }
-            if !keep(key, obj) {
-                continue;
-            }
-            if limit.is_some_and(|l| items.len() >= l) {
-                more_after = items.last().map(|(k, _): &(String, _)| k.clone());
-                remaining = 1;
-                if let (true, Some(end)) = (overrides.is_empty(), prefix_end(prefix)) {
-                    // Nothing changed since `rv`: the rest is the table's,
-                    // counted below without walking the merge.
-                    tail = Some((key.to_owned(), end));
-                    break;
-                }
-                continue;
-            }
-            items.push((key.to_owned(), obj.clone()));
-        }
-        drop(overrides);
-        if let Some((after, end)) = tail {
-            remaining += g.count_after(kind, &after, end.as_deref());
-        }
-        Ok(Page {
-            rv,
-            items,
-            more_after,
-            remaining,
-        })
+        let table = &mut g.tables[idx(kind)];
+        Ok(read_page(table, &g.log, kind, rv, &span, keep))
     }
 
     /// Create `v` under `key`.
@@ -361,7 +191,7 @@ impl Store {
         dry_run: bool,
     ) -> Result<Arc<StoredObject>, StoreError> {
         let mut g = self.lock();
-        if g.tables[idx(kind)].contains_key(key) {
+        if g.tables[idx(kind)].get(key).is_some() {
             return Err(StoreError::AlreadyExists);
         }
         let rv = g.rv + 1;
@@ -439,14 +269,9 @@ impl Store {
             .cloned()
             .ok_or(StoreError::NotFound)?;
         check(&cur)?;
-        let id = (kind == Kind::Identity)
-            .then(|| crate::kinds::parse_id(key))
-            .flatten();
-        let referenced = id.is_some_and(|id| g.refs.get(&id).is_some_and(|n| *n > 0));
-        let actor_changed_since_read = g
-            .actor_rv
-            .get(key)
-            .is_some_and(|a| *a > g.client_seen.get(key).copied().unwrap_or(0));
+        let id = (kind == Kind::Identity).then(|| parse_id(key)).flatten();
+        let referenced = id.is_some_and(|id| g.truth.ref_count(id) > 0);
+        let actor_changed_since_read = g.truth.actor_changed_since_read(key);
         if dry_run {
             return Ok(Deleted {
                 obj: cur,
@@ -457,7 +282,7 @@ impl Store {
         g.rv += 1;
         let rv = g.rv;
         let mut v = cur.value();
-        super::object::set_rv(&mut v, rv);
+        set_rv(&mut v, rv);
         let obj = seal(kind, &v, rv);
         self.commit(
             &mut g,
@@ -487,25 +312,17 @@ impl Store {
         writer: &Writer,
     ) {
         if let Some(p) = &prev {
-            for id in p.ids.iter() {
-                if let Some(n) = g.refs.get_mut(id) {
-                    *n = n.saturating_sub(1);
-                }
-            }
+            g.truth.drop_refs(p);
         }
-        g.generations[idx(kind)] += 1;
         let table = &mut g.tables[idx(kind)];
         if typ == EventType::Deleted {
             table.remove(key);
         } else {
-            for id in obj.ids.iter() {
-                *g.refs.entry(*id).or_default() += 1;
-            }
+            g.truth.add_refs(&obj);
             table.insert(key.to_owned(), obj.clone());
         }
         if kind == Kind::Identity && writer.actor {
-            g.actor_rv.insert(key.to_owned(), obj.rv);
-            g.actor_touched.insert(key.to_owned());
+            g.truth.note_actor_write(key, obj.rv);
         }
         let ev = Arc::new(Event {
             rv: obj.rv,
@@ -522,7 +339,7 @@ impl Store {
     /// Mark identity names as touched by an actor without writing them (a
     /// new endpoint reusing an identity).
     pub(crate) fn note_actor_touch(&self, name: &str) {
-        self.lock().actor_touched.insert(name.to_owned());
+        self.lock().truth.note_actor_touch(name);
     }
 
     /// Store `v` under `key` exactly as given: no validation and no
@@ -544,22 +361,17 @@ impl Store {
 
     /// Identity names actors touched.
     pub(crate) fn actor_touched(&self) -> BTreeSet<String> {
-        self.lock().actor_touched.clone()
+        self.lock().truth.actor_touched().clone()
     }
 
     /// Identity ids referenced by at least one endpoint or slice now.
     pub(crate) fn referenced_ids(&self) -> BTreeSet<u64> {
-        self.lock()
-            .refs
-            .iter()
-            .filter(|(_, n)| **n > 0)
-            .map(|(id, _)| *id)
-            .collect()
+        self.lock().truth.referenced_ids()
     }
 
     /// How many endpoint objects reference identity `id`.
     pub(crate) fn ref_count(&self, id: u64) -> u32 {
-        self.lock().refs.get(&id).copied().unwrap_or(0)
+        self.lock().truth.ref_count(id)
     }
 
     /// Keys of a table, in order.
@@ -579,10 +391,8 @@ impl Store {
         from: &str,
     ) -> Option<(String, Arc<StoredObject>)> {
         let g = self.lock();
-        let t = &g.tables[idx(kind)];
-        t.range::<str, _>((Bound::Included(from), Bound::Unbounded))
-            .next()
-            .or_else(|| t.iter().next())
+        g.tables[idx(kind)]
+            .at_or_after(from)
             .map(|(k, v)| (k.clone(), v.clone()))
     }
 }
@@ -591,58 +401,6 @@ impl Default for Store {
     fn default() -> Self {
         Self::new()
     }
-}
-
-impl Inner {
-    /// Keys of `kind` after `after` and before `end` (`None`: to the end).
-    fn count_after(&mut self, kind: Kind, after: &str, end: Option<&str>) -> usize {
-        let i = idx(kind);
-        let generation = self.generations[i];
-        let ranks = &mut self.ranks[i];
-        if ranks.built != Some(generation) && ranks.seen == Some(generation) {
-            ranks.keys = self.tables[i].keys().map(|k| k.as_str().into()).collect();
-            ranks.built = Some(generation);
-        }
-        ranks.seen = Some(generation);
-        if ranks.built == Some(generation) {
-            let keys = &ranks.keys;
-            let lo = keys.partition_point(|k| **k <= *after);
-            let hi = end.map_or(keys.len(), |e| keys.partition_point(|k| **k < *e));
-            return hi.saturating_sub(lo);
-        }
-        let upper = end.map_or(Bound::Unbounded, Bound::Excluded);
-        self.tables[i]
-            .range::<str, _>((Bound::Excluded(after), upper))
-            .count()
-    }
-}
-
-/// The end of the key range `prefix` covers: `Some(None)` for all keys,
-/// `Some(Some(end))` for a namespace prefix `ns/` (every key in
-/// `["ns/", "ns0")` starts with it), `None` for any other prefix.
-fn prefix_end(prefix: &str) -> Option<Option<String>> {
-    match prefix.strip_suffix('/') {
-        _ if prefix.is_empty() => Some(None),
-        Some(ns) => Some(Some(format!("{ns}0"))),
-        None => None,
-    }
-}
-
-/// Merge the current table with snapshot overrides, both in key order: an
-/// override replaces the current entry of the same key.
-fn merge_sorted<'a>(
-    current: impl Iterator<Item = (&'a str, Option<&'a Arc<StoredObject>>)>,
-    past: impl Iterator<Item = (&'a str, Option<&'a Arc<StoredObject>>)>,
-    overridden: impl Fn(&str) -> bool,
-) -> impl Iterator<Item = (&'a str, Option<&'a Arc<StoredObject>>)> {
-    let mut current = current.filter(move |(k, _)| !overridden(k)).peekable();
-    let mut past = past.peekable();
-    std::iter::from_fn(move || match (current.peek(), past.peek()) {
-        (Some(c), Some(p)) if c.0 < p.0 => current.next(),
-        (Some(_), Some(_)) | (None, Some(_)) => past.next(),
-        (Some(_), None) => current.next(),
-        (None, None) => None,
-    })
 }
 
 #[cfg(test)]
@@ -660,7 +418,7 @@ mod tests {
         s.seed(
             Kind::Identity,
             ["1", "2", "3"].map(|n| (n.to_string(), ident(n))),
-            super::super::object::set_rv,
+            set_rv,
         );
         let snap = s.rv();
         let w = Writer::actor("a");
@@ -718,7 +476,7 @@ mod tests {
         s.seed(
             Kind::Identity,
             ["1", "2", "3", "4"].map(|n| (n.to_string(), ident(n))),
-            super::super::object::set_rv,
+            set_rv,
         );
         let p = s
             .list(Kind::Identity, ReadAt::Latest, "", None, Some(2), |_, _| {
@@ -743,7 +501,7 @@ mod tests {
         s.seed(
             Kind::Endpoint,
             ["a/1", "a/2", "a/3", "a0", "b/1"].map(|n| (n.to_string(), ident(n))),
-            super::super::object::set_rv,
+            set_rv,
         );
         let p = s
             .list(
@@ -788,6 +546,6 @@ mod tests {
                 .unwrap();
             assert_eq!(p.remaining, 2, "a0 and b/1 follow a/2, a/3");
         }
-        assert!(s.lock().ranks[idx(Kind::Endpoint)].built.is_some());
+        assert!(s.lock().tables[idx(Kind::Endpoint)].ranked());
     }
 }
