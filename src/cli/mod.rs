@@ -13,11 +13,15 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 pub use cilium_gc::parse_duration;
 use cilium_gc::Exit;
-use cilium_gc::{ConnectSettings, Pacing, ScanSettings, WriteSettings};
+use cilium_gc::{Pacing, ScanSettings, WriteSettings};
 use cilium_gc_documents::report::ItemsMode;
-use cilium_gc_fleet::ContextFilter;
 
 pub use crate::views::format::{ColorChoice, OutputFormat};
+pub use kube::{is_dns_label, parse_regex, validate_kube_args, KubeArgs, KubeArgsError};
+
+pub mod heading;
+pub mod help;
+mod kube;
 
 /// A `--labels` filter whose patterns all compile: one that does not would
 /// make cilium-agent refuse to start, so it is refused here as a flag.
@@ -40,21 +44,6 @@ pub fn parse_namespace(s: &str) -> Result<String, String> {
             "{s:?} is not a namespace name (lowercase letters, digits and '-', at most 63)"
         ))
     }
-}
-
-/// Parse a `--context-regex`.
-pub fn parse_regex(s: &str) -> Result<regex::Regex, String> {
-    regex::Regex::new(s).map_err(|e| match e {
-        // The regex crate's syntax error spans three lines; keep its reason.
-        regex::Error::Syntax(text) => {
-            let reason = text
-                .lines()
-                .rev()
-                .find_map(|l| l.trim().strip_prefix("error: "));
-            format!("not a regular expression: {}", reason.unwrap_or(&text))
-        }
-        other => format!("not a regular expression: {other}"),
-    })
 }
 
 /// Parse a `--cluster-label CONTEXT=LABEL`.
@@ -142,54 +131,6 @@ pub enum Command {
     Man,
 }
 
-/// kubectl's connection flags.
-#[derive(Debug, Clone, Default, Args)]
-pub struct KubeArgs {
-    /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).
-    #[arg(long, global = true, value_name = "PATH")]
-    pub kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context to use. Repeat it, or give a glob ('prod-*'),
-    /// to run on several clusters in one run (a fleet report).
-    #[arg(long, global = true, value_name = "NAME")]
-    pub context: Vec<String>,
-    /// Run on every context of the kubeconfig (a fleet report; see --parallel).
-    #[arg(long, global = true)]
-    pub all_contexts: bool,
-    /// Run on every context whose name matches this regular expression (a fleet report).
-    #[arg(long, global = true, value_name = "REGEX", value_parser = parse_regex)]
-    pub context_regex: Option<regex::Regex>,
-    /// The kubeconfig cluster to use.
-    #[arg(long, global = true)]
-    pub cluster: Option<String>,
-    /// The kubeconfig user to use.
-    #[arg(long, global = true)]
-    pub user: Option<String>,
-    /// The address and port of the Kubernetes API server.
-    #[arg(short = 's', long, global = true, value_name = "URL")]
-    pub server: Option<String>,
-    /// Bearer token for authentication to the API server.
-    #[arg(long, global = true, hide_env_values = true)]
-    pub token: Option<String>,
-    /// Path to a cert file for the certificate authority.
-    #[arg(long, global = true, value_name = "PATH")]
-    pub certificate_authority: Option<PathBuf>,
-    /// Do not verify the server's certificate (insecure).
-    #[arg(long, global = true)]
-    pub insecure_skip_tls_verify: bool,
-    /// Server name to use for server certificate validation.
-    #[arg(long, global = true)]
-    pub tls_server_name: Option<String>,
-    /// Username to impersonate for the operation.
-    #[arg(long = "as", global = true, value_name = "USER")]
-    pub as_user: Option<String>,
-    /// Group to impersonate (repeatable).
-    #[arg(long = "as-group", global = true, value_name = "GROUP")]
-    pub as_group: Vec<String>,
-    /// Time to wait for a single request, never for a watch (e.g. 30s, 1m; 0 = no limit) [default: 30s].
-    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
-    pub request_timeout: Option<Duration>,
-}
-
 /// `--dry-run` values, as kubectl's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum DryRun {
@@ -198,124 +139,6 @@ pub enum DryRun {
     None,
     /// Send the deletes with dryRun=All: the server validates, nothing is deleted.
     Server,
-}
-
-/// Help headings, in the order `--help` shows them: what to consider, how
-/// fast, how safe, what to print, and how to reach the cluster last (kubectl
-/// keeps its own connection flags in `kubectl options`).
-pub mod heading {
-    /// `-l`, `-n`, `--min-age`.
-    pub const SELECTION: &str = "Selection (which identities to consider)";
-    /// Rate and concurrency.
-    pub const RATE: &str = "Rate";
-    /// Limits, confirmation, dry run.
-    pub const SAFETY: &str = "Safety";
-    /// The report.
-    pub const OUTPUT: &str = "Output";
-    /// kubectl's connection flags and where Cilium's config lives.
-    pub const CONNECTION: &str = "Connection";
-    /// Several clusters in one run.
-    pub const FLEET: &str = "Fleet (several contexts in one run)";
-}
-
-/// Help text beyond the flags: the top-level page, and each subcommand's
-/// examples, which end its `--help` as kubectl's do.
-pub mod help {
-    /// The top-level `--help`: one screen. The connection flags are listed by
-    /// name only (each subcommand's `--help` describes them, as `kubectl
-    /// options` does for kubectl's), and the exit codes in one line (each
-    /// subcommand's `--help` and the man page give them in full).
-    pub const ROOT_TEMPLATE: &str = "\
-{about-with-newline}
-{usage-heading} {usage}
-
-Commands:
-{subcommands}
-
-Options:
-  -v, --verbose...    Increase log detail on stderr (-v: info, -vv: debug, -vvv: trace)
-      --color <WHEN>  When to colour the text output: auto (default), always, never
-  -h, --help          Print help (each command's --help lists its flags)
-  -V, --version       Print version
-
-Connection (kubectl's flags, accepted by every command):
-  --kubeconfig, --context, --all-contexts, --context-regex, --cluster, --user, -s/--server,
-  --token, --certificate-authority, --insecure-skip-tls-verify, --tls-server-name, --as,
-  --as-group, --request-timeout
-
-Examples:
-  # What is stale, and why (read-only)
-  kubectl cilium-gc scan
-  # Delete the stale identities: shows the plan and asks first
-  kubectl cilium-gc delete
-
-Exit codes: 0 success, 1 bug, 2 usage, 3 refused, 4 some items failed, 5 blast radius,
-130/143 interrupted; each command's --help gives them in full.";
-
-    /// `after` text of a subcommand: `before` (its exit codes, or nothing),
-    /// then its examples, last.
-    pub fn after(before: &str, examples: &str) -> String {
-        if before.is_empty() {
-            format!("Examples:\n{examples}")
-        } else {
-            format!("{before}\n\nExamples:\n{examples}")
-        }
-    }
-
-    /// `scan`'s examples.
-    pub const SCAN: &str = "  # What is stale, and why (read-only)
-  kubectl cilium-gc scan
-  # The stale identities of two namespaces' pods, as JSON
-  kubectl cilium-gc scan -n team-a,team-b -o json
-  # Every cluster of the kubeconfig: one table, one fleet report
-  kubectl cilium-gc scan --all-contexts";
-
-    /// `delete`'s examples.
-    pub const DELETE: &str = "  # Show the plan, ask, delete at 40/s
-  kubectl cilium-gc delete
-  # The API server validates every delete; nothing is deleted
-  kubectl cilium-gc delete --dry-run=server
-  # From a CronJob or CI: no question, the JSON report on stdout
-  kubectl cilium-gc delete --yes -o json --max-deletions 5000
-  # Also mark unused unmarked identities, so a later run can collect them
-  kubectl cilium-gc delete --mark";
-
-    /// `demo`'s examples.
-    pub const DEMO: &str =
-        "  # Agents reclaim identities during the run, beside cilium-operator 1.15's GC pass
-  kubectl cilium-gc demo
-  # 65,000 identities, only the scan
-  kubectl cilium-gc demo --scenario seed --scan-only
-  # Five simulated clusters in one fleet run
-  kubectl cilium-gc demo --fleet";
-
-    /// `diagnose`'s examples.
-    pub const DIAGNOSE: &str = "  # How full the identity space is, and why GC is not keeping up
-  kubectl cilium-gc diagnose
-  # For a public ticket: Markdown, names replaced by keyed hashes
-  kubectl cilium-gc diagnose -o markdown --redact
-  # Read the operator's metrics twice, 20 minutes apart
-  kubectl cilium-gc diagnose --operator-metrics-wait 20m
-  # One document for every cluster of the kubeconfig
-  kubectl cilium-gc diagnose --all-contexts";
-
-    /// `schema`'s examples.
-    pub const SCHEMA: &str = "  # The report's JSON Schema (scan, delete, demo)
-  kubectl cilium-gc schema
-  # The fleet report's
-  kubectl cilium-gc schema fleet-report";
-
-    /// `version`'s examples.
-    pub const VERSION: &str = "  # The version and git commit
-  kubectl cilium-gc version
-  # The version alone
-  kubectl cilium-gc --version";
-
-    /// `completion`'s examples.
-    pub const COMPLETION: &str = "  # Bash, for this shell
-  source <(kubectl cilium-gc completion bash)
-  # Zsh, installed once
-  kubectl cilium-gc completion zsh > \"${fpath[1]}/_kubectl-cilium_gc\"";
 }
 
 /// Flags shared by scan and delete. Field order is help order: see
@@ -438,35 +261,6 @@ impl AllocationMode {
     }
 }
 
-impl KubeArgs {
-    /// Which contexts the flags select (see [`ContextFilter::is_fleet`]).
-    pub fn context_filter(&self) -> ContextFilter {
-        ContextFilter {
-            contexts: self.context.clone(),
-            all: self.all_contexts,
-            regex: self.context_regex.clone(),
-        }
-    }
-
-    /// The engine's connection settings.
-    pub fn settings(&self) -> ConnectSettings {
-        ConnectSettings {
-            kubeconfig: self.kubeconfig.clone(),
-            context: self.context.first().cloned(),
-            cluster: self.cluster.clone(),
-            user: self.user.clone(),
-            server: self.server.clone(),
-            token: self.token.clone(),
-            certificate_authority: self.certificate_authority.clone(),
-            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
-            tls_server_name: self.tls_server_name.clone(),
-            as_user: self.as_user.clone(),
-            as_group: self.as_group.clone(),
-            request_timeout: self.request_timeout,
-        }
-    }
-}
-
 impl ScanArgs {
     /// The engine's listing and narrowing settings.
     pub fn settings(&self) -> ScanSettings {
@@ -508,75 +302,6 @@ impl DeleteArgs {
             allow_unreadable_endpoints: self.allow_unreadable_endpoints,
         }
     }
-}
-
-/// Whether `s` is a Kubernetes namespace name (an RFC 1123 label).
-pub fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
-}
-
-/// A connection flag whose value cannot go into an HTTP header or a URL.
-#[derive(Debug, thiserror::Error)]
-pub enum KubeArgsError {
-    /// `--token` is empty or not printable ASCII.
-    #[error("--token: must be non-empty printable ASCII without spaces or newlines (is it the whole file, with its trailing newline?)")]
-    Token,
-    /// A `--context` is empty or has control characters.
-    #[error("--context: must be non-empty, without control characters")]
-    Context,
-    /// `flag`'s value has control characters.
-    #[error("{flag}: must not contain control characters")]
-    ControlCharacters {
-        /// The flag, e.g. `--as`.
-        flag: &'static str,
-    },
-    /// `--server` is not a URL.
-    #[error("--server: {0:?} is not a URL")]
-    Server(String),
-}
-
-/// Check the connection flags before anything is built from them: a
-/// value that cannot go into an HTTP header or a URL is a usage error
-/// (exit 2), never a panic deep in the client.
-pub fn validate_kube_args(k: &KubeArgs) -> Result<(), KubeArgsError> {
-    if let Some(t) = &k.token {
-        if t.is_empty() || !t.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(KubeArgsError::Token);
-        }
-    }
-    for c in &k.context {
-        if c.is_empty() || c.chars().any(char::is_control) {
-            return Err(KubeArgsError::Context);
-        }
-    }
-    for (flag, v) in [
-        ("--as", &k.as_user),
-        ("--cluster", &k.cluster),
-        ("--user", &k.user),
-        ("--tls-server-name", &k.tls_server_name),
-    ] {
-        if let Some(v) = v {
-            if v.chars().any(char::is_control) {
-                return Err(KubeArgsError::ControlCharacters { flag });
-            }
-        }
-    }
-    for g in &k.as_group {
-        if g.chars().any(char::is_control) {
-            return Err(KubeArgsError::ControlCharacters { flag: "--as-group" });
-        }
-    }
-    if let Some(s) = &k.server {
-        if s.trim().is_empty() || s.chars().any(|c| c.is_control() || c == ' ') {
-            return Err(KubeArgsError::Server(s.clone()));
-        }
-    }
-    Ok(())
 }
 
 /// `--concurrency` when `--qps` is set: 8 writes at 40/s leave room for a

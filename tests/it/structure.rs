@@ -8,10 +8,13 @@
 //! arrow goes from a file to the file of every `crate::`/`super::` path it
 //! names (in `use` lines, grouped `{...}` included, and inline; not in a
 //! `pub use`, which only hands a name on), cut at the deepest module file
-//! the path reaches. A module's own parents and children
-//! are not arrows (the `mod` tree itself: a child uses what its parent holds,
-//! a parent re-exports its children). Code after `#[cfg(test)]` is a test
-//! and is not read.
+//! the path reaches. Parents and children count too: a parent that calls
+//! into a child by its relative path (`child::f()`) has an arrow down to
+//! it, and a child that uses what its parent holds has one up, so a parent
+//! both using and used by its children is a circle (an import that runs
+//! back up a floor). A `mod` line and a parent's `pub use` of its children
+//! are no arrows: they only declare and hand on. Code after `#[cfg(test)]`
+//! is a test and is not read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -167,6 +170,37 @@ fn the_circle_finder_sees_through_pub_use() {
     );
 }
 
+#[test]
+fn the_circle_finder_sees_a_parent_and_its_child_using_each_other() {
+    // A parent that calls its child, whose child uses what the parent
+    // holds: an import back up. And a module named like a function its
+    // parent hands on is still the module.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("a")).unwrap();
+    std::fs::write(dir.path().join("lib.rs"), "mod a;\npub use a::{a, X};\n").unwrap();
+    std::fs::write(
+        dir.path().join("a/mod.rs"),
+        "mod b;\nmod c;\npub use c::X;\npub struct Y;\npub fn a() { b::f() }\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("a/b.rs"), "pub fn f() { super::c::g() }\n").unwrap();
+    std::fs::write(dir.path().join("a/c.rs"), "pub struct X;\npub fn g() {}\n").unwrap();
+    assert!(circles_of(&import_graph(dir.path())).is_empty());
+    std::fs::write(
+        dir.path().join("a/c.rs"),
+        "pub struct X;\npub fn g() { let _ = super::Y; }\n",
+    )
+    .unwrap();
+    assert_eq!(
+        circles_of(&import_graph(dir.path())),
+        vec![vec![
+            "a".to_string(),
+            "a::b".to_string(),
+            "a::c".to_string()
+        ]]
+    );
+}
+
 /// Module path (`diagnose::analyze`) → the modules it imports.
 type Graph = BTreeMap<String, BTreeSet<String>>;
 
@@ -176,7 +210,11 @@ fn import_graph(root: &Path) -> Graph {
         .filter(|f| !is_test_file(f) && f.file_name().is_some_and(|n| n != "main.rs"))
         .collect();
     let modules: BTreeSet<String> = files.iter().map(|f| module_of(root, f)).collect();
-    let handed_on = re_exports(root, &files);
+    let mut handed_on = re_exports(root, &files);
+    // A path that names a module means that module, even where a `pub use`
+    // hands on a function of the same name (`pub use analyze::analyze`):
+    // they live in different namespaces.
+    handed_on.retain(|name, _| !modules.contains(name));
     let mut graph = Graph::new();
     for file in &files {
         let here = module_of(root, file);
@@ -184,8 +222,19 @@ fn import_graph(root: &Path) -> Graph {
         let mut to = BTreeSet::new();
         for path in crate_paths(&source, &here) {
             let target = deepest_module(&modules, &see_through(&handed_on, &path));
-            if !related(&here, &target) {
+            if target != here && !within(&here, &target) {
                 to.insert(target);
+            }
+        }
+        // A parent's code that calls into a child by its relative path
+        // (`child::f()`, `use child::X`) is an arrow down to it.
+        for child in modules
+            .iter()
+            .filter(|m| parent_of(m) == Some(here.as_str()))
+        {
+            let name = child.rsplit("::").next().unwrap_or_default();
+            if names_relative(&source, name) {
+                to.insert(child.clone());
             }
         }
         graph.insert(here, to);
@@ -442,13 +491,31 @@ fn deepest_module(modules: &BTreeSet<String>, path: &str) -> String {
     }
 }
 
-/// Whether one module is the other, or its parent or child in the `mod`
-/// tree (the root is everyone's parent).
-fn related(a: &str, b: &str) -> bool {
-    let within = |outer: &str, inner: &str| {
-        outer.is_empty() || inner == outer || inner.starts_with(&format!("{outer}::"))
-    };
-    within(a, b) || within(b, a)
+/// Whether `inner` lies inside `outer` (a descendant, not `outer` itself):
+/// a module naming its own descendants by a `crate::` path is a parent
+/// using its children, drawn by the relative-path rule too.
+fn within(outer: &str, inner: &str) -> bool {
+    inner != outer && (outer.is_empty() || inner.starts_with(&format!("{outer}::")))
+}
+
+/// The module `m` is declared in (`None` for the root).
+fn parent_of(m: &str) -> Option<&str> {
+    if m.is_empty() {
+        return None;
+    }
+    Some(m.rsplit_once("::").map_or("", |(p, _)| p))
+}
+
+/// Whether `source` names `name::…` as a relative path (not after `::`,
+/// which would be another path's segment).
+fn names_relative(source: &str, name: &str) -> bool {
+    let needle = format!("{name}::");
+    source.match_indices(&needle).any(|(i, _)| {
+        i == 0 || {
+            let before = source.as_bytes()[i - 1];
+            !(before.is_ascii_alphanumeric() || before == b'_' || before == b':')
+        }
+    })
 }
 
 /// The strongly connected parts of more than one module (Tarjan's).
