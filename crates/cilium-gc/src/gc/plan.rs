@@ -416,6 +416,91 @@ mod tests {
         );
     }
 
+    /// An observer that gives one answer and keeps what it was asked.
+    struct Answers {
+        answer: Option<bool>,
+        asked: std::sync::Arc<std::sync::Mutex<Vec<PendingWrites>>>,
+    }
+
+    impl super::super::Observer for Answers {
+        fn confirm_writes(&self, pending: &PendingWrites) -> Option<bool> {
+            self.asked.lock().unwrap().push(pending.clone());
+            self.answer
+        }
+    }
+
+    /// `confirm` with an observer answering `answer`: what it returned and
+    /// what the observer was asked.
+    async fn confirmed(
+        s: &GcSettings,
+        plan: &Plan,
+        answer: Option<bool>,
+    ) -> (bool, Vec<PendingWrites>) {
+        let asked = std::sync::Arc::default();
+        let ui = Ui::new(Answers {
+            answer,
+            asked: std::sync::Arc::clone(&asked),
+        });
+        let endpoint = Endpoint {
+            server: "https://api.example".into(),
+            context: Some("prod".into()),
+            warnings: Vec::new(),
+            timeout: None,
+        };
+        let ok = confirm(s, plan, &endpoint, 5, &ui).await;
+        let asked = asked.lock().unwrap().clone();
+        (ok, asked)
+    }
+
+    /// The prompt before the first write: `--yes`, a server dry run and a
+    /// plan with nothing to write go ahead without asking; otherwise the
+    /// observer's answer decides, with no answer (nobody to ask) a no. The
+    /// question names the deletes, and the marks only with `--mark`.
+    #[tokio::test]
+    async fn confirm_asks_unless_yes_dry_run_or_nothing_to_write() {
+        let delete = settings(ItemsMode::All, false);
+        let (plan, _) = planned(&delete);
+        assert_eq!(plan.candidates.len(), 1, "the premise: one delete");
+        let yes = GcSettings {
+            yes: true,
+            ..settings(ItemsMode::All, false)
+        };
+        let dry = GcSettings {
+            mode: Mode::DryRunServer,
+            ..settings(ItemsMode::All, false)
+        };
+        for s in [&yes, &dry] {
+            let (ok, asked) = confirmed(s, &plan, Some(false)).await;
+            assert!(ok && asked.is_empty(), "{:?} yes={}", s.mode, s.yes);
+        }
+        let (ok, asked) = confirmed(&delete, &Plan::default(), Some(false)).await;
+        assert!(ok && asked.is_empty(), "nothing to write");
+        let (ok, asked) = confirmed(&delete, &plan, Some(false)).await;
+        assert!(!ok);
+        let want = PendingWrites {
+            server: "https://api.example".into(),
+            context: Some("prod".into()),
+            scanned: 5,
+            deletes: 1,
+            marks: 0,
+        };
+        assert_eq!(asked, [want.clone()]);
+        assert!(confirmed(&delete, &plan, Some(true)).await.0);
+        assert!(!confirmed(&delete, &plan, None).await.0, "nobody to ask");
+        // Only marks to write: still asked.
+        let mark = settings(ItemsMode::All, true);
+        let (mut plan, _) = planned(&mark);
+        plan.candidates.clear();
+        let (ok, asked) = confirmed(&mark, &plan, Some(false)).await;
+        assert!(!ok);
+        let marks_only = PendingWrites {
+            deletes: 0,
+            marks: 1,
+            ..want
+        };
+        assert_eq!(asked, [marks_only]);
+    }
+
     fn limits(max_deletions: Option<u64>, max_percent: Option<f64>) -> GcSettings {
         let w = WriteSettings {
             max_deletions,
