@@ -237,6 +237,7 @@ where
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
     use std::sync::Mutex;
 
     use super::*;
@@ -257,13 +258,15 @@ mod tests {
 
     /// Three targets at `--qps 0 --concurrency 1`: the first one's first
     /// write gets a 5xx and a 5 s backoff, every other write succeeds in
-    /// 10 ms. Returns the order the items ended in and their results.
-    async fn one_5xx_at_qps_0(stop: &Stop) -> (Vec<usize>, Vec<(usize, ItemResult)>, Stats) {
+    /// 10 ms. Returns the order the items ended in, their results, and the
+    /// most turns that were in flight at once.
+    async fn one_5xx_at_qps_0(stop: &Stop) -> (Vec<usize>, Vec<(usize, ItemResult)>, Stats, usize) {
         let pace = Pace::new(0.0, 1, 1);
         assert_eq!(pace.slots(1), 1, "the premise: one write slot");
         let stats = Stats::default();
         let feed = super::super::feed_all(vec![ident("1001"), ident("1002"), ident("1003")]);
         let ended = Mutex::new(Vec::new());
+        let (in_flight, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let results = drive(
             &pace,
             stop,
@@ -272,8 +275,9 @@ mod tests {
             1,
             &|_| {},
             |i, mut item: Box<Item>| {
-                let ended = &ended;
+                let (ended, in_flight, most) = (&ended, &in_flight, &most);
                 async move {
+                    most.fetch_max(in_flight.fetch_add(1, SeqCst) + 1, SeqCst);
                     item.r.attempts += 1;
                     if i == 0 && item.r.attempts == 1 {
                         // What `on_transient` does with a 5xx.
@@ -285,10 +289,12 @@ mod tests {
                             not_before: until,
                             retry_after: Duration::ZERO,
                         };
+                        in_flight.fetch_sub(1, SeqCst);
                         return (i, park);
                     }
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     ended.lock().unwrap().push(i);
+                    in_flight.fetch_sub(1, SeqCst);
                     let mut r = item.r;
                     r.outcome = Outcome::Deleted;
                     (i, Turn::Done(r))
@@ -296,17 +302,20 @@ mod tests {
             },
         )
         .await;
-        (ended.into_inner().unwrap(), results, stats)
+        let most = most.into_inner();
+        (ended.into_inner().unwrap(), results, stats, most)
     }
 
     /// A 5xx's backoff is waited out parked, not in the only write slot:
     /// the other items are written meanwhile, and the parked one after its
-    /// backoff. Its wait is not counted as `Retry-After`.
+    /// backoff. Its wait is not counted as `Retry-After`. One slot is one
+    /// turn at a time: never a second write in flight beside it.
     #[tokio::test(start_paused = true)]
     async fn a_5xx_backoff_does_not_hold_the_only_write_slot() {
         let t0 = tokio::time::Instant::now();
-        let (ended, results, stats) = one_5xx_at_qps_0(&Stop::default()).await;
+        let (ended, results, stats, most) = one_5xx_at_qps_0(&Stop::default()).await;
         assert_eq!(ended, vec![1, 2, 0]);
+        assert_eq!(most, 1, "turns in flight at once");
         assert!(tokio::time::Instant::now() - t0 >= Duration::from_secs(5));
         assert!(results.iter().all(|(_, r)| r.outcome == Outcome::Deleted));
         let first = results.iter().find(|(i, _)| *i == 0).unwrap();
@@ -324,10 +333,49 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(1)).await;
             stopper.trigger(StopReason::Interrupt);
         });
-        let (ended, results, _) = one_5xx_at_qps_0(&stop).await;
+        let (ended, results, _, _) = one_5xx_at_qps_0(&stop).await;
         assert_eq!(ended, vec![1, 2]);
         let first = &results.iter().find(|(i, _)| *i == 0).unwrap().1;
         assert_eq!(first.outcome, Outcome::Failed);
         assert_eq!(first.last_error.as_deref(), Some("503"));
+    }
+
+    /// The loop sleeps until the earliest parked item is due, whatever the
+    /// order they were parked in; with none parked there is nothing to wake
+    /// for.
+    #[tokio::test(start_paused = true)]
+    async fn the_next_wake_is_the_earliest_parked_item() {
+        let mut q = Queue::new(super::super::feed_all(Vec::new()), Action::Delete);
+        assert_eq!(q.next_wake(), None);
+        let t0 = tokio::time::Instant::now();
+        for (i, secs) in [(0, 5), (1, 2), (2, 9)] {
+            let item = Item::new(ident("1001"), Action::Delete);
+            q.park(i, item, t0 + Duration::from_secs(secs), Duration::ZERO);
+        }
+        assert_eq!(q.next_wake(), Some(t0 + Duration::from_secs(2)));
+    }
+
+    /// A stop ends every parked item at once, by its index: failed when a
+    /// write may have been applied (an answer lost), else not attempted;
+    /// each `Retry-After` counted as far as it was waited, not as asked,
+    /// and nothing is left parked.
+    #[tokio::test(start_paused = true)]
+    async fn draining_ends_every_parked_item_and_counts_the_wait_so_far() {
+        let stats = Stats::default();
+        let mut q = Queue::new(super::super::feed_all(Vec::new()), Action::Delete);
+        let due = tokio::time::Instant::now() + Duration::from_secs(10);
+        let mut lost = Item::new(ident("1001"), Action::Delete);
+        lost.tries.lost_answers = 1;
+        lost.r.last_error = Some("503".into());
+        q.park(3, lost, due, Duration::ZERO);
+        let throttled = Item::new(ident("1002"), Action::Delete);
+        q.park(7, throttled, due, Duration::from_secs(10));
+        tokio::time::advance(Duration::from_secs(4)).await;
+        let mut ended = q.drain_parked(&stats);
+        ended.sort_by_key(|(i, _)| *i);
+        let ended: Vec<(usize, Outcome)> = ended.iter().map(|(i, r)| (*i, r.outcome)).collect();
+        assert_eq!(ended, [(3, Outcome::Failed), (7, Outcome::NotAttempted)]);
+        assert_eq!(Stats::get(&stats.retry_after_wait_ms), 4000);
+        assert_eq!(q.next_wake(), None, "nothing left parked");
     }
 }
