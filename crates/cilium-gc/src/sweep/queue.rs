@@ -259,7 +259,8 @@ mod tests {
     /// Three targets at `--qps 0 --concurrency 1`: the first one's first
     /// write gets a 5xx and a 5 s backoff, every other write succeeds in
     /// 10 ms. Returns the order the items ended in, their results, and the
-    /// most turns that were in flight at once.
+    /// most turns that were in flight at once; fails if the loop waits for
+    /// ever.
     async fn one_5xx_at_qps_0(stop: &Stop) -> (Vec<usize>, Vec<(usize, ItemResult)>, Stats, usize) {
         let pace = Pace::new(0.0, 1, 1);
         assert_eq!(pace.slots(1), 1, "the premise: one write slot");
@@ -267,41 +268,48 @@ mod tests {
         let feed = super::super::feed_all(vec![ident("1001"), ident("1002"), ident("1003")]);
         let ended = Mutex::new(Vec::new());
         let (in_flight, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        let results = drive(
-            &pace,
-            stop,
-            &stats,
-            Queue::new(feed, Action::Delete),
-            1,
-            &|_| {},
-            |i, mut item: Box<Item>| {
-                let (ended, in_flight, most) = (&ended, &in_flight, &most);
-                async move {
-                    most.fetch_max(in_flight.fetch_add(1, SeqCst) + 1, SeqCst);
-                    item.r.attempts += 1;
-                    if i == 0 && item.r.attempts == 1 {
-                        // What `on_transient` does with a 5xx.
-                        item.tries.lost_answers += 1;
-                        item.r.last_error = Some("503".into());
-                        let until = tokio::time::Instant::now() + Duration::from_secs(5);
-                        let park = Turn::Park {
-                            item,
-                            not_before: until,
-                            retry_after: Duration::ZERO,
-                        };
+        // An hour of the paused clock: it passes only once every task waits
+        // with none to wake it, so a loop that waits for ever fails here
+        // instead of hanging the test.
+        let results = tokio::time::timeout(
+            Duration::from_secs(3600),
+            drive(
+                &pace,
+                stop,
+                &stats,
+                Queue::new(feed, Action::Delete),
+                1,
+                &|_| {},
+                |i, mut item: Box<Item>| {
+                    let (ended, in_flight, most) = (&ended, &in_flight, &most);
+                    async move {
+                        most.fetch_max(in_flight.fetch_add(1, SeqCst) + 1, SeqCst);
+                        item.r.attempts += 1;
+                        if i == 0 && item.r.attempts == 1 {
+                            // What `on_transient` does with a 5xx.
+                            item.tries.lost_answers += 1;
+                            item.r.last_error = Some("503".into());
+                            let until = tokio::time::Instant::now() + Duration::from_secs(5);
+                            let park = Turn::Park {
+                                item,
+                                not_before: until,
+                                retry_after: Duration::ZERO,
+                            };
+                            in_flight.fetch_sub(1, SeqCst);
+                            return (i, park);
+                        }
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        ended.lock().unwrap().push(i);
                         in_flight.fetch_sub(1, SeqCst);
-                        return (i, park);
+                        let mut r = item.r;
+                        r.outcome = Outcome::Deleted;
+                        (i, Turn::Done(r))
                     }
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    ended.lock().unwrap().push(i);
-                    in_flight.fetch_sub(1, SeqCst);
-                    let mut r = item.r;
-                    r.outcome = Outcome::Deleted;
-                    (i, Turn::Done(r))
-                }
-            },
+                },
+            ),
         )
-        .await;
+        .await
+        .expect("the loop ends");
         let most = most.into_inner();
         (ended.into_inner().unwrap(), results, stats, most)
     }
