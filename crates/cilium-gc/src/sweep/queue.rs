@@ -386,4 +386,39 @@ mod tests {
         assert_eq!(Stats::get(&stats.retry_after_wait_ms), 4000);
         assert_eq!(q.next_wake(), None, "nothing left parked");
     }
+
+    /// Fresh items are taken as the feed brings them: one sent while the
+    /// loop has nothing else to do wakes it, and the sweep ends once the
+    /// feed closes, every item written, in the order received.
+    #[tokio::test(start_paused = true)]
+    async fn items_the_feed_brings_later_are_taken_as_they_come() {
+        let pace = Pace::new(0.0, 1, 1);
+        let stats = Stats::default();
+        let (tx, feed) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            for name in ["1001", "1002"] {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                tx.send(ident(name)).unwrap();
+            }
+        });
+        let (queue, stop) = (Queue::new(feed, Action::Delete), Stop::default());
+        let sweep = drive(
+            &pace,
+            &stop,
+            &stats,
+            queue,
+            1,
+            &|_| {},
+            |i, item: Box<Item>| async move {
+                let mut r = item.r;
+                r.outcome = Outcome::Deleted;
+                (i, Turn::Done(r))
+            },
+        );
+        let results = tokio::time::timeout(Duration::from_secs(3600), sweep)
+            .await
+            .expect("the loop ends");
+        let results: Vec<(usize, Outcome)> = results.iter().map(|(i, r)| (*i, r.outcome)).collect();
+        assert_eq!(results, [(0, Outcome::Deleted), (1, Outcome::Deleted)]);
+    }
 }
