@@ -505,4 +505,41 @@ mod tests {
             obj(r#"{"metadata":{"name":"c"},"endpoints":[{"id":7.0},{"id":7.5},{"id":-8.0}]}"#);
         assert_eq!(ces.ids, vec![7]);
     }
+
+    /// kube builds the watcher's requests from what the type answers for
+    /// the resource it was given: a watch of slices must name
+    /// ciliumendpointslices in cilium.io/v2alpha1, not a fixed or empty
+    /// path. What kube reads and writes of the object (its metadata) and
+    /// what usage reads (`ids()`) are what was decoded.
+    #[test]
+    fn the_resource_is_the_one_given_and_the_object_reads_back() {
+        let ar = ApiResource {
+            group: "cilium.io".into(),
+            version: "v2alpha1".into(),
+            api_version: "cilium.io/v2alpha1".into(),
+            kind: "CiliumEndpointSlice".into(),
+            plural: "ciliumendpointslices".into(),
+        };
+        assert_eq!(UsageObject::group(&ar), "cilium.io");
+        assert_eq!(UsageObject::version(&ar), "v2alpha1");
+        assert_eq!(UsageObject::api_version(&ar), "cilium.io/v2alpha1");
+        assert_eq!(UsageObject::kind(&ar), "CiliumEndpointSlice");
+        assert_eq!(UsageObject::plural(&ar), "ciliumendpointslices");
+        assert_eq!(
+            UsageObject::url_path(&ar, None),
+            "/apis/cilium.io/v2alpha1/ciliumendpointslices"
+        );
+        let mut ces = obj(
+            r#"{"metadata":{"name":"c","namespace":"n","uid":"u","resourceVersion":"5"},"endpoints":[{"id":7},{"id":9}]}"#,
+        );
+        assert_eq!(ces.ids(), [7, 9]);
+        let m = ces.meta();
+        assert_eq!(
+            (m.name.as_deref(), m.namespace.as_deref(), m.uid.as_deref()),
+            (Some("c"), Some("n"), Some("u"))
+        );
+        assert_eq!(m.resource_version.as_deref(), Some("5"));
+        ces.meta_mut().resource_version = Some("6".into());
+        assert_eq!(ces.meta().resource_version.as_deref(), Some("6"));
+    }
 }
