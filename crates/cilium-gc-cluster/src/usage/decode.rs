@@ -542,4 +542,16 @@ mod tests {
         ces.meta_mut().resource_version = Some("6".into());
         assert_eq!(ces.meta().resource_version.as_deref(), Some("6"));
     }
+
+    /// A value no JSON text gives (bytes) is refused naming what an id
+    /// should be: the error reads "expected an identity id".
+    #[test]
+    fn an_id_refused_names_what_was_expected() {
+        let bytes = serde::de::value::BytesDeserializer::<serde::de::value::Error>::new(b"5");
+        let e = match Id::deserialize(bytes) {
+            Ok(_) => panic!("bytes read as an id"),
+            Err(e) => e.to_string(),
+        };
+        assert!(e.contains("expected an identity id"), "{e}");
+    }
 }
