@@ -196,6 +196,8 @@ mod tests {
         };
         ix.apply(&ces(r#"{"id":20},{"id":21}"#));
         assert_eq!((ix.refs.get(&20), ix.refs.get(&21)), (Some(&1), Some(&1)));
+        // Counted once whether it holds one id or several.
+        assert_eq!(ix.len(), 3, "a in n, a in m, ces with two ids");
         ix.apply(&ces(r#"{"id":21}"#));
         assert_eq!((ix.refs.get(&20), ix.refs.get(&21)), (None, Some(&1)));
         ix.apply(&ces(""));
