@@ -13,12 +13,11 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::faults::WatchEnd;
 use super::object::StoredObject;
-use super::resource::{partial_metadata, split_key};
+use super::resource::{partial_metadata, split_key, Filter};
 use super::state::{ClientRequest, ServerState};
 use super::status;
 use super::store::{Event, ReadAt};
 use crate::kinds::{api_version, Kind};
-use crate::labels::Selector;
 
 /// Watch parameters.
 struct Params {
@@ -27,14 +26,14 @@ struct Params {
     meta_only: bool,
     bookmarks: bool,
     timeout: Option<Duration>,
-    labels: Option<Selector>,
-    name: Option<String>,
+    /// `labelSelector` and `fieldSelector`, as a list reads them.
+    filter: Filter,
     send_initial: bool,
 }
 
 impl Params {
     fn matches(&self, key: &str, obj: &StoredObject) -> bool {
-        let (ns, name) = split_key(key);
+        let (ns, _) = split_key(key);
         if self
             .namespace
             .as_deref()
@@ -42,22 +41,7 @@ impl Params {
         {
             return false;
         }
-        if self.name.as_deref().is_some_and(|want| want != name) {
-            return false;
-        }
-        self.labels.as_ref().is_none_or(|sel| {
-            let v: Value = serde_json::from_slice(&obj.bytes).unwrap_or(Value::Null);
-            let labels = v
-                .pointer("/metadata/labels")
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            sel.matches(&labels)
-        })
+        self.filter.matches(key, obj)
     }
 
     fn line(&self, typ: &str, obj: &StoredObject) -> Bytes {
@@ -104,33 +88,12 @@ pub(crate) fn watch(
     namespace: Option<String>,
     r: &ClientRequest,
 ) -> Response<Body> {
-    let labels = match r
-        .query
-        .get("labelSelector")
-        .filter(|s| !s.trim().is_empty())
-    {
-        None => None,
-        Some(s) => match Selector::parse(s) {
-            Ok(sel) => Some(sel),
-            Err(e) => return status::bad_request(&format!("unable to parse requirement: {e}")),
-        },
+    // The same selectors, parsed and refused the same way, as a list of
+    // the kind: kube-apiserver reads both from one ListOptions.
+    let filter = match Filter::parse(kind, r) {
+        Ok(f) => f,
+        Err(resp) => return *resp,
     };
-    let mut name = None;
-    for term in r
-        .query
-        .get("fieldSelector")
-        .map(String::as_str)
-        .unwrap_or("")
-        .split(',')
-        .filter(|t| !t.is_empty())
-    {
-        match term.split_once('=') {
-            Some(("metadata.name", v)) => name = Some(v.trim_start_matches('=').to_owned()),
-            Some(("metadata.namespace", _)) if kind == Kind::Endpoint => {}
-            Some((k, _)) => return status::bad_request(&format!("field label not supported: {k}")),
-            None => return status::bad_request(&format!("invalid selector: '{term}'")),
-        }
-    }
     let p = Params {
         kind,
         namespace,
@@ -145,8 +108,7 @@ pub(crate) fn watch(
             .and_then(|t| t.parse().ok())
             .filter(|t| *t > 0)
             .map(Duration::from_secs),
-        labels,
-        name,
+        filter,
         send_initial: r
             .query
             .get("sendInitialEvents")

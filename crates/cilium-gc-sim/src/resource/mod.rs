@@ -10,6 +10,7 @@ mod read;
 mod token;
 mod write;
 
+pub(crate) use filter::Filter;
 pub(crate) use keys::{res, split_key};
 pub(crate) use read::{get, list, partial_metadata};
 pub(crate) use write::{create, delete, patch, update};

@@ -123,3 +123,47 @@ async fn kube_runtime_watcher_syncs_and_stays_live_while_actors_run() {
     })
     .await
 }
+
+/// A watch reads `labelSelector` and `fieldSelector` as a list does (one
+/// `ListOptions` in kube-apiserver): the same selection, the same 400s.
+#[tokio::test]
+async fn watch_selectors_are_a_lists_selectors() {
+    timed(async {
+        let sim = Simulator::start(quiet("small")).await.unwrap();
+        let c = client(&sim).await;
+        let rv = sim.resource_version();
+        let bad = get(
+            &c,
+            &format!("{IDS}?watch=1&resourceVersion={rv}&fieldSelector=metadata.namespace%3Dx"),
+        )
+        .await;
+        assert_eq!(bad.status, 400);
+        assert_eq!(
+            bad.json()["message"],
+            "field label not supported: metadata.namespace"
+        );
+        let name = sim.identity_names()[3].clone();
+        let other = sim.identity_names()[4].clone();
+        let path = format!(
+            "{IDS}?watch=1&resourceVersion={rv}&timeoutSeconds=1&fieldSelector=metadata.name!%3D{other}"
+        );
+        let watching = {
+            let c = c.clone();
+            tokio::spawn(async move { get(&c, &path).await })
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for n in [&name, &other] {
+            sim.set_heartbeat(n, Some("2020-01-01T00:00:00Z")).unwrap();
+        }
+        let r = watching.await.unwrap();
+        let names: Vec<String> = r
+            .body
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|e| e["object"]["metadata"]["name"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(names, vec![name]);
+        sim.shutdown().await;
+    })
+    .await
+}
