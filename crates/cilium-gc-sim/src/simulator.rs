@@ -26,7 +26,7 @@ use crate::identity_gc::{self, OperatorPass, OperatorRelease, OperatorSettings};
 use crate::kinds::{api_version, Kind, HEARTBEAT_ANNOTATION};
 use crate::ledger::Ledger;
 use crate::object::{rfc3339_secs, uuid, Clock, Writer};
-use crate::routes::app;
+use crate::routes;
 use crate::scenario::{Denial, Scenario};
 use crate::seed;
 use crate::serve::accept_loop;
@@ -129,7 +129,7 @@ impl Simulator {
             .local_addr()
             .map_err(|source| SimError::Bind { addr, source })?;
         let acceptor = TlsAcceptor::from(shared.tls.server_config()?);
-        let router = app(shared.app.clone());
+        let router = routes::app(shared.app.clone());
         let server = tokio::spawn(accept_loop(listener, acceptor, router));
         Ok(Simulator {
             shared,
