@@ -82,17 +82,16 @@ async fn priority_and_fairness_429s_are_honoured_and_counted() {
     // flight followed its one seat instead of collecting a 429 each
     // (before they adapted with a rate, 32 writes out got 279 refusals
     // for 200 deletes, and APF's lengthened `Retry-After` kept the run
-    // waiting for minutes). What remains comes at the start, while the
-    // plugin's own list pages and watches hold the level's only seat: each
-    // write then sent alone is refused (16 in 0.26 s under load, none of
-    // ours ahead), so it grows with how long the list takes, not with the
-    // deletes: 1 on a quiet machine, 17-29 under CI's load, hence the
-    // bound of one refusal per three deletes, far from one per delete.
+    // waiting for minutes). At the start the plugin's own list pages and
+    // watches hold the level's only seat; a write refused then had none of
+    // ours ahead, and every write waits out a probe window before the next
+    // is sent (it was 16 refusals in 0.26 s under load when the next write
+    // followed at once): at most one refusal per ten deletes.
     let throttled = summary(&r, "throttled");
     assert!(throttled > 0, "the server answered 429s: {}", r["summary"]);
     assert_eq!(r["summary"]["lowestInFlight"], 1, "cut to the level's seat");
     assert!(
-        throttled * 3 < seeded.stale.len() as u64,
+        throttled * 10 <= seeded.stale.len() as u64,
         "{throttled} refusals for {} deletes: {}",
         seeded.stale.len(),
         r["summary"]

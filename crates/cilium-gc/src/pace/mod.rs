@@ -29,6 +29,15 @@
 //!   `--burst 1` lateness is lost for good, and at a few hundred writes a
 //!   second the achieved rate falls measurably below `--qps`; what it
 //!   guarantees is spacing.
+//! - **A 429 with none of our writes ahead holds every write back**: the
+//!   server's seat was taken by someone else (our own list pages or
+//!   watches, or another client), so a write sent at once would meet the
+//!   same refusal, and so would the next (16 refusals in 0.26 s under one
+//!   APF seat). The writes wait a short probe window instead, 250 ms,
+//!   doubling while such refusals follow each other, never past the
+//!   server's `Retry-After` (1 s without one); a success ends the run of
+//!   doubling. A refusal with ours ahead is the window's business (below),
+//!   and a sporadic one with none ahead costs a quarter of a second.
 //! - **The writes in flight adapt too, with or without a rate**
 //!   ([`Window`], in `window`): a server that limits concurrency (API
 //!   Priority and Fairness: a level's few seats; with `Reject`, a request
@@ -106,11 +115,24 @@ struct State {
     throttled: Duration,
 }
 
+/// The first hold after a 429 with none of ours ahead (see the module doc).
+const FIRST_HOLD: Duration = Duration::from_millis(250);
+/// The longest hold when the 429 carried no `Retry-After`.
+const MAX_HOLD: Duration = Duration::from_secs(1);
+
+/// Every write held back until `until`, after a 429 with none of ours
+/// ahead; `next` is the hold the next such refusal brings.
+struct Hold {
+    until: Option<Instant>,
+    next: Duration,
+}
+
 /// The shared limiter of a sweep: the rate when `--qps` is set, and the
 /// writes in flight always, per-request `Retry-After` pacing each
 /// throttled item.
 pub(crate) struct Pace {
     burst: u32,
+    hold: Mutex<Hold>,
     state: Option<Mutex<State>>,
     /// Woken when the limiter is swapped.
     swapped: tokio::sync::Notify,
@@ -124,6 +146,10 @@ impl Pace {
         let burst = burst.max(1);
         Pace {
             burst,
+            hold: Mutex::new(Hold {
+                until: None,
+                next: FIRST_HOLD,
+            }),
             swapped: tokio::sync::Notify::new(),
             window: Mutex::new((Window::new(concurrency, Instant::now()), Flight::default())),
             state: (qps > 0.0).then(|| {
@@ -153,6 +179,7 @@ impl Pace {
     /// Cancelling the wait (a stop) never makes us faster than the rate:
     /// governor takes a cell only when it grants it.
     pub(crate) async fn until_ready(&self) {
+        self.until_released().await;
         loop {
             let swapped = self.swapped.notified();
             tokio::pin!(swapped);
@@ -166,6 +193,35 @@ impl Pace {
                 _ = &mut swapped => {}
             }
         }
+    }
+
+    /// Wait out a hold (a hold set or lengthened while waiting is waited out
+    /// too).
+    async fn until_released(&self) {
+        loop {
+            let until = self.hold.lock().unwrap_or_else(|e| e.into_inner()).until;
+            match until {
+                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
+                _ => return,
+            }
+        }
+    }
+
+    /// A 429 with none of ours ahead holds every write back; a success ends
+    /// the doubling of the holds.
+    fn hold_after(&self, throttled: bool, retry_after: Option<Duration>, ahead: usize) {
+        let mut h = self.hold.lock().unwrap_or_else(|e| e.into_inner());
+        if !throttled {
+            h.next = FIRST_HOLD;
+            return;
+        }
+        if ahead > 0 {
+            return;
+        }
+        let wait = h.next.min(retry_after.unwrap_or(MAX_HOLD));
+        let until = Instant::now() + wait;
+        h.until = Some(h.until.map_or(until, |u| u.max(until)));
+        h.next = (h.next * 2).min(retry_after.unwrap_or(MAX_HOLD).max(FIRST_HOLD));
     }
 
     /// How many items may be with a worker now, of `slots`.
@@ -187,6 +243,7 @@ impl Pace {
     /// `Retry-After`; `ahead`: our writes still in flight that left before
     /// it) and adapt the writes in flight, and the rate when one is set.
     pub(crate) fn record(&self, throttled: bool, retry_after: Option<Duration>, ahead: usize) {
+        self.hold_after(throttled, retry_after, ahead);
         {
             let mut w = self.window();
             let now = Instant::now();
@@ -326,5 +383,42 @@ mod tests {
         let s = p.summary().unwrap();
         assert_eq!(s.lowest_rate, 500.0);
         assert!(Pace::new(0.0, 1, 8).summary().is_none());
+    }
+
+    /// A 429 with none of ours ahead holds every write for a probe window,
+    /// doubling while such refusals follow each other, never past the
+    /// server's `Retry-After`; one with ours ahead holds nobody, and a
+    /// success starts the doubling over.
+    #[tokio::test(start_paused = true)]
+    async fn a_refusal_with_none_of_ours_ahead_holds_the_next_write() {
+        let p = Pace::new(0.0, 1, 8);
+        let waited = || async {
+            let t = Instant::now();
+            p.until_ready().await;
+            t.elapsed()
+        };
+        p.record(true, Some(Duration::from_secs(1)), 3);
+        assert_eq!(
+            waited().await,
+            Duration::ZERO,
+            "ours ahead: the window's business"
+        );
+        p.record(true, Some(Duration::from_secs(1)), 0);
+        assert_eq!(waited().await, FIRST_HOLD);
+        p.record(true, Some(Duration::from_secs(1)), 0);
+        assert_eq!(waited().await, 2 * FIRST_HOLD, "doubled");
+        for _ in 0..5 {
+            p.record(true, Some(Duration::from_secs(1)), 0);
+        }
+        assert_eq!(
+            waited().await,
+            Duration::from_secs(1),
+            "never past Retry-After"
+        );
+        p.record(true, None, 0);
+        assert_eq!(waited().await, MAX_HOLD, "no Retry-After: at most a second");
+        p.record(false, None, 0);
+        p.record(true, Some(Duration::from_secs(5)), 0);
+        assert_eq!(waited().await, FIRST_HOLD, "a success starts over");
     }
 }
