@@ -257,11 +257,14 @@ mod tests {
     }
 
     /// Three targets at `--qps 0 --concurrency 1`: the first one's first
-    /// write gets a 5xx and a 5 s backoff, every other write succeeds in
+    /// write gets a 5xx and a `backoff`, every other write succeeds in
     /// 10 ms. Returns the order the items ended in, their results, and the
     /// most turns that were in flight at once; fails if the loop waits for
     /// ever.
-    async fn one_5xx_at_qps_0(stop: &Stop) -> (Vec<usize>, Vec<(usize, ItemResult)>, Stats, usize) {
+    async fn one_5xx_at_qps_0(
+        stop: &Stop,
+        backoff: Duration,
+    ) -> (Vec<usize>, Vec<(usize, ItemResult)>, Stats, usize) {
         let pace = Pace::new(0.0, 1, 1);
         assert_eq!(pace.slots(1), 1, "the premise: one write slot");
         let stats = Stats::default();
@@ -289,7 +292,7 @@ mod tests {
                             // What `on_transient` does with a 5xx.
                             item.tries.lost_answers += 1;
                             item.r.last_error = Some("503".into());
-                            let until = tokio::time::Instant::now() + Duration::from_secs(5);
+                            let until = tokio::time::Instant::now() + backoff;
                             let park = Turn::Park {
                                 item,
                                 not_before: until,
@@ -321,7 +324,8 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_5xx_backoff_does_not_hold_the_only_write_slot() {
         let t0 = tokio::time::Instant::now();
-        let (ended, results, stats, most) = one_5xx_at_qps_0(&Stop::default()).await;
+        let (ended, results, stats, most) =
+            one_5xx_at_qps_0(&Stop::default(), Duration::from_secs(5)).await;
         assert_eq!(ended, vec![1, 2, 0]);
         assert_eq!(most, 1, "turns in flight at once");
         assert!(tokio::time::Instant::now() - t0 >= Duration::from_secs(5));
@@ -329,6 +333,18 @@ mod tests {
         let first = results.iter().find(|(i, _)| *i == 0).unwrap();
         assert_eq!(first.1.attempts, 2);
         assert_eq!(Stats::get(&stats.retry_after_wait_ms), 0);
+    }
+
+    /// A parked item whose wait is over goes before fresh ones: its 5 ms
+    /// backoff ends while the only slot is busy, and it is written next,
+    /// ahead of the item the feed still holds.
+    #[tokio::test(start_paused = true)]
+    async fn a_parked_item_due_goes_before_fresh_ones() {
+        let backoff = Duration::from_millis(5);
+        let (ended, results, _, most) = one_5xx_at_qps_0(&Stop::default(), backoff).await;
+        assert_eq!(ended, vec![1, 0, 2]);
+        assert_eq!(most, 1, "turns in flight at once");
+        assert!(results.iter().all(|(_, r)| r.outcome == Outcome::Deleted));
     }
 
     /// A stop during a 5xx's backoff ends the parked item at once, failed
@@ -341,7 +357,7 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(1)).await;
             stopper.trigger(StopReason::Interrupt);
         });
-        let (ended, results, _, _) = one_5xx_at_qps_0(&stop).await;
+        let (ended, results, _, _) = one_5xx_at_qps_0(&stop, Duration::from_secs(5)).await;
         assert_eq!(ended, vec![1, 2]);
         let first = &results.iter().find(|(i, _)| *i == 0).unwrap().1;
         assert_eq!(first.outcome, Outcome::Failed);
