@@ -4,11 +4,12 @@
     tests/mutants/summary.py                                # benches/results/mutants-core/, an --iterate run
     tests/mutants/summary.py benches/results/mutants-rest   # any other copied run
 
-The wider run was resumed with --iterate, so mutants-core/ has a previously_caught.txt
-(the first part's caught and unviable) and its total is the 434 mutants of its files;
-a directory without one is a whole run, its total what its lists hold."""
+A run resumed with --iterate has a previously_caught.txt (the earlier part's caught and
+unviable); mutants-core/'s total is the 434 mutants of its files, another's what its lists
+hold. A directory without one is a whole run."""
 import collections,os,sys
-d=sys.argv[1] if len(sys.argv)>1 else 'benches/results/mutants-core'
+default='benches/results/mutants-core'
+d=sys.argv[1] if len(sys.argv)>1 else default
 iterated=os.path.exists(os.path.join(d,'previously_caught.txt'))
 c=collections.defaultdict(collections.Counter)
 for kind in ['previously_caught','caught','missed','timeout','unviable']:
@@ -26,6 +27,9 @@ for f in sorted(c):
     else:
         print(f"{f}: {k['caught']} caught, {k['missed']} missed, {k['timeout']} timed out, {k['unviable']} unviable, of {sum(k.values())} mutants")
 if iterated:
-    print(f"all files: {tot['previously_caught']} caught or unviable in the first run, then {tot['caught']} caught, {tot['missed']} missed, {tot['timeout']} timed out, {tot['unviable']} unviable, of 434 mutants")
+    # The wider run's 434 (its first part's missed are not in previously_caught.txt);
+    # another --iterate run's total is what its lists hold.
+    total=434 if os.path.normpath(d)==default else sum(tot.values())
+    print(f"all files: {tot['previously_caught']} caught or unviable in the first run, then {tot['caught']} caught, {tot['missed']} missed, {tot['timeout']} timed out, {tot['unviable']} unviable, of {total} mutants")
 else:
     print(f"all files: {tot['caught']} caught, {tot['missed']} missed, {tot['timeout']} timed out, {tot['unviable']} unviable, of {sum(tot.values())} mutants")
