@@ -484,7 +484,7 @@ mod tests {
             deletes: 1,
             marks: 0,
         };
-        assert_eq!(asked, [want.clone()]);
+        assert_eq!(asked, std::slice::from_ref(&want));
         assert!(confirmed(&delete, &plan, Some(true)).await.0);
         assert!(!confirmed(&delete, &plan, None).await.0, "nobody to ask");
         // Only marks to write: still asked.
