@@ -63,13 +63,17 @@ async fn current_operator_skips_409s_on_delete_and_leaves_no_stale_identity() {
         "passes complete: {run}"
     );
     // The control of operator_115's defect helper: by the same pass
-    // boundaries, no pass of today's operator stopped at a 409 on delete,
-    // though it met one with other identities due (the premise).
+    // boundaries, today's operator goes on after a 409 on delete with
+    // other identities due (the premise: it met such 409s). A pass boundary
+    // is a silence of PASS_GAP after the 409; under CI's load a running
+    // pass was once silent that long after 1 of 42 such 409s (its own log:
+    // no pass ended at one), so the control allows fewer than one in ten.
+    // 1.15.6 abandons the pass at every one of them.
     let passes = passes_at_409s_on_delete(&audit, Duration::from_secs(2), PASS_GAP);
     eprintln!("{passes}");
     assert!(
-        passes.met >= 1 && passes.stopped.is_empty(),
-        "a 409 with others due was met, no pass stopped there: {passes}"
+        passes.met >= 1 && passes.stopped.len() * 10 < passes.met,
+        "409s with others due were met, and passes went on after them: {passes}"
     );
     let last = run.samples.last().expect("sampled");
     assert_eq!(last.old_left, 0, "no stale identity left: {run}");
