@@ -54,7 +54,7 @@ fn every_path_the_docs_name_exists() {
     let mut named = 0;
     let mut missing = Vec::new();
     for (doc, text) in documents() {
-        for p in named_paths(&without_figure_blocks(&text)) {
+        for p in named_paths(&text) {
             named += 1;
             if !repo_path(p).exists() {
                 missing.push(format!("{}: {p}", doc.display()));
@@ -67,41 +67,6 @@ fn every_path_the_docs_name_exists() {
         missing.is_empty(),
         "named but missing:\n{}",
         missing.join("\n")
-    );
-}
-
-/// `text` without the fenced blocks a `<!-- figures: FILE -->` marker
-/// heads: those are a stored run's output, copied verbatim (the figure rule
-/// holds them to their file), and name the tree as it was when they ran.
-fn without_figure_blocks(text: &str) -> String {
-    let mut out = String::new();
-    let (mut marked, mut skipping) = (false, false);
-    for line in text.lines() {
-        let fence = line.trim_start().starts_with("```");
-        if skipping {
-            skipping = !fence;
-            continue;
-        }
-        if marked && fence {
-            skipping = true;
-            marked = false;
-            continue;
-        }
-        marked = line.trim_start().starts_with("<!-- figures: ");
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
-}
-
-/// A figure block's paths are history; a path outside one is checked.
-#[test]
-fn the_path_rule_skips_only_figure_blocks() {
-    let text =
-        "a `src/x.rs`\n<!-- figures: f -->\n```text\ncrates/y/src/lib.rs\n```\nb `src/z.rs`\n";
-    assert_eq!(
-        named_paths(&without_figure_blocks(text)),
-        ["src/x.rs", "src/z.rs"]
     );
 }
 
