@@ -233,13 +233,7 @@ struct ConfigMap {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn cfg(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use cilium_gc_testkit::config_data as cfg;
 
     #[test]
     fn defaults_when_config_is_missing() {

@@ -60,6 +60,15 @@ pub fn chaos_cases() -> u32 {
         .unwrap_or(6)
 }
 
+/// A ConfigMap's `data` from `(key, value)` pairs: the `cilium-config` a
+/// test hands to the settings it is read into.
+pub fn config_data(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -162,18 +162,10 @@ pub(crate) fn endpoints_check(endpoints: u64, slices: u64, identities: u64, forc
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
     use cilium_gc_cluster::cilium_config::settings_from_config;
     use cilium_gc_documents::report::ConfigSource;
-
-    fn cfg(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use cilium_gc_testkit::config_data as cfg;
 
     /// The check of that name (not its position in the list).
     fn check(checks: &[Check], name: CheckName) -> Check {
