@@ -564,6 +564,7 @@ fn floor(rt: &tokio::runtime::Runtime, refclient: &Path, size: u64) -> Value {
 }
 
 fn main() {
+    common::launcher();
     let args: Vec<String> = std::env::args().collect();
     let quick = args.iter().any(|a| a == "--quick");
     let value = |flag: &str| {

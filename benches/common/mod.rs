@@ -157,6 +157,76 @@ pub fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// The environment variable that turns a bench binary into [`launcher`].
+pub const LAUNCH_ENV: &str = "KCG_BENCH_LAUNCH";
+
+/// The pid [`launcher`] forwards SIGTERM and SIGINT to.
+static LAUNCHED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int) {
+    let pid = LAUNCHED.load(std::sync::atomic::Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill(2) is async-signal-safe; the pid is our unreaped child.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// `cmd`, started through this bench binary run again as a small
+/// launcher ([`launcher`]) that writes the command's own peak RSS (KiB) to
+/// `rss_file`. A child spawned straight from a bench that holds a large
+/// heap starts its `ru_maxrss` at the bench's RSS (see `compare.rs`): a
+/// floor of 145 MiB once stood as the plugin's own figure. The launcher is
+/// freshly exec'd and small, so the floor it hands on is a few MiB.
+pub fn through_launcher(cmd: &Command, rss_file: &Path) -> Command {
+    let mut c = Command::new(std::env::current_exe().expect("the bench's own path"));
+    c.env(LAUNCH_ENV, rss_file)
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    if let Some(d) = cmd.get_current_dir() {
+        c.current_dir(d);
+    }
+    c
+}
+
+/// First thing in a bench's `main`: when started by [`through_launcher`],
+/// run the command, forward SIGTERM and SIGINT to it, write its peak RSS
+/// to the file, and exit with its exit code. Otherwise returns at once.
+pub fn launcher() {
+    let Some(file) = std::env::var_os(LAUNCH_ENV) else {
+        return;
+    };
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let child = Command::new(&args[0])
+        .args(&args[1..])
+        .env_remove(LAUNCH_ENV)
+        .spawn()
+        .expect("the launched command starts");
+    LAUNCHED.store(child.id() as i32, std::sync::atomic::Ordering::SeqCst);
+    let handler = forward as extern "C" fn(libc::c_int) as libc::sighandler_t;
+    // SAFETY: the handler only loads an atomic and calls kill(2).
+    unsafe {
+        libc::signal(libc::SIGTERM, handler);
+        libc::signal(libc::SIGINT, handler);
+    }
+    let (code, usage) = wait4(child);
+    std::fs::write(&file, usage.ru_maxrss.to_string()).expect("the launcher's RSS file");
+    std::process::exit(code);
+}
+
+/// The peak RSS (KiB) [`launcher`] wrote to `rss_file`.
+pub fn launched_rss_kib(rss_file: &Path) -> i64 {
+    std::fs::read_to_string(rss_file)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("violation: no peak RSS in {}", rss_file.display()))
+}
+
 /// Run a command to completion, measuring it alone; stdout goes to `out`.
 pub fn measure(cmd: &mut Command, out: Stdio, sim: Option<u32>) -> Cost {
     reset_peak_rss();
@@ -189,7 +259,12 @@ pub fn wait4(child: Child) -> (i32, libc::rusage) {
     let mut status = 0;
     // SAFETY: rusage is plain data; wait4 fills it for our own child.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let r = loop {
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r != -1 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break r;
+        }
+    };
     assert_eq!(r, pid, "wait4");
     let code = if libc::WIFEXITED(status) {
         libc::WEXITSTATUS(status)

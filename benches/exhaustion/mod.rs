@@ -346,6 +346,13 @@ fn diagnose(cluster: &Cluster) -> Value {
            "identitySpaceNearlyFullIsFirst": first_is_full})
 }
 
+thread_local! {
+    /// The last launcher's own peak RSS (KiB): this bench's RSS when it
+    /// started the plugin, which a child spawned straight from the bench
+    /// would have reported as its own (see `common::through_launcher`).
+    static LAUNCHER_RSS: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
+}
+
 /// Run the plugin with `args` to its end, sent SIGTERM after `limit` if
 /// it is still running: its report, exit code, rusage and whether it was
 /// sent SIGTERM. Its report must parse (the run named `run` otherwise).
@@ -356,7 +363,8 @@ fn run_plugin(
     run: &str,
 ) -> (Value, i32, libc::rusage, bool) {
     common::reset_peak_rss();
-    let mut child = plugin(cluster, args)
+    let rss_file = std::env::temp_dir().join(format!("kcg-bench-rss-{}", std::process::id()));
+    let mut child = common::through_launcher(&plugin(cluster, args), &rss_file)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -394,8 +402,13 @@ fn run_plugin(
     };
     let _ = ended.send(());
     let signalled = stopper.is_some_and(|s| s.join().unwrap());
-    let (exit, usage) = common::wait4(child);
+    let (exit, mut usage) = common::wait4(child);
     assert_eq!(r, 0, "waitid");
+    // The plugin's own peak; the launcher's (which starts at ours: the
+    // figure a child spawned straight from here would report) kept apart.
+    let launcher = usage.ru_maxrss;
+    usage.ru_maxrss = common::launched_rss_kib(&rss_file);
+    LAUNCHER_RSS.with(|l| l.set(launcher));
     let report = common::judge::report(run, &reader.join().unwrap());
     (report, exit, usage, signalled)
 }
@@ -505,6 +518,7 @@ impl Run<'_> {
             "flags": flags, "load1": load1, "load1After": load(),
             "exit": exit, "wallSeconds": r3(wall), "stoppedBySigterm": stopped,
             "cpuSeconds": r3(common::cpu_seconds(&usage)), "peakRssKiB": usage.ru_maxrss,
+            "launcherPeakRssKiB": LAUNCHER_RSS.with(std::cell::Cell::get),
             "deleted": deleted, "deleteRatePerSecond": rate,
             "summary": report["summary"], "figures": figures,
             "freshPod": fresh,

@@ -42,15 +42,18 @@ pub(crate) fn emit(
     {
         eprintln!("error: {}", a.message);
     }
-    let mut buf = Vec::new();
+    // Streamed to stdout, not rendered into a buffer first: the JSON of a
+    // 65k-identity report is tens of MiB, and a whole copy of it (grown by
+    // doubling) was the run's peak memory.
     let style = stdout_style(color);
-    if let Err(e) = render(report, format, style, &mut buf) {
-        eprintln!("error: cannot render the report: {e}");
-        return Exit::Unexpected;
-    }
-    match write_stdout(&buf) {
-        Exit::Success => exit,
-        other => other,
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    match render(report, format, style, &mut out).and_then(|()| out.flush()) {
+        Ok(()) => exit,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => exit,
+        Err(e) => {
+            eprintln!("error: writing the report to stdout: {e}");
+            Exit::Unexpected
+        }
     }
 }
 

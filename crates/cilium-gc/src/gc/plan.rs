@@ -5,7 +5,7 @@ use jiff::Timestamp;
 
 use crate::report::{ErrorKind, Item, ItemsMode, Mode, Outcome};
 use crate::settings::GcSettings;
-use crate::sweep::ItemResult;
+use crate::sweep::{ItemResult, Target};
 use cilium_gc_cluster::cluster::Endpoint;
 use cilium_gc_cluster::model::{Identity, Malformed};
 use cilium_gc_cluster::policy::{self, Policy, Reason};
@@ -20,13 +20,13 @@ use super::observer::{PendingWrites, Ui};
 pub(super) struct Plan {
     /// The candidates kept for a sweep after the list; empty while `feed`
     /// is set.
-    pub(super) candidates: Vec<Identity>,
+    pub(super) candidates: Vec<Target>,
     /// Where candidates go as they are decided when the deletes start
     /// during the list (see `stream`); their report indices are still kept
     /// in `candidate_items`, in the same order.
-    pub(super) feed: Option<tokio::sync::mpsc::UnboundedSender<Identity>>,
+    pub(super) feed: Option<tokio::sync::mpsc::UnboundedSender<Target>>,
     pub(super) candidate_items: Vec<Option<usize>>,
-    pub(super) to_mark: Vec<Identity>,
+    pub(super) to_mark: Vec<Target>,
     pub(super) mark_items: Vec<Option<usize>>,
     /// The whole list as the forecast reads it, whatever the narrowing.
     pub(super) census: Census,
@@ -42,7 +42,7 @@ impl Plan {
         s: &GcSettings,
         run: &mut Draft,
     ) {
-        let mut identity = match item {
+        let identity = match item {
             Ok(i) => i,
             Err(bad) => {
                 run.summary.malformed += 1;
@@ -57,12 +57,12 @@ impl Plan {
         run.summary.scanned += 1;
         let refs = identity.numeric_id().map_or(0, |id| usage.refs(id));
         // Narrowing is judged here, once; the sweep re-judges only usage
-        // and the mark (`policy::decide`), so the labels can go.
+        // and the mark (`policy::decide`), so what waits for it is a
+        // `Target`: no labels, namespace or managedFields.
         let d = policy::plan(&identity, refs, policy, now);
         run.summary.reasons.add(d.reason);
         self.census
             .count(&identity, d.reason, &policy.rules.local_range);
-        identity.labels = Default::default();
         let candidate = d.is_candidate();
         let markable = s.mark && d.reason == Reason::Unmarked;
         let keep = match s.scan.items {
@@ -90,11 +90,11 @@ impl Plan {
             self.candidate_items.push(index);
             match &self.feed {
                 // The sweep holds the receiver until the feed is dropped.
-                Some(feed) => drop(feed.send(identity)),
-                None => self.candidates.push(identity),
+                Some(feed) => drop(feed.send(identity.into())),
+                None => self.candidates.push(identity.into()),
             }
         } else if markable {
-            self.to_mark.push(identity);
+            self.to_mark.push(identity.into());
             self.mark_items.push(index);
         }
     }
@@ -272,8 +272,8 @@ mod tests {
         (plan, run)
     }
 
-    fn names(ids: &[Identity]) -> Vec<&str> {
-        ids.iter().map(|i| i.name.as_str()).collect()
+    fn names(targets: &[Target]) -> Vec<&str> {
+        targets.iter().map(Target::name).collect()
     }
 
     /// Every object counted once, by what became of it; only the stale one

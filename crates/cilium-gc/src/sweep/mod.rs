@@ -43,7 +43,7 @@ use cilium_gc_cluster::usage::{UsageHandle, USAGE_STALL_LIMIT};
 mod item;
 mod queue;
 
-pub(crate) use item::{feed_all, Action, Feed, ItemResult};
+pub(crate) use item::{feed_all, Action, Feed, ItemResult, Target};
 use item::{finish, stopped, Tries};
 use queue::{drive, Item, Queue, Turn};
 

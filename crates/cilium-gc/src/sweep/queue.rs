@@ -14,7 +14,7 @@ use cilium_gc_cluster::model::Identity;
 use cilium_gc_cluster::stats::Stats;
 use cilium_gc_cluster::stop::Stop;
 
-use super::item::{stopped, Action, Feed, ItemResult, Tries};
+use super::item::{stopped, Action, Feed, ItemResult, Target, Tries};
 
 /// One item between its turns with a worker: the identity as last read,
 /// its result so far and the retries it has spent. Boxed while parked, so
@@ -75,7 +75,7 @@ struct Parked {
 pub(super) struct Queue {
     feed: Feed,
     /// Received from the feed while no worker was free.
-    waiting: Option<Identity>,
+    waiting: Option<Target>,
     /// The feed is closed and drained: no fresh item will come.
     feed_done: bool,
     received: usize,
@@ -120,10 +120,10 @@ impl Queue {
     }
 
     /// A fresh item gets the next index (the order of the results).
-    fn number(&mut self, ident: Identity) -> (usize, Box<Item>) {
+    fn number(&mut self, target: Target) -> (usize, Box<Item>) {
         let i = self.received;
         self.received += 1;
-        (i, Item::new(ident, self.action))
+        (i, Item::new(target.into_identity(), self.action))
     }
 
     /// Every item received has its report state and no more will come.
@@ -369,7 +369,10 @@ mod tests {
     /// for.
     #[tokio::test(start_paused = true)]
     async fn the_next_wake_is_the_earliest_parked_item() {
-        let mut q = Queue::new(super::super::feed_all(Vec::new()), Action::Delete);
+        let mut q = Queue::new(
+            super::super::feed_all(Vec::<Identity>::new()),
+            Action::Delete,
+        );
         assert_eq!(q.next_wake(), None);
         let t0 = tokio::time::Instant::now();
         for (i, secs) in [(0, 5), (1, 2), (2, 9)] {
@@ -386,7 +389,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn draining_ends_every_parked_item_and_counts_the_wait_so_far() {
         let stats = Stats::default();
-        let mut q = Queue::new(super::super::feed_all(Vec::new()), Action::Delete);
+        let mut q = Queue::new(
+            super::super::feed_all(Vec::<Identity>::new()),
+            Action::Delete,
+        );
         let due = tokio::time::Instant::now() + Duration::from_secs(10);
         let mut lost = Item::new(ident("1001"), Action::Delete);
         lost.tries.lost_answers = 1;
@@ -414,7 +420,7 @@ mod tests {
         tokio::spawn(async move {
             for name in ["1001", "1002"] {
                 tokio::time::sleep(Duration::from_secs(1)).await;
-                tx.send(ident(name)).unwrap();
+                tx.send(ident(name).into()).unwrap();
             }
         });
         let (queue, stop) = (Queue::new(feed, Action::Delete), Stop::default());
