@@ -159,9 +159,9 @@ impl Faults {
     }
 
     /// The `struggling` preset: an API server that admits about 40
-    /// deletes/s and says so, nothing more. A 50 deletes/s cap answered 429
-    /// + `Retry-After`, a 3 s burst of 429s (with `Retry-After`) every 15 s,
-    /// and 3% 500/503/504 (a third after the write committed). None of
+    /// deletes/s and says so, nothing more. A 50 deletes/s cap answered
+    /// 429 with `Retry-After`, a 3 s burst of 429s (with `Retry-After`)
+    /// every 15 s, and 3% 500/503/504 (a third after the write committed). None of
     /// [`Faults::hostile`]'s other noise: no random 429s, no connection
     /// resets, no slow list pages, no expired continue tokens, no watch ends.
     pub fn struggling() -> Self {
