@@ -3,8 +3,8 @@
 //! and server are measured apart.
 //!
 //! Run: `cargo bench --bench compare` (release build). Quick: add
-//! `-- --quick` (smaller sizes). One part only: `-- --only scan,delete,rate,
-//! memory,capacity` (any subset). Prints progress and a Markdown table on
+//! `-- --quick` (smaller sizes). One part only: `-- --only scan,delete,rate,struggling,
+//! struggling-seeds,memory,capacity` (any subset). Prints progress and a Markdown table on
 //! stderr and the raw figures as JSON on stdout; `benches/results/results.json`
 //! (`benches/results/results-quick.json`) keeps the last run.
 //!
@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 mod common;
+mod struggling;
 use common::{load, measure, median, proc_cpu, r3, Cost};
 
 const BIN: &str = env!("CARGO_BIN_EXE_kubectl-cilium_gc");
@@ -498,6 +499,8 @@ fn main() {
         }
         results["struggling"] = json!(rows);
     }
+
+    struggling::run(&opts, &mut results);
 
     // 4. Memory vs size.
     if opts.wants("memory") {

@@ -158,6 +158,27 @@ impl Faults {
         }
     }
 
+    /// The `struggling` preset: an API server that admits about 40
+    /// deletes/s and says so, nothing more. A 50 deletes/s cap answered
+    /// 429 with `Retry-After`, a 3 s burst of 429s (with `Retry-After`)
+    /// every 15 s, and 3% 500/503/504 (a third after the write committed). None of
+    /// [`Faults::hostile`]'s other noise: no random 429s, no connection
+    /// resets, no slow list pages, no expired continue tokens, no watch ends.
+    pub fn struggling() -> Self {
+        Faults {
+            throttle_shape: ThrottleShape::Mixed,
+            retry_after_secs: 1,
+            burst_every: Some(Duration::from_secs(15)),
+            burst_len: Duration::from_secs(3),
+            delete_rate_cap: Some(50.0),
+            error_500_fraction: 0.01,
+            error_503_fraction: 0.01,
+            error_504_fraction: 0.01,
+            error_after_commit_share: 1.0 / 3.0,
+            ..Faults::default()
+        }
+    }
+
     /// The `usage-dark` preset: endpoint watches end within 5 s, and from
     /// 8 s on every list and watch of endpoints fails with 500, for good.
     pub fn usage_dark() -> Self {
@@ -537,6 +558,33 @@ mod tests {
         l.drop_at(0);
         l.drop_at(100);
         assert_eq!(l.retry_after(), 3);
+    }
+
+    /// `struggling` throttles and answers a few percent 5xx, and does
+    /// nothing else to a request (its bursts left out here: the engine
+    /// starts in one).
+    #[test]
+    fn struggling_is_throttling_and_a_few_percent_5xx_only() {
+        let f = Faults {
+            burst_every: None,
+            ..Faults::struggling()
+        };
+        let e = FaultEngine::new(f, 7);
+        let mut errors = 0;
+        for _ in 0..10_000 {
+            let v = e.judge("list", false, true);
+            assert!(v.delay.is_none() && v.reset.is_none() && !v.expire_continue);
+            match v.reject {
+                None => {}
+                Some(Rejection::Internal | Rejection::Unavailable | Rejection::Timeout) => {
+                    errors += 1
+                }
+                Some(r) => panic!("a list got {r:?}"),
+            }
+        }
+        assert!((200..400).contains(&errors), "{errors} 5xx in 10,000");
+        assert!(e.watch_end().is_none());
+        assert_eq!(Faults::struggling().delete_rate_cap, Some(50.0));
     }
 
     #[test]

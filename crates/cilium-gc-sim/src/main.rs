@@ -40,6 +40,10 @@ struct Args {
     /// Inject no faults (the preset's objects on a healthy server).
     #[arg(long)]
     no_faults: bool,
+    /// Seed of every random choice (objects, actors, faults) instead of
+    /// the preset's (1): the same preset, another draw.
+    #[arg(long)]
+    seed: Option<u64>,
 }
 
 fn main() -> ExitCode {
@@ -63,6 +67,9 @@ fn main() -> ExitCode {
     }
     if args.no_faults {
         scenario.faults = Default::default();
+    }
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
     }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,

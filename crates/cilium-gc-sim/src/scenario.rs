@@ -247,6 +247,7 @@ impl Scenario {
         "small",
         "seed",
         "hostile",
+        "struggling",
         "usage-dark",
         "no-endpoints",
         "no-cep-crd",
@@ -368,6 +369,16 @@ impl Scenario {
                     ..ActorRates::default()
                 },
                 ..small
+            },
+            // Built like a struggling API server met in the field, which
+            // admits about 40 deletes/s: `hostile`'s objects and actors
+            // (3,000 identities, ~800 stale, CES mode) behind
+            // `Faults::struggling` alone (a 50 deletes/s cap answered 429 +
+            // `Retry-After`, a 3 s burst of 429s every 15 s, 3% 5xx), none
+            // of `hostile`'s other noise.
+            "struggling" => Scenario {
+                faults: Faults::struggling(),
+                ..Self::busy_preset("hostile", small)?
             },
             // Endpoint usage goes dark for good: CEP/CES watches end within
             // 5 s, from 8 s every list and watch of them fails with 500, and
