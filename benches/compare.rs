@@ -442,22 +442,7 @@ fn main() {
         let reference: Vec<Value> = (0..2)
             .map(|_| {
                 let server = Server::start_preset("hostile", true);
-                let out = Command::new(&refclient)
-                    .arg("-kubeconfig")
-                    .arg(&server.kubeconfig)
-                    .args([
-                        "-mode",
-                        "capacity",
-                        "-inflight",
-                        "8",
-                        "-from",
-                        "900",
-                        "-to",
-                        "0",
-                    ])
-                    .stderr(Stdio::inherit())
-                    .output()
-                    .unwrap();
+                let out = common::refclient_capacity(&refclient, &server.kubeconfig);
                 serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
             })
             .collect();

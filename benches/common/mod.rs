@@ -134,6 +134,29 @@ pub fn plugin_bin(plugin_bin: &str) -> std::path::PathBuf {
         .unwrap_or_else(|| plugin_bin.into())
 }
 
+/// The reference client's capacity run against `kubeconfig`: 900 deletes,
+/// 8 in flight, every 429 retried at once (its stdout is one JSON object
+/// with `ratePerSecond`, the server's admitted rate). The struggling parts
+/// measure the plugin against it.
+pub fn refclient_capacity(refclient: &Path, kubeconfig: &Path) -> std::process::Output {
+    Command::new(refclient)
+        .arg("-kubeconfig")
+        .arg(kubeconfig)
+        .args([
+            "-mode",
+            "capacity",
+            "-inflight",
+            "8",
+            "-from",
+            "900",
+            "-to",
+            "0",
+        ])
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("the reference client runs")
+}
+
 /// The reference client (`benches/refclient`), built with the machine's Go.
 pub fn refclient() -> std::path::PathBuf {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));

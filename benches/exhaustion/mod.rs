@@ -346,22 +346,18 @@ fn diagnose(cluster: &Cluster) -> Value {
            "identitySpaceNearlyFullIsFirst": first_is_full})
 }
 
-thread_local! {
-    /// The last launcher's own peak RSS (KiB): this bench's RSS when it
-    /// started the plugin, which a child spawned straight from the bench
-    /// would have reported as its own (see `common::through_launcher`).
-    static LAUNCHER_RSS: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
-}
-
 /// Run the plugin with `args` to its end, sent SIGTERM after `limit` if
-/// it is still running: its report, exit code, rusage and whether it was
-/// sent SIGTERM. Its report must parse (the run named `run` otherwise).
+/// it is still running: its report, exit code, rusage (its own peak RSS),
+/// whether it was sent SIGTERM, and the launcher's peak RSS (KiB: ours
+/// when we started it, what a child spawned straight from here would
+/// report; see `common::through_launcher`). Its report must parse (the
+/// run named `run` otherwise).
 fn run_plugin(
     cluster: &Cluster,
     args: &[&str],
     limit: Option<Duration>,
     run: &str,
-) -> (Value, i32, libc::rusage, bool) {
+) -> (Value, i32, libc::rusage, bool, i64) {
     common::reset_peak_rss();
     let rss_file = std::env::temp_dir().join(format!("kcg-bench-rss-{}", std::process::id()));
     let mut child = common::through_launcher(&plugin(cluster, args), &rss_file)
@@ -404,13 +400,11 @@ fn run_plugin(
     let signalled = stopper.is_some_and(|s| s.join().unwrap());
     let (exit, mut usage) = common::wait4(child);
     assert_eq!(r, 0, "waitid");
-    // The plugin's own peak; the launcher's (which starts at ours: the
-    // figure a child spawned straight from here would report) kept apart.
+    // The plugin's own peak in `usage`; the launcher's returned apart.
     let launcher = usage.ru_maxrss;
     usage.ru_maxrss = common::launched_rss_kib(&rss_file);
-    LAUNCHER_RSS.with(|l| l.set(launcher));
     let report = common::judge::report(run, &reader.join().unwrap());
-    (report, exit, usage, signalled)
+    (report, exit, usage, signalled, launcher)
 }
 
 /// What each run shares: the cluster, the agents' build, the range.
@@ -442,7 +436,7 @@ impl Run<'_> {
         let fresh =
             Fresh::when_first_freed(cluster, bin, max_id, audit_path.clone(), offset, fresh);
         let run = format!("exhaustion: kubectl cilium-gc {}", args.join(" "));
-        let (report, exit, usage, stopped) = run_plugin(cluster, &args, limit, &run);
+        let (report, exit, usage, stopped, launcher_rss) = run_plugin(cluster, &args, limit, &run);
         let wall = started.duration_until(Timestamp::now()).as_secs_f64();
         // SIGTERM ends a run with its report and 143; else 0.
         let want = if stopped {
@@ -518,7 +512,7 @@ impl Run<'_> {
             "flags": flags, "load1": load1, "load1After": load(),
             "exit": exit, "wallSeconds": r3(wall), "stoppedBySigterm": stopped,
             "cpuSeconds": r3(common::cpu_seconds(&usage)), "peakRssKiB": usage.ru_maxrss,
-            "launcherPeakRssKiB": LAUNCHER_RSS.with(std::cell::Cell::get),
+            "launcherPeakRssKiB": launcher_rss,
             "deleted": deleted, "deleteRatePerSecond": rate,
             "summary": report["summary"], "figures": figures,
             "freshPod": fresh,

@@ -16,7 +16,6 @@
 //! report that does not parse, a candidate left unhandled.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
 
@@ -68,22 +67,7 @@ fn admitted(refclient: &Path, seed: u64) -> (f64, Vec<Value>) {
     let runs: Vec<Value> = (0..2)
         .map(|_| {
             let server = server(seed);
-            let out = Command::new(refclient)
-                .arg("-kubeconfig")
-                .arg(&server.kubeconfig)
-                .args([
-                    "-mode",
-                    "capacity",
-                    "-inflight",
-                    "8",
-                    "-from",
-                    "900",
-                    "-to",
-                    "0",
-                ])
-                .stderr(Stdio::inherit())
-                .output()
-                .expect("the reference client runs");
+            let out = super::common::refclient_capacity(refclient, &server.kubeconfig);
             let run = format!("the reference client on struggling seed {seed}");
             expect_exit(&run, out.status.code().unwrap_or(-1), 0);
             let r: Value = serde_json::from_slice(&out.stdout)
