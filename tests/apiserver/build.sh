@@ -27,15 +27,20 @@ key=$( (cat go.mod go.sum tools.go "$here/build.sh") | sha256sum | cut -c1-12)
 root="${KCG_APISERVER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-cilium-gc/apiserver}"
 out="$root/k8s-${K8S_VERSION}-etcd-${etcd_version}-${key}"
 mkdir -p "$root"
-# One build at a time (parallel tests, or two checkouts).
-exec 9>"$root/.lock"
+cached() {
+  if [ -x "$out/bin/kube-apiserver" ] && [ -x "$out/bin/etcd" ] && [ -x "$out/bin/kubectl" ] && [ -f "$out/complete" ]; then
+    echo "apiserver build: cached in $out" >&2
+    echo "$out"
+    exit 0
+  fi
+}
+# A finished build needs no lock: a test of this release does not wait
+# while another release builds (.ci/run builds them beside the tests).
+cached
+# One build of a release at a time (parallel tests, or two checkouts).
+exec 9>"$out.lock"
 flock 9
-
-if [ -x "$out/bin/kube-apiserver" ] && [ -x "$out/bin/etcd" ] && [ -x "$out/bin/kubectl" ] && [ -f "$out/complete" ]; then
-  echo "apiserver build: cached in $out" >&2
-  echo "$out"
-  exit 0
-fi
+cached
 
 mkdir -p "$out/bin"
 start=$(date +%s)

@@ -36,15 +36,20 @@ key=$( (cd "$mod" && cat go.mod go.sum tools.go; cat "$here/build.sh"; cat "$her
 root="${KCG_CILIUM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-cilium-gc/cilium}"
 out="$root/${version}-${key}"
 mkdir -p "$root"
-# One build at a time (parallel tests, two checkouts, both versions).
-exec 9>"$root/.lock"
+cached() {
+  if [ -x "$out/bin/cilium-operator-generic" ] && [ -x "$out/bin/cilium-agents" ] && [ -f "$out/complete" ]; then
+    echo "cilium build: cached in $out" >&2
+    echo "$out"
+    exit 0
+  fi
+}
+# A finished build needs no lock: a test of one release does not wait
+# while the other builds (.ci/run builds them beside the tests).
+cached
+# One build of a release at a time (parallel tests, two checkouts).
+exec 9>"$out.lock"
 flock 9
-
-if [ -x "$out/bin/cilium-operator-generic" ] && [ -x "$out/bin/cilium-agents" ] && [ -f "$out/complete" ]; then
-  echo "cilium build: cached in $out" >&2
-  echo "$out"
-  exit 0
-fi
+cached
 
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/src/agents"
