@@ -61,9 +61,13 @@ certs() {
   )
 }
 
+token_of() { # user: its bearer token from tokens.csv
+  awk -F, -v u="$1" '$2 == u { print $1 }' "$DIR/tokens.csv"
+}
+
 kubeconfig() { # user file
   local user="$1" token
-  token=$(awk -F, -v u="$user" '$2 == u { print $1 }' "$DIR/tokens.csv")
+  token=$(token_of "$user")
   cat > "$DIR/$user.kubeconfig" <<KC
 apiVersion: v1
 kind: Config
@@ -128,7 +132,7 @@ start_apiserver() {
   # curl, not kubectl, polls: a kubectl process ten times a second costs a
   # loaded machine more than the server it waits for.
   local token
-  token=$(awk -F, '$2 == "admin" { print $1 }' "$DIR/tokens.csv")
+  token=$(token_of admin)
   for _ in $(seq 1 600); do
     if curl -sf --max-time 2 --cacert "$DIR/ca.crt" -H "Authorization: Bearer $token" \
       "https://127.0.0.1:${APISERVER_PORT}/readyz" >/dev/null 2>&1; then return 0; fi
