@@ -62,10 +62,11 @@ cd "$out/src"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
 echo "cilium build: cilium-operator-generic ${version} (the first build takes several minutes)" >&2
-go build -trimpath -ldflags "-s -w" -tags ipam_provider_operator \
+# -dwarf=false: as tests/apiserver/build.sh (no DWARF the linker would drop).
+go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -tags ipam_provider_operator \
   -o "$out/bin/cilium-operator-generic" github.com/cilium/cilium/operator
 echo "cilium build: operator in $(( $(date +%s) - start ))s; cilium-agents ${version}" >&2
-go build -trimpath -ldflags "-s -w" -tags "$agent_tags" -o "$out/bin/cilium-agents" ./agents
+go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -tags "$agent_tags" -o "$out/bin/cilium-agents" ./agents
 echo "$version" > "$out/version"
 touch "$out/complete"
 echo "cilium build: done in $(( $(date +%s) - start ))s, $(du -sh "$out/bin/cilium-operator-generic" | cut -f1) operator, $(du -sh "$out/bin/cilium-agents" | cut -f1) agents, in $out" >&2

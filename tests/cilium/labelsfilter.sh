@@ -33,6 +33,6 @@ cp "$mod/go.mod" "$mod/go.sum" "$out/src/"
 cp "$here"/labelsfilter/*.go "$out/src/labelsfilter/"
 cd "$out/src"
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
-go build -trimpath -ldflags "-s -w" -tags "$tags" -o "$out/bin/labelsfilter.tmp" ./labelsfilter >&2
+go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -tags "$tags" -o "$out/bin/labelsfilter.tmp" ./labelsfilter >&2
 mv "$out/bin/labelsfilter.tmp" "$out/bin/labelsfilter"
 echo "$out/bin/labelsfilter"

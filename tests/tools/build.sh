@@ -31,6 +31,8 @@ export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
 version_of() { # module dir, module path: the version go.mod requires
   awk -v m="$2" '$1 == m { print $2; exit } $1 == "require" && $2 == m { print $3; exit }' "$1/go.mod"
 }
+# -dwarf=false on every build: as tests/apiserver/build.sh (no DWARF the
+# linker would drop).
 # The version each tool prints: the same -X flags their own release builds set.
 prom_ldflags() { # version
   local v="${1#v}"
@@ -41,15 +43,15 @@ prom_ldflags() { # version
 build_krew() {
   local v; v=$(version_of . sigs.k8s.io/krew)
   echo "tools build: krew ${v}" >&2
-  go build -trimpath -ldflags "-s -w -X sigs.k8s.io/krew/internal/version.gitTag=${v}" \
+  go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w -X sigs.k8s.io/krew/internal/version.gitTag=${v}" \
     -o "$1/kubectl-krew" sigs.k8s.io/krew/cmd/krew
-  go build -trimpath -ldflags "-s -w" \
+  go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" \
     -o "$1/validate-krew-manifest" sigs.k8s.io/krew/cmd/validate-krew-manifest
 }
 build_pushgateway() {
   local v; v=$(version_of . github.com/prometheus/pushgateway)
   echo "tools build: pushgateway ${v}" >&2
-  go build -trimpath -ldflags "$(prom_ldflags "$v")" -o "$1/pushgateway" github.com/prometheus/pushgateway
+  go build -trimpath -gcflags=all=-dwarf=false -ldflags "$(prom_ldflags "$v")" -o "$1/pushgateway" github.com/prometheus/pushgateway
 }
 build_promtool() {
   local v; v=$(version_of . github.com/prometheus/prometheus)
@@ -57,14 +59,14 @@ build_promtool() {
   # remove_all_sd: promtool checks rules and metrics, it never discovers
   # targets; without the cloud SDKs of every service discovery the cold build
   # downloads and compiles a fraction of Prometheus (Prometheus' own build tag).
-  go build -trimpath -tags remove_all_sd -ldflags "$(prom_ldflags "$v")" \
+  go build -trimpath -gcflags=all=-dwarf=false -tags remove_all_sd -ldflags "$(prom_ldflags "$v")" \
     -o "$1/promtool" github.com/prometheus/prometheus/cmd/promtool
 }
 build_crane() {
   local v; v=$(version_of . github.com/google/go-containerregistry)
   echo "tools build: crane (go-containerregistry ${v})" >&2
   # `crane version` prints the module version, as its release builds do.
-  go build -trimpath \
+  go build -trimpath -gcflags=all=-dwarf=false \
     -ldflags "-s -w -X github.com/google/go-containerregistry/cmd/crane/cmd.Version=${v}" \
     -o "$1/crane" github.com/google/go-containerregistry/cmd/crane
 }

@@ -62,7 +62,7 @@ echo "cilium-cli build: cilium-cli ${version} from $src (vendored, offline; seve
 (
   cd "$src"
   CGO_ENABLED=0 GOFLAGS=-mod=vendor GOPROXY=off GOTOOLCHAIN=local \
-    go build -trimpath \
+    go build -trimpath -gcflags=all=-dwarf=false \
     -ldflags "-s -w -X github.com/cilium/cilium/cilium-cli/defaults.CLIVersion=${version}" \
     -o "$out/bin/cilium" ./cmd/cilium
 )
