@@ -20,7 +20,7 @@ use crate::support::freeze::Freeze;
 use crate::support::objects::cilium_workloads;
 use crate::support::objects::{api, Kind};
 use crate::support::operator::{Agents, AgentsSummary, Operator, Version, World};
-use crate::support::workload::{churn, Verdict, GC_FLAGS, PLUGIN_TIMEOUT};
+use crate::support::workload::{churn, Verdict, GC_FLAGS, PLUGIN_TIMEOUT, PLUGIN_TIMEOUT_DURATION};
 use crate::support::{finish, plugin, report};
 
 /// The allocator's range in this test: 400 ids, a space the seed's churn
@@ -146,6 +146,7 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
     drop(held_still);
     let verdict = Verdict {
         started,
+        timeout: PLUGIN_TIMEOUT_DURATION,
         audit: cluster.audit(),
         report: report(&out),
         exit: out.status.code(),

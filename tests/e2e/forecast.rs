@@ -103,10 +103,20 @@ fn fresh_churn(agents: u32, pods: u32, churn: Duration, duration: Duration, seed
 
 /// Run `agents` (release v1.19.3) in a task of their own.
 fn spawn(cluster: &Cluster, agents: Agents) -> tokio::task::JoinHandle<AgentsSummary> {
+    spawn_until(cluster, agents, None)
+}
+
+/// [`spawn`], ended early (SIGTERM; they still print their summary) once
+/// `stop` says so.
+fn spawn_until(
+    cluster: &Cluster,
+    agents: Agents,
+    stop: Option<tokio::sync::watch::Receiver<bool>>,
+) -> tokio::task::JoinHandle<AgentsSummary> {
     let (dir, kubeconfig) = (cluster.dir().to_path_buf(), cluster.admin_kubeconfig());
     tokio::spawn(async move {
         agents
-            .run_at(&dir, &kubeconfig, Version::Current, None)
+            .run_at(&dir, &kubeconfig, Version::Current, stop)
             .await
     })
 }
@@ -354,8 +364,13 @@ const ONE_FREE: u64 = 1_200;
 /// timeout after a mark, 300 s; [`ONE_FREE`] lasts 60 s at the nominal
 /// 20 new identities a second, 150 s at 8), so the diagnosis has most of a
 /// minute however loaded the machine, and a working GC holds pace × 450 s.
+/// The churn goes on until the range is full ([`ONE_CHURN_MOST`] at most):
+/// on a loaded machine the agents made 434 identities in 150 s.
 const ONE_TIMEOUT: &str = "5m";
 const ONE_INTERVAL: &str = "2m30s";
+/// The longest the third test's churn goes on: short of the operator's
+/// first possible delete, [`ONE_TIMEOUT`] after a mark.
+const ONE_CHURN_MOST: Duration = Duration::from_secs(280);
 /// The seed's namespace, its CiliumEndpoints' and its identities' label.
 const SEEDED_NS: &str = "seeded";
 
@@ -443,19 +458,21 @@ async fn gc_cannot_keep_up_is_found_in_the_allocators_own_range_before_it_refuse
     let client = cluster.admin().await;
     let churn = Agents {
         ids: ONE_RANGE,
-        ..fresh_churn(
-            4,
-            5,
-            Duration::from_millis(200),
-            Duration::from_secs(150),
-            83,
-        )
+        ..fresh_churn(4, 5, Duration::from_millis(200), ONE_CHURN_MOST, 83)
     };
-    let churning = spawn(&cluster, churn);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let churning = spawn_until(&cluster, churn, Some(stopped));
     while churned_count(&client).await < 20 {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let (d, _) = diagnose_sampled(&cluster, "4s").await;
+    // Until every free id is taken (whatever the machine's load), then a
+    // few seconds of the allocator's refusals.
+    while !churning.is_finished() && churned_count(&client).await < ONE_FREE as usize {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let _ = stop.send(true);
     let agents = churning.await.expect("agents task");
 
     let generated_at: Timestamp = d["generatedAt"]

@@ -12,8 +12,9 @@ use crate::support::audit::{Actor, Resource, Verb, Write};
 use crate::support::cluster::Cluster;
 use crate::support::operator::{Operator, Version, World};
 use crate::support::workload::{
-    churn_under_operator, operator_identity_writes, passes_at_409s_on_delete, plugin_under_churn,
-    record, seed_old, GC_FLAGS, PASS_GAP, PLUGIN_TIMEOUT, PLUGIN_TIMEOUT_DURATION,
+    churn_under_operator, operator_identity_writes, passes_at_409s_on_delete,
+    plugin_under_churn_after, record, seed_old, GC_FLAGS, PASS_GAP, PLUGIN_TIMEOUT,
+    PLUGIN_TIMEOUT_DURATION,
 };
 use crate::support::{assert_exit, report, run, summary};
 
@@ -136,8 +137,24 @@ async fn plugin_next_to_the_current_operator_already_gone_are_its_deletes_and_ou
     // At 10 deletes/s the run spans several of the operator's 2 s passes.
     // At the default 40/s it once ended inside the gap between two passes
     // (CI, loaded machine), so the operator deleted none of the planned
-    // identities during it and the premise below failed.
-    let verdict = plugin_under_churn(&cluster, Version::Current, &old, &["--qps", "10"]).await;
+    // identities during it and the premise below failed. The operator's
+    // own timeout (2 s), so both judge the same identities due: with the
+    // plugin's usual 5 s the operator, deleting 2 s after its marks,
+    // had deleted every one the plugin would have judged due before its
+    // plan on a loaded machine (0 planned).
+    let verdict = plugin_under_churn_after(
+        &cluster,
+        Version::Current,
+        &old,
+        Duration::from_secs(2),
+        &["--qps", "10"],
+    )
+    .await;
+    assert!(
+        verdict.items().iter().any(|i| i["outcome"] != "skipped"),
+        "premise: the plugin planned identities to delete: {}",
+        verdict.report["summary"]
+    );
     eprintln!("{verdict}");
     verdict.assert_sound();
     let [ours, theirs] = verdict.judge_deletes();
@@ -155,7 +172,7 @@ async fn plugin_next_to_the_current_operator_already_gone_are_its_deletes_and_ou
         .filter(|i| i["outcome"] != "skipped")
         .filter_map(|i| i["name"].as_str().map(str::to_string))
         .collect();
-    let judged = verdict.audit.judge(PLUGIN_TIMEOUT_DURATION);
+    let judged = verdict.audit.judge(verdict.timeout);
     let operator_deleted: BTreeSet<String> = judged
         .deletes
         .iter()

@@ -428,6 +428,8 @@ pub fn operator_identity_writes(audit: &Audit, verb: Verb, code: u16) -> usize {
 pub struct Verdict {
     /// When the plugin was started (right before `before` was read).
     pub started: jiff::Timestamp,
+    /// The heartbeat timeout it ran with.
+    pub timeout: Duration,
     /// The server's audit log, read once the churn ended.
     pub audit: Audit,
     pub report: Value,
@@ -446,6 +448,18 @@ pub async fn plugin_under_churn(
     old: &BTreeSet<String>,
     extra: &[&str],
 ) -> Verdict {
+    plugin_under_churn_after(cluster, version, old, PLUGIN_TIMEOUT_DURATION, extra).await
+}
+
+/// [`plugin_under_churn`] with another heartbeat timeout: the verdict
+/// judges the run's deletes by it.
+pub async fn plugin_under_churn_after(
+    cluster: &Cluster,
+    version: Version,
+    old: &BTreeSet<String>,
+    timeout: Duration,
+    extra: &[&str],
+) -> Verdict {
     let client = cluster.admin().await;
     let churn = spawn_churn(cluster, version, Duration::from_secs(30), 30, None);
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -455,17 +469,15 @@ pub async fn plugin_under_churn(
     cmd.arg("--kubeconfig")
         .arg(cluster.gc_kubeconfig())
         .args(["delete", "--yes", "-o", "json"])
-        .args([
-            "--heartbeat-timeout",
-            PLUGIN_TIMEOUT,
-            "--allow-short-heartbeat-timeout",
-        ])
+        .args(["--heartbeat-timeout", &format!("{}s", timeout.as_secs())])
+        .arg("--allow-short-heartbeat-timeout")
         .args(extra);
     let out = finish(cmd).await;
     let agents = churn.await.expect("agents task");
     let after = World::read(&client).await;
     Verdict {
         started,
+        timeout,
         audit: cluster.audit(),
         report: report(&out),
         exit: out.status.code(),
@@ -731,7 +743,7 @@ impl Verdict {
     /// preconditions and the plugin's user agent, none referenced at that instant, none of an identity
     /// an agent wrote within its timeout before.
     pub fn judge_deletes(&self) -> [crate::support::audit::Tally; 2] {
-        let judged = self.audit.judge(PLUGIN_TIMEOUT_DURATION);
+        let judged = self.audit.judge(self.timeout);
         judged.assert_no_plugin_violation();
         self.audit.assert_plugin_deletes_carry_preconditions();
         self.audit.assert_plugin_deletes_name_the_plugin();
