@@ -117,6 +117,9 @@ struct State {
 
 /// The first hold after a 429 with none of ours ahead (see the module doc).
 const FIRST_HOLD: Duration = Duration::from_millis(250);
+/// How recent a success tells that the server is answering (see
+/// [`Pace::answering`]).
+const ANSWERING: Duration = Duration::from_secs(1);
 /// The longest hold when the 429 carried no `Retry-After`.
 const MAX_HOLD: Duration = Duration::from_secs(1);
 
@@ -133,6 +136,8 @@ struct Hold {
 pub(crate) struct Pace {
     burst: u32,
     hold: Mutex<Hold>,
+    /// When a write last succeeded (see [`Pace::answering`]).
+    last_success: Mutex<Option<Instant>>,
     state: Option<Mutex<State>>,
     /// Woken when the limiter is swapped.
     swapped: tokio::sync::Notify,
@@ -150,6 +155,7 @@ impl Pace {
                 until: None,
                 next: FIRST_HOLD,
             }),
+            last_success: Mutex::new(None),
             swapped: tokio::sync::Notify::new(),
             window: Mutex::new((Window::new(concurrency, Instant::now()), Flight::default())),
             state: (qps > 0.0).then(|| {
@@ -224,6 +230,19 @@ impl Pace {
         h.next = (h.next * 2).min(retry_after.unwrap_or(MAX_HOLD).max(FIRST_HOLD));
     }
 
+    /// Whether the server is answering our writes: one succeeded within
+    /// the last [`ANSWERING`]. A 5xx's `Retry-After` says how long the
+    /// server expects to be unavailable; while other writes get through,
+    /// that 5xx was a sporadic failure and its item waits only its backoff
+    /// (a struggling server's 503s asked for 5 s, and the last of them
+    /// made up a fifth of a 23 s run).
+    pub(crate) fn answering(&self) -> bool {
+        self.last_success
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|t| t.elapsed() <= ANSWERING)
+    }
+
     /// How many items may be with a worker now, of `slots`.
     pub(crate) fn slots(&self, slots: usize) -> usize {
         slots.min(self.window().0.limit())
@@ -243,6 +262,9 @@ impl Pace {
     /// `Retry-After`; `ahead`: our writes still in flight that left before
     /// it) and adapt the writes in flight, and the rate when one is set.
     pub(crate) fn record(&self, throttled: bool, retry_after: Option<Duration>, ahead: usize) {
+        if !throttled {
+            *self.last_success.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        }
         self.hold_after(throttled, retry_after, ahead);
         {
             let mut w = self.window();
@@ -383,6 +405,22 @@ mod tests {
         let s = p.summary().unwrap();
         assert_eq!(s.lowest_rate, 500.0);
         assert!(Pace::new(0.0, 1, 8).summary().is_none());
+    }
+
+    /// The server is answering while a write succeeded within the last
+    /// second: not before any, not a second after the last.
+    #[tokio::test(start_paused = true)]
+    async fn the_server_is_answering_within_a_second_of_a_success() {
+        let p = Pace::new(0.0, 1, 8);
+        assert!(!p.answering(), "no success yet");
+        p.record(true, Some(Duration::from_secs(1)), 0);
+        assert!(!p.answering(), "a 429 is no answer");
+        p.record(false, None, 0);
+        assert!(p.answering());
+        tokio::time::advance(ANSWERING).await;
+        assert!(p.answering(), "a second after: still");
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(!p.answering(), "past it");
     }
 
     /// A 429 with none of ours ahead holds every write for a probe window,

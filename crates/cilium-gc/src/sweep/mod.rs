@@ -197,6 +197,7 @@ async fn turn(ctx: &Sweeper<'_>, i: usize, mut item: Box<Item>) -> (usize, Turn)
         match on_answer(ctx, &mut item, answer, ahead).await {
             Step::Retry => {}
             Step::Park { wait, retry_after } => {
+                tracing::trace!(?wait, attempts = item.r.attempts, "item parked");
                 let not_before = tokio::time::Instant::now() + wait;
                 let park = Turn::Park {
                     item,
@@ -380,7 +381,8 @@ fn on_throttled(
 }
 
 /// A 5xx, a timeout or a reset: backoff with jitter (at least the server's
-/// `Retry-After`, if it gave one), a bounded number of times, parked off
+/// `Retry-After`, if it gave one, unless other writes get through: see
+/// `Pace::answering`), a bounded number of times, parked off
 /// the workers as a 429 is: asleep in its turn, the item would hold a
 /// worker, and under throttling that may be the only write allowed in
 /// flight. The write may have been applied, which a later 404
@@ -390,6 +392,7 @@ fn on_transient(ctx: &Sweeper<'_>, tries: &mut Tries, retry_after: Option<Durati
     if tries.transient >= ctx.cfg.pacing.max_retries {
         return Step::Finish(Outcome::Failed, None);
     }
+    let retry_after = retry_after.filter(|_| !ctx.pace.answering());
     let delay = ctx
         .api
         .backoff
