@@ -5,7 +5,7 @@
 //! Cilium's allocator strips the operator's marks (bumping resourceVersions)
 //! while the operator and the plugin collect.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::{Duration, Instant};
 
@@ -582,25 +582,21 @@ impl Verdict {
         }
         // A reclaimed identity was left alone by the plugin. It may be gone
         // by the time the churn ends: the operator, running beside it, can
-        // delete it once its pods went away again. The audit log says who.
-        let ours: BTreeSet<&str> = self
-            .audit
-            .identity_deletes()
-            .filter(|w| w.actor == Actor::Plugin)
-            .map(|w| w.name.as_str())
-            .collect();
+        // delete it once its pods went away again. The audit log says who:
+        // each deleted name, and whether the plugin was among its deleters.
+        let mut deleted: BTreeMap<&str, bool> = BTreeMap::new();
+        for w in self.audit.identity_deletes() {
+            *deleted.entry(w.name.as_str()).or_default() |= w.actor == Actor::Plugin;
+        }
         for name in &self.names_with("reclaimed") {
             if self.after.identities.contains_key(name) {
                 continue;
             }
-            assert!(
-                !ours.contains(name.as_str()),
-                "{name} reported reclaimed, yet the plugin deleted it"
-            );
-            assert!(
-                self.audit.identity_deletes().any(|w| &w.name == name),
-                "{name} reported reclaimed, yet gone with no delete on record"
-            );
+            match deleted.get(name.as_str()) {
+                Some(false) => {}
+                Some(true) => panic!("{name} reported reclaimed, yet the plugin deleted it"),
+                None => panic!("{name} reported reclaimed, yet gone with no delete on record"),
+            }
         }
         // Every stale old identity (no agent uses their label sets any more)
         // the run planned is gone: none was reclaimed.
