@@ -109,9 +109,17 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
     diagnose_live_names_the_operator(&cluster).await;
     let saved = diagnose_from_a_sysdump_names_the_refusals(&cluster, &operator, &fill).await;
 
-    // The diagnoses took a while, and a pass of the operator that ends
-    // well frees an id now and then (a waiting pod takes it): the plugin
-    // starts once a pod is seen waiting again.
+    // The operator is held still (SIGSTOP) from here until the churn
+    // ends, a control: every id freed from now on is one the plugin freed,
+    // so the waiting pods' identities can be tied to it (the 1.15.6
+    // operator, running, deleted some of the same identities during earlier
+    // runs of this test). Held first, then a waiting pod looked for: the
+    // diagnoses took a while, and a pass of the operator that ends well
+    // frees an id now and then, which a waiting pod takes; held, nothing
+    // frees one, so a pod seen waiting still waits when the plugin starts
+    // (looked for before the hold, the one seen was given an id by a last
+    // pass before the plugin started, on a loaded machine).
+    let held_still = Freeze::operator(&cluster);
     let waiting_now = until_a_pod_waits(&client).await;
     assert!(
         !waiting_now.is_empty(),
@@ -119,12 +127,7 @@ async fn exhausted_range_refuses_pods_the_1_15_operator_leaves_it_full_for_sever
         WAIT_AGAIN.as_secs()
     );
 
-    // The plugin, as `cilium-gc`, beside the churn; the operator is held
-    // still (SIGSTOP) from here until the churn ends, a control: every id
-    // freed from now on is one the plugin freed, so the waiting pods'
-    // identities can be tied to it (the 1.15.6 operator, running, deleted
-    // some of the same identities during earlier runs of this test).
-    let held_still = Freeze::operator(&cluster);
+    // The plugin, as `cilium-gc`, beside the churn.
     let before = World::read(&client).await;
     let started = Timestamp::now();
     let mut cmd = plugin();
