@@ -33,11 +33,18 @@
 //!   server's seat was taken by someone else (our own list pages or
 //!   watches, or another client), so a write sent at once would meet the
 //!   same refusal, and so would the next (16 refusals in 0.26 s under one
-//!   APF seat). The writes wait a short probe window instead, 250 ms,
-//!   doubling while such refusals follow each other, never past the
-//!   server's `Retry-After` (1 s without one); a success ends the run of
-//!   doubling. A refusal with ours ahead is the window's business (below),
-//!   and a sporadic one with none ahead costs a quarter of a second.
+//!   APF seat). The writes wait a short probe window instead, doubling
+//!   while such refusals follow each other, never past the server's
+//!   `Retry-After` (1 s without one); a success ends the run of doubling.
+//!   The first window of a run is 250 ms; after that it is learned: a
+//!   refusal that a success follows (the seat was free again within the
+//!   window, or the 429 was a random one) shortens the next first window
+//!   by a quarter, down to 25 ms, about a loaded server's round trip; a
+//!   refusal right after a window (the window was too short) doubles it
+//!   again, up to 250 ms. A server that answers 429 at random (5 % of
+//!   writes, 2 a second) would otherwise hold every write for half of
+//!   each second. A refusal with ours ahead is the window's business
+//!   (below).
 //! - **The writes in flight adapt too, with or without a rate**
 //!   ([`Window`], in `window`): a server that limits concurrency (API
 //!   Priority and Fairness: a level's few seats; with `Reject`, a request
@@ -54,8 +61,9 @@
 //!   429, which sets the limit to what the server was holding then; after
 //!   that, sustained throttling or a lengthened `Retry-After` cuts it to
 //!   what the server held (at most halved, at least one), and a quiet
-//!   second adds one write as a probe. A probe refused within its second
-//!   is taken back at once and the next waits twice as long (up to 30 s),
+//!   second adds one write as a probe. A probe refused within its second,
+//!   with all we had out before it still in flight, is taken back at once
+//!   and the next waits twice as long (up to 30 s),
 //!   so a limit that holds costs the server one 429 in half a minute and
 //!   APF's `Retry-After` stays at its minimum. A server that limits the
 //!   rate instead (a proxy's token bucket) cuts the window too, at most
@@ -115,8 +123,11 @@ struct State {
     throttled: Duration,
 }
 
-/// The first hold after a 429 with none of ours ahead (see the module doc).
+/// The first hold after a 429 with none of ours ahead, at the start of a
+/// run, and the longest first hold learned later (see the module doc).
 const FIRST_HOLD: Duration = Duration::from_millis(250);
+/// The shortest first hold learned: about a loaded server's round trip.
+const MIN_HOLD: Duration = Duration::from_millis(25);
 /// How recent a success tells that the server is answering (see
 /// [`Pace::answering`]).
 const ANSWERING: Duration = Duration::from_secs(1);
@@ -128,6 +139,11 @@ const MAX_HOLD: Duration = Duration::from_secs(1);
 struct Hold {
     until: Option<Instant>,
     next: Duration,
+    /// The hold a refusal after a success brings: learned from how the
+    /// last ones ended (see the module doc).
+    first: Duration,
+    /// Refusals with none of ours ahead since the last success.
+    refused: u32,
 }
 
 /// The shared limiter of a sweep: the rate when `--qps` is set, and the
@@ -154,6 +170,8 @@ impl Pace {
             hold: Mutex::new(Hold {
                 until: None,
                 next: FIRST_HOLD,
+                first: FIRST_HOLD,
+                refused: 0,
             }),
             last_success: Mutex::new(None),
             swapped: tokio::sync::Notify::new(),
@@ -214,16 +232,30 @@ impl Pace {
     }
 
     /// A 429 with none of ours ahead holds every write back; a success ends
-    /// the doubling of the holds.
+    /// the doubling of the holds, and teaches the first hold (see the
+    /// module doc).
     fn hold_after(&self, throttled: bool, retry_after: Option<Duration>, ahead: usize) {
         let mut h = self.hold.lock().unwrap_or_else(|e| e.into_inner());
         if !throttled {
-            h.next = FIRST_HOLD;
+            if h.refused > 0 {
+                // The seat was free again: the next first hold is shorter.
+                // In whole milliseconds, as the timer counts them.
+                let shorter = Duration::from_millis(h.first.as_millis() as u64 * 3 / 4);
+                h.first = shorter.max(MIN_HOLD);
+                h.refused = 0;
+            }
+            h.next = h.first;
             return;
         }
         if ahead > 0 {
             return;
         }
+        if h.refused == 1 {
+            // Refused again after the first hold: it was too short. Once
+            // per run of refusals, so a burst of them costs one doubling.
+            h.first = (h.first * 2).min(FIRST_HOLD);
+        }
+        h.refused = h.refused.saturating_add(1);
         let wait = h.next.min(retry_after.unwrap_or(MAX_HOLD));
         let until = Instant::now() + wait;
         h.until = Some(h.until.map_or(until, |u| u.max(until)));
@@ -457,6 +489,46 @@ mod tests {
         assert_eq!(waited().await, MAX_HOLD, "no Retry-After: at most a second");
         p.record(false, None, 0);
         p.record(true, Some(Duration::from_secs(5)), 0);
-        assert_eq!(waited().await, FIRST_HOLD, "a success starts over");
+        assert_eq!(
+            waited().await,
+            Duration::from_millis(187),
+            "a success starts over, a quarter shorter"
+        );
+    }
+
+    /// The first hold is learned: refusals that a success follows (random
+    /// 429s) shorten it by a quarter each, down to [`MIN_HOLD`]; a refusal
+    /// right after a hold doubles it, once per run of refusals, up to
+    /// [`FIRST_HOLD`].
+    #[tokio::test(start_paused = true)]
+    async fn the_first_hold_shortens_after_random_refusals_and_grows_when_too_short() {
+        let p = Pace::new(0.0, 1, 8);
+        let ra = Some(Duration::from_secs(1));
+        let first_hold = || async {
+            p.record(true, ra, 0);
+            let t = Instant::now();
+            p.until_ready().await;
+            t.elapsed()
+        };
+        let mut holds = Vec::new();
+        for _ in 0..10 {
+            holds.push(first_hold().await.as_millis());
+            p.record(false, None, 0);
+        }
+        assert_eq!(holds, [250, 187, 140, 105, 78, 58, 43, 32, 25, 25]);
+        // Refused again after the hold, and again: doubled once (25 to 50),
+        // while the holds of the run double as before.
+        assert_eq!(first_hold().await, MIN_HOLD);
+        assert_eq!(first_hold().await, 2 * MIN_HOLD);
+        assert_eq!(first_hold().await, 4 * MIN_HOLD);
+        p.record(false, None, 0);
+        assert_eq!(first_hold().await, Duration::from_millis(37));
+        // Never past FIRST_HOLD.
+        for _ in 0..20 {
+            first_hold().await;
+            first_hold().await;
+            p.record(false, None, 0);
+        }
+        assert_eq!(first_hold().await, Duration::from_millis(187));
     }
 }

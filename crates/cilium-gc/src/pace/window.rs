@@ -102,7 +102,14 @@ impl Window {
             self.probing = false;
             self.probe_every = PROBE;
         }
-        let on_trial = self.probing;
+        // A refusal judges the probe only when the server held all we had
+        // out before it (`limit - 1` of ours ahead): with fewer ahead, the
+        // seat was not the probe's to take, and the 429 was someone
+        // else's (a random one, a rate cap's, a neighbour's), evidence
+        // like any other. Taking the probe back for those kept a run on
+        // a server answering 5 % of writes 429 one write below what it
+        // held, the next probe ever later.
+        let on_trial = self.probing && others + 1 >= self.limit;
         if throttled && on_trial {
             // The probe found no room: take it back, and wait twice as
             // long before the next (see `MAX_PROBE`).
@@ -387,6 +394,22 @@ mod tests {
         }
         assert_eq!(grown, vec![5, 6, 7, 8]);
         assert_eq!(w.lowest(), 4);
+    }
+
+    /// A probe is judged only by a refusal with all we had out before it
+    /// still in flight: one with fewer of ours ahead (a random 429, a rate
+    /// cap's) leaves it standing, and the next probe comes when its second is out.
+    #[test]
+    fn a_refusal_with_fewer_of_ours_ahead_does_not_take_the_probe_back() {
+        let t0 = Instant::now();
+        let s = |ms: u64| t0 + Duration::from_millis(ms);
+        let mut w = started(8, t0);
+        assert_eq!(w.record(true, 3, t0), Some(4));
+        assert_eq!(w.record(false, 3, s(1000)), Some(5), "the probe");
+        assert_eq!(w.record(true, 0, s(1100)), None, "none ahead");
+        assert_eq!(w.record(true, 3, s(1200)), None, "three ahead, of five");
+        assert_eq!(w.record(false, 3, s(2000)), Some(6), "it held: the next");
+        assert_eq!(w.record(true, 5, s(2100)), Some(5), "five ahead: no room");
     }
 
     /// A limit that holds is probed less and less often: each refused
