@@ -4,7 +4,7 @@
 //!
 //! Run: `cargo bench --bench compare` (release build). Quick: add
 //! `-- --quick` (smaller sizes). One part only: `-- --only scan,delete,rate,struggling,
-//! struggling-seeds,memory,capacity` (any subset). Prints progress and a Markdown table on
+//! struggling-seeds,hostile-seeds,memory,capacity` (any subset). Prints progress and a Markdown table on
 //! stderr and the raw figures as JSON on stdout; `benches/results/results.json`
 //! (`benches/results/results-quick.json`) keeps the last run.
 //!

@@ -1,9 +1,14 @@
-//! The `struggling` preset across seeds (`cargo bench --bench compare --
-//! --only struggling-seeds`): a server built like a struggling one met in
-//! the field (a 50 deletes/s cap answered 429 + `Retry-After`, a 3 s burst
-//! of 429s every 15 s, 3 % 5xx, nothing else; it admits about 40 deletes/s),
-//! drawn with three seeds (`cilium-gc-sim --seed`: its objects, its actors'
-//! choices, its faults' draws).
+//! The struggling servers across seeds (`cargo bench --bench compare --
+//! --only struggling-seeds,hostile-seeds`), each drawn with three seeds
+//! (`cilium-gc-sim --seed`: its objects, its actors' choices, its faults'
+//! draws):
+//! - `struggling-seeds`, the `struggling` preset: a server built like a
+//!   struggling one met in the field (a 50 deletes/s cap answered 429 +
+//!   `Retry-After`, a 3 s burst of 429s every 15 s, 3 % 5xx, nothing else;
+//!   it admits about 40 deletes/s);
+//! - `hostile-seeds`, the `hostile` preset: the same cap, a 3 s burst every
+//!   20 s, 3 % 5xx, and its other noise (5 % random 429s, connection
+//!   resets, slow list pages, expired continue tokens, watches that end).
 //!
 //! For each seed, on fresh servers: what the server admits (the reference
 //! client, `benches/refclient`, 900 deletes 8 in flight, every 429 retried
@@ -30,45 +35,57 @@ const SETTINGS: [(u32, u32); 2] = [(0, 8), (100, 8)];
 /// The goal: this share of what the server admits, at the worst seed.
 const GOAL: f64 = 0.85;
 
-/// A fresh `struggling` server drawn with `seed`.
-fn server(seed: u64) -> Server {
-    Server::spawn(&["--scenario", "struggling", "--seed", &seed.to_string()])
+/// The parts: `(part, preset, key in the results)`.
+const PARTS: [(&str, &str, &str); 2] = [
+    ("struggling-seeds", "struggling", "strugglingSeeds"),
+    ("hostile-seeds", "hostile", "hostileSeeds"),
+];
+
+/// A fresh `preset` server drawn with `seed`.
+fn server(preset: &str, seed: u64) -> Server {
+    Server::spawn(&["--scenario", preset, "--seed", &seed.to_string()])
 }
 
-/// The part, when `--only` asks for it (or runs every part): its figures
-/// in `results["strugglingSeeds"]`, its printed lines in
-/// `results["printed"]`.
+/// The parts `--only` asks for (or every part): each one's figures in
+/// `results[key]`, the printed lines in `results["printed"]`.
 pub(crate) fn run(opts: &Opts, results: &mut Value) {
-    if !opts.wants("struggling-seeds") {
-        return;
+    for (part, preset, key) in PARTS {
+        if opts.wants(part) {
+            results[key] = seeds(preset);
+            results["printed"] = json!(super::common::printed());
+        }
     }
+}
+
+/// One preset across [`SEEDS`]: what each seed admits, the plugin's runs
+/// against it, and the spread per setting.
+fn seeds(preset: &str) -> Value {
     let refclient = super::common::refclient();
     let mut admits = Vec::new();
     let mut rows = Vec::new();
     for seed in SEEDS {
-        let (admitted, reference) = admitted(&refclient, seed);
+        let (admitted, reference) = admitted(&refclient, preset, seed);
         admits.push(json!({"seed": seed, "ratePerSecond": admitted, "runs": reference}));
         for (qps, conc) in SETTINGS {
-            rows.push(delete_run(seed, qps, conc, admitted));
+            rows.push(delete_run(preset, seed, (qps, conc), admitted));
         }
     }
-    let spreads: Vec<Value> = SETTINGS.iter().map(|&s| spread(&rows, s)).collect();
-    results["strugglingSeeds"] = json!({
-        "command": "cargo bench --bench compare -- --only struggling-seeds",
-        "preset": "struggling", "seeds": SEEDS, "goalFractionOfAdmitted": GOAL,
+    let spreads: Vec<Value> = SETTINGS.iter().map(|&s| spread(preset, &rows, s)).collect();
+    json!({
+        "command": format!("cargo bench --bench compare -- --only {preset}-seeds"),
+        "preset": preset, "seeds": SEEDS, "goalFractionOfAdmitted": GOAL,
         "admits": admits, "rows": rows, "spread": spreads,
-    });
-    results["printed"] = json!(super::common::printed());
+    })
 }
 
 /// What the `seed` server admits: the reference client's rate of
 /// successful deletes, twice on fresh servers, and the mean.
-fn admitted(refclient: &Path, seed: u64) -> (f64, Vec<Value>) {
+fn admitted(refclient: &Path, preset: &str, seed: u64) -> (f64, Vec<Value>) {
     let runs: Vec<Value> = (0..2)
         .map(|_| {
-            let server = server(seed);
+            let server = server(preset, seed);
             let out = super::common::refclient_capacity(refclient, &server.kubeconfig);
-            let run = format!("the reference client on struggling seed {seed}");
+            let run = format!("the reference client on {preset} seed {seed}");
             expect_exit(&run, out.status.code().unwrap_or(-1), 0);
             let r: Value = serde_json::from_slice(&out.stdout)
                 .unwrap_or_else(|e| panic!("violation: {run}: its output does not parse ({e})"));
@@ -85,7 +102,7 @@ fn admitted(refclient: &Path, seed: u64) -> (f64, Vec<Value>) {
         .collect();
     let admitted = r3(rates.iter().sum::<f64>() / rates.len() as f64);
     say!(
-        "struggling seed {seed}: the server admits {admitted}/s (reference client, 900 deletes, 8 in flight; runs {})",
+        "{preset} seed {seed}: the server admits {admitted}/s (reference client, 900 deletes, 8 in flight; runs {})",
         rates.iter().map(|r| format!("{}/s", r3(*r))).collect::<Vec<_>>().join(", ")
     );
     (admitted, runs)
@@ -93,8 +110,8 @@ fn admitted(refclient: &Path, seed: u64) -> (f64, Vec<Value>) {
 
 /// One `delete --yes --qps qps --concurrency conc` on a fresh `seed`
 /// server, judged (exit 0, every candidate handled): its row.
-fn delete_run(seed: u64, qps: u32, conc: u32, admitted: f64) -> Value {
-    let server = server(seed);
+fn delete_run(preset: &str, seed: u64, (qps, conc): (u32, u32), admitted: f64) -> Value {
+    let server = server(preset, seed);
     let load_before = load();
     let (qps_s, conc_s) = (qps.to_string(), conc.to_string());
     let (cost, report) = gc(
@@ -110,7 +127,7 @@ fn delete_run(seed: u64, qps: u32, conc: u32, admitted: f64) -> Value {
             "none",
         ],
     );
-    let run = format!("delete --yes --qps {qps} -c {conc} on struggling seed {seed}");
+    let run = format!("delete --yes --qps {qps} -c {conc} on {preset} seed {seed}");
     let code = match report["exitCode"].as_i64() {
         Some(c) if cost.ok || c != 0 => c as i32,
         _ => -1,
@@ -136,7 +153,7 @@ fn delete_run(seed: u64, qps: u32, conc: u32, admitted: f64) -> Value {
     let rate = s["deleteRatePerSecond"].as_f64().unwrap_or(0.0);
     let frac = r3(rate / admitted);
     say!(
-        "struggling seed {seed} --qps {qps} -c {conc}: {} deleted, {handled}/{} handled, {}/s, {frac} of what it admits ({admitted}/s), {} of the 50/s cap, wall {} s, exit 0",
+        "{preset} seed {seed} --qps {qps} -c {conc}: {} deleted, {handled}/{} handled, {}/s, {frac} of what it admits ({admitted}/s), {} of the 50/s cap, wall {} s, exit 0",
         count("deleted"), count("candidates"), r3(rate), r3(rate / 50.0), r3(cost.wall)
     );
     json!({
@@ -157,7 +174,7 @@ fn min_median_max(mut xs: Vec<f64>) -> (f64, f64, f64) {
 }
 
 /// The spread over seeds of one setting's rows, printed with its goal line.
-fn spread(rows: &[Value], (qps, conc): (u32, u32)) -> Value {
+fn spread(preset: &str, rows: &[Value], (qps, conc): (u32, u32)) -> Value {
     let mine: Vec<&Value> = rows
         .iter()
         .filter(|r| r["qps"] == qps && r["concurrency"] == conc)
@@ -167,12 +184,12 @@ fn spread(rows: &[Value], (qps, conc): (u32, u32)) -> Value {
     let (rlo, rmid, rhi) = of("deleteRatePerSecond");
     let seeds = SEEDS.map(|s| s.to_string()).join(", ");
     say!(
-        "struggling --qps {qps} -c {conc} over seeds {seeds}: fractionOfAdmitted min {lo} / median {mid} / max {hi}; delete/s min {} / median {} / max {}",
+        "{preset} --qps {qps} -c {conc} over seeds {seeds}: fractionOfAdmitted min {lo} / median {mid} / max {hi}; delete/s min {} / median {} / max {}",
         r3(rlo), r3(rmid), r3(rhi)
     );
     let met = goal(
         &format!(
-            "≥ {GOAL} of what the struggling server admits at --qps {qps} -c {conc}, at the worst of seeds {seeds}"
+            "≥ {GOAL} of what the {preset} server admits at --qps {qps} -c {conc}, at the worst of seeds {seeds}"
         ),
         lo >= GOAL,
         &format!("min {lo}, median {mid}, max {hi}"),
