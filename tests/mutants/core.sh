@@ -21,6 +21,25 @@ args=()
 for f in "${files[@]}"; do args+=(-f "$f"); done
 out=${MUTANTS_OUT:-target/mutants}
 mkdir -p "$out"
+# A first check starts from this checkout's test build, when there is one:
+# every dependency's artifacts, not the workspace's own crates (those build
+# again in the scratch copy). The engine's dev-dependencies select the
+# workspace's features (crates/cilium-gc-cluster/Cargo.toml), so cargo finds
+# them fresh; copied, not linked, so nothing built in the scratch directory
+# can write into this checkout's.
+seed() {
+  local from=target/debug to=target/mutants-build/debug d
+  [ -d "$from/.fingerprint" ] && [ ! -d "$to/.fingerprint" ] || return 0
+  for d in deps build .fingerprint; do
+    mkdir -p "$to/$d"
+    find "$from/$d" -mindepth 1 -maxdepth 1 \
+      ! -name 'cilium_gc*' ! -name 'libcilium_gc*' ! -name 'cilium-gc*' \
+      ! -name 'kubectl_cilium_gc*' ! -name 'kubectl-cilium*' ! -name 'it-*' ! -name 'e2e-*' \
+      ! -name 'wire-*' ! -name 'schema-*' ! -name 'compare-*' ! -name 'real-*' \
+      -exec cp -a -t "$to/$d" {} +
+  done
+}
+seed
 # --lib: the engine's unit tests, where the decision core's tests live.
 # Incremental: each mutant rebuilds one crate from a one-line change (.ci/run
 # turns it off for its own builds, which are built once).
