@@ -40,8 +40,9 @@
 //!   refusal that a success follows (the seat was free again within the
 //!   window, or the 429 was a random one) shortens the next first window
 //!   by a quarter, down to 25 ms, about a loaded server's round trip; a
-//!   refusal right after a window (the window was too short) doubles it
-//!   again, up to 250 ms. A server that answers 429 at random (5 % of
+//!   second such refusal before any success (the window was too short,
+//!   or a burst of 429s) doubles it again, once per run of them, up to
+//!   250 ms. A server that answers 429 at random (5 % of
 //!   writes, 2 a second) would otherwise hold every write for half of
 //!   each second. A refusal with ours ahead is the window's business
 //!   (below).
@@ -251,8 +252,9 @@ impl Pace {
             return;
         }
         if h.refused == 1 {
-            // Refused again after the first hold: it was too short. Once
-            // per run of refusals, so a burst of them costs one doubling.
+            // Refused again before any success: the first hold was too
+            // short (or a burst began). Once per run of refusals, so a
+            // burst of them costs one doubling.
             h.first = (h.first * 2).min(FIRST_HOLD);
         }
         h.refused = h.refused.saturating_add(1);
@@ -497,8 +499,8 @@ mod tests {
     }
 
     /// The first hold is learned: refusals that a success follows (random
-    /// 429s) shorten it by a quarter each, down to [`MIN_HOLD`]; a refusal
-    /// right after a hold doubles it, once per run of refusals, up to
+    /// 429s) shorten it by a quarter each, down to [`MIN_HOLD`]; a second
+    /// refusal before a success doubles it, once per run of refusals, up to
     /// [`FIRST_HOLD`].
     #[tokio::test(start_paused = true)]
     async fn the_first_hold_shortens_after_random_refusals_and_grows_when_too_short() {
