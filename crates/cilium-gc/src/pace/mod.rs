@@ -512,6 +512,10 @@ mod tests {
             p.until_ready().await;
             t.elapsed()
         };
+        // Successes with no refusal before them teach nothing.
+        for _ in 0..5 {
+            p.record(false, None, 0);
+        }
         let mut holds = Vec::new();
         for _ in 0..10 {
             holds.push(first_hold().await.as_millis());
