@@ -49,11 +49,7 @@
 //!   by a quarter, down to 25 ms, about a loaded server's round trip; a
 //!   second such refusal before any success (the window was too short,
 //!   or a burst of 429s) doubles it again, once per run of them, up to
-//!   250 ms. A refusal answered while a hold is on was on its way
-//!   before the hold began (writes wait out a hold before they leave) and
-//!   changes nothing: writes sent together
-//!   after a hold and refused together would otherwise double it each
-//!   time. A server that answers 429 at random (5 % of
+//!   250 ms. A server that answers 429 at random (5 % of
 //!   writes, 2 a second) would otherwise hold every write for half of
 //!   each second. A refusal with ours ahead is the window's business
 //!   (below).
@@ -258,13 +254,7 @@ impl Pace {
             h.next = h.first;
             return;
         }
-        let now = Instant::now();
-        if ahead > 0 || h.until.is_some_and(|u| u > now) {
-            // Ours ahead: the window's business. Answered while a hold is
-            // on: the write was on its way before the hold began (writes
-            // wait out a hold before they leave), so it says nothing of
-            // the hold's length: writes sent together after a hold,
-            // refused together, would otherwise double it.
+        if ahead > 0 {
             return;
         }
         if h.refused == 1 {
@@ -275,7 +265,8 @@ impl Pace {
         }
         h.refused = h.refused.saturating_add(1);
         let wait = h.next.min(retry_after.unwrap_or(MAX_HOLD));
-        h.until = Some(now + wait);
+        let until = Instant::now() + wait;
+        h.until = Some(h.until.map_or(until, |u| u.max(until)));
         h.next = (h.next * 2).min(retry_after.unwrap_or(MAX_HOLD).max(FIRST_HOLD));
     }
 
@@ -519,14 +510,10 @@ mod tests {
         p.record(true, Some(Duration::from_secs(1)), 0);
         assert_eq!(waited().await, FIRST_HOLD);
         p.record(true, Some(Duration::from_secs(1)), 0);
-        // Answered while that hold is on: sent before it, nothing changes.
-        p.record(true, Some(Duration::from_secs(1)), 0);
-        assert_eq!(waited().await, 2 * FIRST_HOLD, "doubled once");
+        assert_eq!(waited().await, 2 * FIRST_HOLD, "doubled");
         for _ in 0..5 {
             p.record(true, Some(Duration::from_secs(1)), 0);
-            waited().await;
         }
-        p.record(true, Some(Duration::from_secs(1)), 0);
         assert_eq!(
             waited().await,
             Duration::from_secs(1),
