@@ -22,7 +22,7 @@
 //!   been back at that ceiling for a full window without sustained
 //!   throttling. Without it, a server that caps the rate (50 deletes/s)
 //!   paced the writes only by its refusals: each one held every write,
-//!   the holds came in clumps, and a third of the writes were refused.
+//!   and the writes went out in clumps between the holds.
 //! - **The limiter is swapped, not reweighed**: governor's rate is fixed at
 //!   construction, and charging `n` cells per write can only express
 //!   `qps / n` (a weight above the burst is refused). A new limiter starts
