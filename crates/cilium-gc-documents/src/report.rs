@@ -389,9 +389,8 @@ pub struct Summary {
     /// Deletions per second achieved during the delete phase.
     pub delete_rate_per_second: f64,
     /// Wall time, in seconds, the shared write limiter ran below `--qps`
-    /// because the server throttled a large share of recent writes (at
-    /// `--qps 0`, with a rate set for that reason). Absent when no write
-    /// was rate limited (`--qps 0` without sustained throttling, or a scan).
+    /// because the server throttled a large share of recent writes. Absent
+    /// when no write was rate limited (`--qps 0`, or a scan).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttled_seconds: Option<f64>,
     /// The lowest rate, in writes per second, the limiter adapted down to

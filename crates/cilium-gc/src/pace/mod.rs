@@ -7,22 +7,15 @@
 //!   [`WINDOW`](rate::WINDOW) writes refused. A sporadic 429 (5 % of writes) almost never
 //!   reaches that (12 of 40 at 5 % is a one-in-a-million window), so it
 //!   slows nobody; a server-side cap or a burst of 429s does.
-//! - **The rate adapts** ([`Aimd`], in `rate`): cut to what the server
-//!   admitted over the window (the share that got through, of what was
-//!   sent: the rate, or less when the writes in flight held the writes
-//!   below it; at most halved, never below a floor), then one full window
-//!   of fresh evidence before the next cut, since the writes answered right
-//!   after a cut were sent at the old rate; each success gives back a step
-//!   of the ceiling. Cutting to the admitted share rather than halving: the
+//! - **With `--qps`, the rate adapts** ([`Aimd`], in `rate`): cut to what
+//!   the server admitted over the window (the share that got through, at
+//!   most halved, never below a floor), then one full window of fresh
+//!   evidence before the next cut, since the writes answered right after a
+//!   cut were sent at the old rate; each success gives back a step of
+//!   `--qps`. Cutting to the admitted share rather than halving: the
 //!   threshold is crossed when we send about 30 % more than a cap admits,
 //!   and 70 % of that is the cap itself, while halving falls well below it
 //!   and spends the climb back there.
-//! - **At `--qps 0` too**: the ceiling is the rate the writes were sent at
-//!   when throttling became sustained, and the rate is lifted once it has
-//!   been back at that ceiling for a full window without sustained
-//!   throttling. Without it, a server that caps the rate (50 deletes/s)
-//!   paced the writes only by its refusals: each one held every write,
-//!   and the writes went out in clumps between the holds.
 //! - **The limiter is swapped, not reweighed**: governor's rate is fixed at
 //!   construction, and charging `n` cells per write can only express
 //!   `qps / n` (a weight above the burst is refused). A new limiter starts
@@ -123,9 +116,8 @@ impl Drop for Ticket<'_> {
 }
 
 struct State {
-    /// `None` while unlimited (`--qps 0` without sustained throttling).
-    limiter: Option<Arc<DefaultDirectRateLimiter>>,
-    /// The rate `limiter` was built for (infinite: none).
+    limiter: Arc<DefaultDirectRateLimiter>,
+    /// The rate `limiter` was built for.
     limiter_rate: f64,
     aimd: Aimd,
     below_since: Option<Instant>,
@@ -159,13 +151,11 @@ struct Hold {
 /// writes in flight always, per-request `Retry-After` pacing each
 /// throttled item.
 pub(crate) struct Pace {
-    /// The limiter's burst: `--burst`, or at `--qps 0` none (each rate set
-    /// there gets the default's, one second's worth).
-    burst: Option<u32>,
+    burst: u32,
     hold: Mutex<Hold>,
     /// When a write last succeeded (see [`Pace::answering`]).
     last_success: Mutex<Option<Instant>>,
-    state: Mutex<State>,
+    state: Option<Mutex<State>>,
     /// Woken when the limiter is swapped.
     swapped: tokio::sync::Notify,
     window: Mutex<(Window, Flight)>,
@@ -175,7 +165,7 @@ impl Pace {
     /// A limiter at `qps` writes per second (0: unlimited) with `burst`,
     /// and at most `concurrency` writes in flight, adapted.
     pub(crate) fn new(qps: f64, burst: u32, concurrency: usize) -> Self {
-        let burst = (qps > 0.0).then_some(burst.max(1));
+        let burst = burst.max(1);
         Pace {
             burst,
             hold: Mutex::new(Hold {
@@ -187,12 +177,14 @@ impl Pace {
             last_success: Mutex::new(None),
             swapped: tokio::sync::Notify::new(),
             window: Mutex::new((Window::new(concurrency, Instant::now()), Flight::default())),
-            state: Mutex::new(State {
-                limiter: burst.map(|b| limiter(qps, b)),
-                limiter_rate: if qps > 0.0 { qps } else { f64::INFINITY },
-                aimd: Aimd::new(qps),
-                below_since: None,
-                throttled: Duration::ZERO,
+            state: (qps > 0.0).then(|| {
+                Mutex::new(State {
+                    limiter: limiter(qps, burst),
+                    limiter_rate: qps,
+                    aimd: Aimd::new(qps),
+                    below_since: None,
+                    throttled: Duration::ZERO,
+                })
             }),
         }
     }
@@ -201,8 +193,10 @@ impl Pace {
         self.window.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> Option<std::sync::MutexGuard<'_, State>> {
+        self.state
+            .as_ref()
+            .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Wait for one write's cell, on the limiter current when it comes: a
@@ -216,7 +210,7 @@ impl Pace {
             tokio::pin!(swapped);
             // Registered before the limiter is read, so no swap is missed.
             swapped.as_mut().enable();
-            let Some(l) = self.lock().limiter.clone() else {
+            let Some(l) = self.lock().map(|s| s.limiter.clone()) else {
                 return;
             };
             tokio::select! {
@@ -317,17 +311,17 @@ impl Pace {
                 tracing::debug!(limit, throttled, ahead, "writes allowed in flight changed");
             }
         }
-        let mut s = self.lock();
-        let now = Instant::now();
-        if let Some(rate) = s.aimd.record(throttled, now) {
-            if swaps(s.limiter_rate, rate, s.aimd.ceiling) {
+        let burst = self.burst;
+        let Some(mut s) = self.lock() else { return };
+        if let Some(rate) = s.aimd.record(throttled) {
+            if swaps(s.limiter_rate, rate, s.aimd.qps) {
                 tracing::debug!(rate, "write rate changed");
-                let burst = self.burst.unwrap_or((rate.ceil() as u32).max(1));
-                s.limiter = rate.is_finite().then(|| limiter(rate, burst));
+                s.limiter = limiter(rate, burst);
                 s.limiter_rate = rate;
                 self.swapped.notify_waiters();
             }
-            if s.aimd.below() {
+            let now = Instant::now();
+            if rate < s.aimd.qps {
                 s.below_since.get_or_insert(now);
             } else if let Some(t) = s.below_since.take() {
                 s.throttled += now - t;
@@ -338,7 +332,7 @@ impl Pace {
     /// The current rate (`None`: unlimited).
     #[cfg(test)]
     pub(crate) fn rate(&self) -> Option<f64> {
-        Some(self.lock().aimd.rate()).filter(|r| r.is_finite())
+        self.lock().map(|s| s.aimd.rate())
     }
 
     /// The fewest writes allowed in flight so far.
@@ -346,13 +340,9 @@ impl Pace {
         self.window().0.lowest()
     }
 
-    /// Throttled time and lowest rate so far (`None`: unlimited
-    /// throughout).
+    /// Throttled time and lowest rate so far (`None`: unlimited).
     pub(crate) fn summary(&self) -> Option<PaceSummary> {
-        let s = self.lock();
-        if s.aimd.lowest().is_infinite() {
-            return None;
-        }
+        let s = self.lock()?;
         let open = s.below_since.map_or(Duration::ZERO, |t| t.elapsed());
         Some(PaceSummary {
             throttled: s.throttled + open,
@@ -365,9 +355,7 @@ impl Pace {
 mod tests {
     use super::*;
 
-    // Paused clocks: the rate is cut from what was sent (see
-    // `rate::Aimd`), so writes recorded together must not drift apart.
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn the_writes_in_flight_adapt_with_or_without_a_rate() {
         let p = Pace::new(0.0, 1, 8);
         assert_eq!(p.slots(8), 1, "slow start");
@@ -416,15 +404,15 @@ mod tests {
 
     /// Throttled time counts from the rate's drop below the one set to its
     /// return: open while below (it grows), closed once back (it stays).
-    #[tokio::test(start_paused = true)]
-    async fn throttled_time_runs_while_below_the_set_rate_and_stops_when_back() {
+    #[test]
+    fn throttled_time_runs_while_below_the_set_rate_and_stops_when_back() {
         let p = Pace::new(1000.0, 10, 8);
         assert_eq!(p.summary().unwrap().throttled, Duration::ZERO);
         for _ in 0..12 {
             p.record(true, None, 0);
         }
         let open = p.summary().unwrap().throttled;
-        tokio::time::advance(Duration::from_millis(2)).await;
+        std::thread::sleep(Duration::from_millis(2));
         assert!(p.summary().unwrap().throttled > open, "open: it grows");
         for _ in 0..30 {
             p.record(false, None, 0);
@@ -432,11 +420,11 @@ mod tests {
         assert_eq!(p.rate(), Some(1000.0));
         let closed = p.summary().unwrap().throttled;
         assert!(closed >= Duration::from_millis(2), "{closed:?}");
-        tokio::time::advance(Duration::from_millis(2)).await;
+        std::thread::sleep(Duration::from_millis(2));
         assert_eq!(p.summary().unwrap().throttled, closed, "closed: it stays");
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn pace_reports_throttled_time_and_lowest_rate() {
         let p = Pace::new(1000.0, 10, 8);
         for _ in 0..12 {
@@ -451,26 +439,6 @@ mod tests {
         let s = p.summary().unwrap();
         assert_eq!(s.lowest_rate, 500.0);
         assert!(Pace::new(0.0, 1, 8).summary().is_none());
-    }
-
-    /// At `--qps 0`, sustained throttling sets a rate (what was sent, cut
-    /// to what was admitted): writes then wait for their cells, and the
-    /// summary tells the lowest rate and the time it was limited.
-    #[tokio::test(start_paused = true)]
-    async fn at_qps_0_sustained_throttling_sets_a_rate() {
-        use futures::FutureExt;
-        let p = Pace::new(0.0, 1, 8);
-        for i in 0..40 {
-            // One of ours ahead: the window's business, not a hold.
-            p.record(i >= 28, None, 1);
-            tokio::time::advance(Duration::from_millis(10)).await;
-        }
-        assert_eq!(p.rate(), Some(70.0), "100/s sent, 70 % admitted");
-        assert!(p.until_ready().now_or_never().is_none(), "held back");
-        tokio::time::advance(Duration::from_millis(5)).await;
-        let s = p.summary().expect("a rate was set");
-        assert_eq!(s.lowest_rate, 70.0);
-        assert!(s.throttled >= Duration::from_millis(5), "{:?}", s.throttled);
     }
 
     /// The server is answering while a write succeeded within the last
