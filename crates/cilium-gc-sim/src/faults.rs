@@ -43,6 +43,10 @@ pub struct Faults {
     pub burst_every: Option<Duration>,
     /// ...during which every request gets 429.
     pub burst_len: Duration,
+    /// When the first burst starts, after the server starts (then one every
+    /// [`Self::burst_every`]): where the bursts fall in a client's run, so
+    /// that a bench can sweep it over the period rather than depend on it.
+    pub burst_offset: Duration,
     /// Deletes per second the server accepts; more get 429.
     pub delete_rate_cap: Option<f64>,
     /// Deletes the server works on at once, like an API Priority and
@@ -101,6 +105,7 @@ impl Default for Faults {
             retry_after_secs: 1,
             burst_every: None,
             burst_len: Duration::from_secs(1),
+            burst_offset: Duration::ZERO,
             delete_rate_cap: None,
             delete_seats: None,
             delete_service: Duration::from_millis(20),
@@ -448,11 +453,7 @@ impl FaultEngine {
     }
 
     fn in_burst(&self, f: &Faults) -> bool {
-        let Some(every) = f.burst_every.filter(|e| !e.is_zero()) else {
-            return false;
-        };
-        let t = self.started.elapsed().as_nanos() % every.as_nanos();
-        t < f.burst_len.as_nanos()
+        in_burst_at(f, self.started.elapsed())
     }
 
     /// Token bucket of the delete cap (burst = one second's worth).
@@ -472,6 +473,20 @@ impl FaultEngine {
             false
         }
     }
+}
+
+/// Whether `elapsed` after the server started falls in a burst of 429s:
+/// the first starts at [`Faults::burst_offset`], then one every
+/// [`Faults::burst_every`], each [`Faults::burst_len`] long.
+fn in_burst_at(f: &Faults, elapsed: Duration) -> bool {
+    let Some(every) = f.burst_every.filter(|e| !e.is_zero()) else {
+        return false;
+    };
+    let every = every.as_nanos();
+    let offset = f.burst_offset.as_nanos() % every;
+    // Since the last burst's start.
+    let t = (elapsed.as_nanos() + every - offset) % every;
+    t < f.burst_len.as_nanos()
 }
 
 #[cfg(test)]
@@ -585,6 +600,38 @@ mod tests {
         assert!((200..400).contains(&errors), "{errors} 5xx in 10,000");
         assert!(e.watch_end().is_none());
         assert_eq!(Faults::struggling().delete_rate_cap, Some(50.0));
+    }
+
+    /// Bursts start at the offset, then one every period: none before the
+    /// first, and an offset of a whole period is none at all.
+    #[test]
+    fn bursts_start_at_the_offset_then_every_period() {
+        let at = |offset: u64, s: f64| {
+            let f = Faults {
+                burst_offset: Duration::from_secs(offset),
+                ..Faults::hostile()
+            };
+            in_burst_at(&f, Duration::from_secs_f64(s))
+        };
+        let bursting = |offset| {
+            (0..80)
+                .filter(|&i| at(offset, f64::from(i) * 0.5))
+                .map(|i| f64::from(i) * 0.5)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            bursting(0),
+            [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 20.0, 20.5, 21.0, 21.5, 22.0, 22.5]
+        );
+        assert_eq!(
+            bursting(8),
+            [8.0, 8.5, 9.0, 9.5, 10.0, 10.5, 28.0, 28.5, 29.0, 29.5, 30.0, 30.5]
+        );
+        assert_eq!(bursting(20), bursting(0), "a whole period: the same bursts");
+        assert!(
+            !in_burst_at(&Faults::default(), Duration::ZERO),
+            "none set: none"
+        );
     }
 
     #[test]

@@ -44,6 +44,10 @@ struct Args {
     /// the preset's (1): the same preset, another draw.
     #[arg(long)]
     seed: Option<u64>,
+    /// When the preset's first burst of 429s starts, after the server
+    /// starts (`8s`), instead of at once; one every period after it.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    burst_offset: Option<Duration>,
 }
 
 fn main() -> ExitCode {
@@ -70,6 +74,9 @@ fn main() -> ExitCode {
     }
     if let Some(seed) = args.seed {
         scenario.seed = seed;
+    }
+    if let Some(offset) = args.burst_offset {
+        scenario.faults.burst_offset = offset;
     }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
