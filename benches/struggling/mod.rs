@@ -48,12 +48,20 @@ const GOAL: f64 = 0.85;
 /// their period each time.
 const PHASES: u32 = 5;
 
-/// The parts: `(part, preset, key in the results, the preset's burst
-/// period in seconds)`.
-const PARTS: [(&str, &str, &str, f64); 2] = [
-    ("struggling-seeds", "struggling", "strugglingSeeds", 15.0),
-    ("hostile-seeds", "hostile", "hostileSeeds", 20.0),
+/// The parts: `(part, preset, key in the results)`.
+const PARTS: [(&str, &str, &str); 2] = [
+    ("struggling-seeds", "struggling", "strugglingSeeds"),
+    ("hostile-seeds", "hostile", "hostileSeeds"),
 ];
+
+/// The preset's period of bursts of 429s, in seconds, as the simulator
+/// has it.
+fn burst_period(preset: &str) -> f64 {
+    cilium_gc_sim::Scenario::preset(preset)
+        .and_then(|s| s.faults.burst_every)
+        .unwrap_or_else(|| panic!("violation: the {preset} preset has no bursts to sweep"))
+        .as_secs_f64()
+}
 
 /// A fresh `preset` server drawn with `seed`, its first burst of 429s
 /// `offset` seconds after it starts.
@@ -72,9 +80,9 @@ fn server(preset: &str, seed: u64, offset: f64) -> Server {
 /// The parts `--only` asks for (or every part): each one's figures in
 /// `results[key]`, the printed lines in `results["printed"]`.
 pub(crate) fn run(opts: &Opts, results: &mut Value) {
-    for (part, preset, key, period) in PARTS {
+    for (part, preset, key) in PARTS {
         if opts.wants(part) {
-            results[key] = seeds(preset, period);
+            results[key] = seeds(preset, burst_period(preset));
             results["printed"] = json!(super::common::printed());
         }
     }
