@@ -482,11 +482,10 @@ fn in_burst_at(f: &Faults, elapsed: Duration) -> bool {
     let Some(every) = f.burst_every.filter(|e| !e.is_zero()) else {
         return false;
     };
-    let every = every.as_nanos();
-    let offset = f.burst_offset.as_nanos() % every;
-    // Since the last burst's start.
-    let t = (elapsed.as_nanos() + every - offset) % every;
-    t < f.burst_len.as_nanos()
+    // None before the first; then the time since the last one's start.
+    elapsed
+        .checked_sub(f.burst_offset)
+        .is_some_and(|t| t.as_nanos() % every.as_nanos() < f.burst_len.as_nanos())
 }
 
 #[cfg(test)]
@@ -603,7 +602,7 @@ mod tests {
     }
 
     /// Bursts start at the offset, then one every period: none before the
-    /// first, and an offset of a whole period is none at all.
+    /// first, even when the offset is longer than the period.
     #[test]
     fn bursts_start_at_the_offset_then_every_period() {
         let at = |offset: u64, s: f64| {
@@ -627,7 +626,11 @@ mod tests {
             bursting(8),
             [8.0, 8.5, 9.0, 9.5, 10.0, 10.5, 28.0, 28.5, 29.0, 29.5, 30.0, 30.5]
         );
-        assert_eq!(bursting(20), bursting(0), "a whole period: the same bursts");
+        assert_eq!(
+            bursting(30),
+            [30.0, 30.5, 31.0, 31.5, 32.0, 32.5],
+            "longer than the period: none before it"
+        );
         assert!(
             !in_burst_at(&Faults::default(), Duration::ZERO),
             "none set: none"
